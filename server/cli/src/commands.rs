@@ -1,0 +1,307 @@
+//! The command line: argument definitions and what each command does.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
+use lode_index::{IndexError, Language, MapRequest, RefreshStats, SearchRequest, Workspace, WorkspaceOptions};
+
+use crate::output::{print_json_lines, progress_bar};
+use crate::root::discover_root;
+use crate::EXIT_NO_RESULTS;
+
+/// lode: an editor-native coding agent with a live model of your code.
+#[derive(Debug, Parser)]
+#[command(name = "lode", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub workspace: WorkspaceArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command that touches a workspace.
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    /// Workspace root (default: the nearest ancestor with .lode/ or .git, else the current dir).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub root: Option<PathBuf>,
+    /// Where the index lives (default: <root>/.lode/index). Also $LODE_INDEX_DIR.
+    #[arg(long, global = true, value_name = "PATH", env = "LODE_INDEX_DIR")]
+    pub index_dir: Option<PathBuf>,
+    /// Extra gitignore-style patterns to leave out of the index (repeatable).
+    #[arg(long, global = true, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Skip files larger than this many bytes.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_BYTES)]
+    pub max_file_size: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build or update the index of a workspace.
+    Index {
+        /// The workspace root (overrides --root).
+        path: Option<PathBuf>,
+    },
+    /// Ranked code chunks for a query (words or identifiers).
+    Search {
+        query: String,
+        /// At most this many hits.
+        #[arg(long, short = 'n', default_value_t = 10)]
+        limit: usize,
+        /// Only files matching this glob (`*.rs`, `src/**`).
+        #[arg(long, value_name = "GLOB")]
+        path: Option<String>,
+        /// Only files in this language (rust, python, javascript, typescript, tsx, go, text).
+        #[arg(long, value_name = "LANG")]
+        lang: Option<String>,
+        #[command(flatten)]
+        common: QueryArgs,
+    },
+    /// Definitions by name: exact, then prefix, substring and fuzzy matches.
+    Symbols {
+        name: String,
+        #[arg(long, short = 'n', default_value_t = 20)]
+        limit: usize,
+        #[command(flatten)]
+        common: QueryArgs,
+    },
+    /// References (calls, type uses, imports, macro uses) to a name.
+    Refs {
+        name: String,
+        #[arg(long, short = 'n', default_value_t = 100)]
+        limit: usize,
+        #[command(flatten)]
+        common: QueryArgs,
+    },
+    /// A map of the repository's most relevant definitions, fitted to a token budget.
+    Map {
+        /// Token budget (cl100k tokens).
+        #[arg(long, default_value_t = 1024)]
+        tokens: usize,
+        /// A file the task is about (repeatable); the map favours what it uses.
+        #[arg(long, value_name = "FILE")]
+        focus: Vec<PathBuf>,
+        /// An identifier the task mentions (repeatable).
+        #[arg(long, value_name = "IDENT")]
+        mention: Vec<String>,
+        #[command(flatten)]
+        common: QueryArgs,
+    },
+    /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
+    #[command(hide = true)]
+    ParseOnly { path: Option<PathBuf> },
+}
+
+/// Options of the query commands.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Print JSON Lines (one object per line) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Query the index as it is, without first bringing it up to date.
+    #[arg(long)]
+    pub no_refresh: bool,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let args = cli.workspace;
+    match cli.command {
+        Command::Index { path } => {
+            let workspace = open(&args, path.as_deref())?;
+            let started = Instant::now();
+            let stats = refresh(&workspace)?;
+            eprintln!("{}", summary(&stats, started.elapsed().as_secs_f64()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Search {
+            query,
+            limit,
+            path,
+            lang,
+            common,
+        } => {
+            let language = match lang {
+                Some(name) => Some(Language::from_name(&name).with_context(|| {
+                    format!("unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)")
+                })?),
+                None => None,
+            };
+            let workspace = open_fresh(&args, &common)?;
+            let request = SearchRequest {
+                query,
+                limit,
+                path_glob: path,
+                language,
+            };
+            let hits = workspace.search(&request)?;
+            if common.json {
+                print_json_lines(&hits)?;
+            } else {
+                for hit in &hits {
+                    let symbol = hit.symbol.as_deref().unwrap_or("");
+                    println!("{}:{}-{}  {symbol}", hit.path, hit.start_line, hit.end_line);
+                    for line in hit.snippet.lines() {
+                        println!("    {line}");
+                    }
+                    println!();
+                }
+            }
+            Ok(found(!hits.is_empty()))
+        }
+        Command::Symbols { name, limit, common } => {
+            let workspace = open_fresh(&args, &common)?;
+            let hits = workspace.symbols(&name, limit)?;
+            if common.json {
+                print_json_lines(&hits)?;
+            } else {
+                for hit in &hits {
+                    let mut qualified = hit.scope.clone();
+                    qualified.push(hit.name.clone());
+                    println!(
+                        "{}:{}-{}  {} {}\n    {}",
+                        hit.path,
+                        hit.start_line,
+                        hit.end_line,
+                        hit.kind,
+                        qualified.join(" > "),
+                        hit.signature
+                    );
+                }
+            }
+            Ok(found(!hits.is_empty()))
+        }
+        Command::Refs { name, limit, common } => {
+            let workspace = open_fresh(&args, &common)?;
+            let hits = workspace.references(&name, limit)?;
+            if common.json {
+                print_json_lines(&hits)?;
+            } else {
+                for hit in &hits {
+                    let scope = if hit.scope.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  in {}", hit.scope.join(" > "))
+                    };
+                    println!("{}:{}:{}  {} {}{scope}", hit.path, hit.line, hit.column, hit.kind, hit.name);
+                }
+            }
+            Ok(found(!hits.is_empty()))
+        }
+        Command::Map {
+            tokens,
+            focus,
+            mention,
+            common,
+        } => {
+            let workspace = open_fresh(&args, &common)?;
+            let focus_files = focus
+                .iter()
+                .map(|file| workspace.relative(file))
+                .collect::<Result<Vec<_>, _>>()?;
+            let map = workspace.repo_map(&MapRequest {
+                max_tokens: tokens,
+                focus_files,
+                mentions: mention,
+            })?;
+            if common.json {
+                println!("{}", serde_json::to_string(&map)?);
+            } else {
+                print!("{}", map.text);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ParseOnly { path } => {
+            let root = resolve_root(&args, path.as_deref())?;
+            let report = crate::parse_only::parse_everything(&root, &scan_options(&args))?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn found(any: bool) -> ExitCode {
+    if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_NO_RESULTS)
+    }
+}
+
+pub fn scan_options(args: &WorkspaceArgs) -> ScanOptions {
+    ScanOptions {
+        max_file_bytes: args.max_file_size,
+        exclude: args.exclude.clone(),
+    }
+}
+
+fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let root = match explicit.or(args.root.as_deref()) {
+        Some(path) => path.to_path_buf(),
+        None => discover_root(&std::env::current_dir().context("cannot read the current directory")?),
+    };
+    if !root.is_dir() {
+        bail!("workspace root {} is not a directory", root.display());
+    }
+    Ok(root)
+}
+
+fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
+    let root = resolve_root(args, explicit_root)?;
+    let workspace = Workspace::open(WorkspaceOptions {
+        root: root.clone(),
+        index_dir: args.index_dir.clone(),
+        scan: scan_options(args),
+    })
+    .with_context(|| format!("cannot open the index of {}", root.display()))?;
+    for repair in workspace.repairs() {
+        eprintln!("lode: repaired the index: {repair}");
+    }
+    Ok(workspace)
+}
+
+/// Opens the workspace and, unless told not to, brings the index up to date first.
+fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspace> {
+    let workspace = open(args, None)?;
+    if !query.no_refresh {
+        match refresh(&workspace) {
+            Ok(_) => {}
+            // Another lode is writing: answer from the index as it stands.
+            Err(error) if matches!(error.downcast_ref::<IndexError>(), Some(IndexError::Locked { .. })) => {
+                eprintln!("lode: another process is updating the index; searching it as it is");
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(workspace)
+}
+
+fn refresh(workspace: &Workspace) -> anyhow::Result<RefreshStats> {
+    let bar = progress_bar("indexing");
+    let stats = workspace.refresh(&|progress| {
+        bar.set_length(progress.total as u64);
+        bar.set_position(progress.done as u64);
+    });
+    bar.finish_and_clear();
+    Ok(stats.with_context(|| format!("cannot index {}", workspace.root().display()))?)
+}
+
+fn summary(stats: &RefreshStats, seconds: f64) -> String {
+    let megabytes = stats.parsed_bytes as f64 / 1_000_000.0;
+    format!(
+        "indexed {} files ({} parsed, {} unchanged, {} removed, {} skipped): {} chunks, {} symbols, {} references; parsed {megabytes:.1} MB in {seconds:.2}s",
+        stats.files,
+        stats.parsed,
+        stats.unchanged,
+        stats.removed,
+        stats.skipped_binary + stats.skipped_too_large + stats.unreadable,
+        stats.total_chunks,
+        stats.total_definitions,
+        stats.total_references,
+    )
+}
+

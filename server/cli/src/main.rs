@@ -1,0 +1,37 @@
+//! The `lode` binary: parses arguments, opens the workspace and prints results.
+//!
+//! It wires the library crates together and owns presentation (text, JSON Lines, progress bars,
+//! exit codes). It holds no indexing or search logic of its own.
+
+mod commands;
+mod output;
+mod parse_only;
+mod root;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::commands::Cli;
+
+/// Exit code when a query found nothing (like grep).
+pub const EXIT_NO_RESULTS: u8 = 1;
+/// Exit code for runtime failures (usage errors exit with 2, from clap).
+pub const EXIT_FAILURE: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            // One line: the error and its causes, joined.
+            let message = error
+                .chain()
+                .map(|cause| cause.to_string())
+                .collect::<Vec<_>>()
+                .join(": ");
+            eprintln!("lode: {message}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}

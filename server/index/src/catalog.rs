@@ -1,0 +1,499 @@
+//! The SQLite catalog: files with their content hashes, chunks, definitions and references.
+//!
+//! The catalog is the index's source of truth. The lexical index is derived from it and can be
+//! rebuilt from it without re-parsing. Every write goes through one transaction ([`CatalogBatch`])
+//! that also bumps the index generation, which the lexical index records in its commit.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+use crate::error::IndexError;
+use crate::language::Language;
+use crate::parse::ParsedFile;
+use crate::tags::{DefKind, RefKind};
+
+/// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
+pub const SCHEMA_VERSION: &str = "1";
+
+/// Separates the labels of a scope chain in one column.
+const SCOPE_SEPARATOR: char = '\u{1f}';
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    language TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    symbol TEXT,
+    kind TEXT,
+    scope TEXT NOT NULL,
+    defined_names TEXT NOT NULL,
+    text TEXT NOT NULL,
+    comments TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
+CREATE TABLE IF NOT EXISTS defs(
+    file_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    scope TEXT NOT NULL,
+    signature TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name);
+CREATE INDEX IF NOT EXISTS defs_by_file ON defs(file_id);
+CREATE TABLE IF NOT EXISTS refs(
+    file_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    col INTEGER NOT NULL,
+    scope TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS refs_by_name ON refs(name);
+CREATE INDEX IF NOT EXISTS refs_by_file ON refs(file_id);
+";
+
+/// What the catalog remembers about one indexed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRecord {
+    pub id: i64,
+    pub path: String,
+    pub language: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub hash: u64,
+}
+
+/// A chunk as stored, with its file's path and language.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkRow {
+    pub id: i64,
+    pub path: String,
+    pub language: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: Option<String>,
+    pub kind: Option<String>,
+    pub scope: Vec<String>,
+    pub defined_names: Vec<String>,
+    pub text: String,
+    pub comments: String,
+}
+
+/// A definition as stored, with its file's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DefinitionRow {
+    pub path: String,
+    pub language: String,
+    pub name: String,
+    pub kind: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub scope: Vec<String>,
+    pub signature: String,
+}
+
+/// A reference as stored, with its file's path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReferenceRow {
+    pub path: String,
+    pub language: String,
+    pub name: String,
+    pub kind: String,
+    pub line: u32,
+    pub column: u32,
+    pub scope: Vec<String>,
+}
+
+/// The catalog database.
+pub struct Catalog {
+    conn: Connection,
+}
+
+impl Catalog {
+    /// Opens (creating if needed) the catalog at `path`. A catalog written by another schema
+    /// version, or one SQLite cannot read, is an error the caller answers by rebuilding.
+    pub fn open(path: &Path) -> Result<Catalog, IndexError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "cache_size", -32_000)?;
+        conn.execute_batch(SCHEMA)?;
+        let catalog = Catalog { conn };
+        match catalog.meta("schema")? {
+            None => catalog.set_meta("schema", SCHEMA_VERSION)?,
+            Some(version) if version == SCHEMA_VERSION => {}
+            Some(version) => {
+                return Err(IndexError::Catalog(rusqlite::Error::InvalidParameterName(format!(
+                    "catalog schema version {version}, expected {SCHEMA_VERSION}"
+                ))));
+            }
+        }
+        Ok(catalog)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .optional()?)
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<(), IndexError> {
+        self.conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// The generation of the last committed batch (0 for a new catalog).
+    pub fn generation(&self) -> Result<u64, IndexError> {
+        Ok(self
+            .meta("generation")?
+            .and_then(|value| value.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Every indexed file, keyed by relative path.
+    pub fn files(&self) -> Result<HashMap<String, FileRecord>, IndexError> {
+        let mut statement = self
+            .conn
+            .prepare("SELECT id, path, language, size, mtime_ns, hash FROM files")?;
+        let rows = statement.query_map([], |row| {
+            Ok(FileRecord {
+                id: row.get(0)?,
+                path: row.get(1)?,
+                language: row.get(2)?,
+                size: row.get::<_, i64>(3)? as u64,
+                mtime_ns: row.get(4)?,
+                hash: row.get::<_, i64>(5)? as u64,
+            })
+        })?;
+        let mut files = HashMap::new();
+        for row in rows {
+            let record = row?;
+            files.insert(record.path.clone(), record);
+        }
+        Ok(files)
+    }
+
+    /// Counts of files, chunks, definitions and references.
+    pub fn counts(&self) -> Result<CatalogCounts, IndexError> {
+        let count = |table: &str| -> Result<u64, IndexError> {
+            Ok(self
+                .conn
+                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get::<_, i64>(0))?
+                as u64)
+        };
+        Ok(CatalogCounts {
+            files: count("files")?,
+            chunks: count("chunks")?,
+            definitions: count("defs")?,
+            references: count("refs")?,
+        })
+    }
+
+    /// Starts a write batch.
+    pub fn begin(&self) -> Result<CatalogBatch<'_>, IndexError> {
+        let generation = self.generation()?;
+        // The catalog is used from one thread at a time (callers hold it behind a mutex), so
+        // the unchecked transaction cannot nest with another.
+        let tx = self.conn.unchecked_transaction()?;
+        Ok(CatalogBatch { tx, generation })
+    }
+
+    /// Calls `visit` for every chunk, in file order (used to rebuild the lexical index).
+    pub fn for_each_chunk(
+        &self,
+        mut visit: impl FnMut(ChunkRow) -> Result<(), IndexError>,
+    ) -> Result<(), IndexError> {
+        let mut statement = self.conn.prepare(&format!("{CHUNK_SELECT} ORDER BY c.file_id, c.id"))?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            visit(chunk_from_row(row)?)?;
+        }
+        Ok(())
+    }
+
+    /// The chunks with these ids, in no particular order.
+    pub fn chunks_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkRow>, IndexError> {
+        let mut statement = self
+            .conn
+            .prepare_cached(&format!("{CHUNK_SELECT} WHERE c.id = ?1"))?;
+        let mut found = HashMap::with_capacity(ids.len());
+        for &id in ids {
+            if let Some(chunk) = statement.query_row([id], chunk_from_row).optional()? {
+                found.insert(id, chunk);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every distinct defined name.
+    pub fn definition_names(&self) -> Result<Vec<String>, IndexError> {
+        let mut statement = self.conn.prepare("SELECT DISTINCT name FROM defs")?;
+        let names = statement.query_map([], |row| row.get(0))?;
+        Ok(names.collect::<Result<_, _>>()?)
+    }
+
+    /// Definitions with exactly this name.
+    pub fn definitions_named(&self, name: &str) -> Result<Vec<DefinitionRow>, IndexError> {
+        let mut statement = self.conn.prepare_cached(&format!(
+            "{DEF_SELECT} WHERE d.name = ?1 ORDER BY f.path, d.start_line"
+        ))?;
+        let rows = statement.query_map([name], definition_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every definition, in file order.
+    pub fn all_definitions(&self) -> Result<Vec<DefinitionRow>, IndexError> {
+        let mut statement = self
+            .conn
+            .prepare(&format!("{DEF_SELECT} ORDER BY f.path, d.start_line"))?;
+        let rows = statement.query_map([], definition_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// References to exactly this name, at most `limit`.
+    pub fn references_named(&self, name: &str, limit: usize) -> Result<Vec<ReferenceRow>, IndexError> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT f.path, f.language, r.name, r.kind, r.line, r.col, r.scope
+             FROM refs r JOIN files f ON f.id = r.file_id
+             WHERE r.name = ?1 ORDER BY f.path, r.line, r.col LIMIT ?2",
+        )?;
+        let rows = statement.query_map(params![name, limit as i64], |row| {
+            Ok(ReferenceRow {
+                path: row.get(0)?,
+                language: row.get(1)?,
+                name: row.get(2)?,
+                kind: row.get(3)?,
+                line: row.get(4)?,
+                column: row.get(5)?,
+                scope: split_scope(&row.get::<_, String>(6)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// For each file, how often it references each name that is defined somewhere.
+    pub fn reference_counts(&self) -> Result<Vec<(String, String, u32)>, IndexError> {
+        let mut statement = self.conn.prepare(
+            "SELECT f.path, r.name, COUNT(*) FROM refs r JOIN files f ON f.id = r.file_id
+             WHERE r.name IN (SELECT name FROM defs)
+             GROUP BY r.file_id, r.name",
+        )?;
+        let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// Row counts of the catalog.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogCounts {
+    pub files: u64,
+    pub chunks: u64,
+    pub definitions: u64,
+    pub references: u64,
+}
+
+const CHUNK_SELECT: &str = "SELECT c.id, f.path, f.language, c.start_line, c.end_line, c.symbol, c.kind,
+    c.scope, c.defined_names, c.text, c.comments FROM chunks c JOIN files f ON f.id = c.file_id";
+
+const DEF_SELECT: &str = "SELECT f.path, f.language, d.name, d.kind, d.start_line, d.end_line, d.scope,
+    d.signature FROM defs d JOIN files f ON f.id = d.file_id";
+
+fn chunk_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {
+    Ok(ChunkRow {
+        id: row.get(0)?,
+        path: row.get(1)?,
+        language: row.get(2)?,
+        start_line: row.get(3)?,
+        end_line: row.get(4)?,
+        symbol: row.get(5)?,
+        kind: row.get(6)?,
+        scope: split_scope(&row.get::<_, String>(7)?),
+        defined_names: split_scope(&row.get::<_, String>(8)?),
+        text: row.get(9)?,
+        comments: row.get(10)?,
+    })
+}
+
+fn definition_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DefinitionRow> {
+    Ok(DefinitionRow {
+        path: row.get(0)?,
+        language: row.get(1)?,
+        name: row.get(2)?,
+        kind: row.get(3)?,
+        start_line: row.get(4)?,
+        end_line: row.get(5)?,
+        scope: split_scope(&row.get::<_, String>(6)?),
+        signature: row.get(7)?,
+    })
+}
+
+fn join_scope(labels: &[String]) -> String {
+    let mut joined = String::new();
+    for (i, label) in labels.iter().enumerate() {
+        if i > 0 {
+            joined.push(SCOPE_SEPARATOR);
+        }
+        joined.push_str(label);
+    }
+    joined
+}
+
+fn split_scope(joined: &str) -> Vec<String> {
+    if joined.is_empty() {
+        Vec::new()
+    } else {
+        joined.split(SCOPE_SEPARATOR).map(str::to_string).collect()
+    }
+}
+
+/// The identity of a file's content, as recorded in the catalog.
+pub fn content_hash(text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}
+
+/// A chunk as written, with the id the catalog gave it.
+pub struct StoredChunk<'a> {
+    pub id: i64,
+    pub chunk: &'a crate::chunk::Chunk,
+}
+
+/// One write transaction over the catalog.
+pub struct CatalogBatch<'c> {
+    tx: Transaction<'c>,
+    generation: u64,
+}
+
+impl CatalogBatch<'_> {
+    /// Removes a file and everything derived from it. Returns whether it was indexed.
+    pub fn remove_file(&mut self, path: &str) -> Result<bool, IndexError> {
+        let id: Option<i64> = self
+            .tx
+            .prepare_cached("SELECT id FROM files WHERE path = ?1")?
+            .query_row([path], |row| row.get(0))
+            .optional()?;
+        let Some(id) = id else {
+            return Ok(false);
+        };
+        for statement in [
+            "DELETE FROM chunks WHERE file_id = ?1",
+            "DELETE FROM defs WHERE file_id = ?1",
+            "DELETE FROM refs WHERE file_id = ?1",
+            "DELETE FROM files WHERE id = ?1",
+        ] {
+            self.tx.prepare_cached(statement)?.execute([id])?;
+        }
+        Ok(true)
+    }
+
+    /// Records a file's new metadata without touching its derived rows (content unchanged).
+    pub fn touch_file(&mut self, path: &str, size: u64, mtime_ns: i64) -> Result<(), IndexError> {
+        self.tx
+            .prepare_cached("UPDATE files SET size = ?2, mtime_ns = ?3 WHERE path = ?1")?
+            .execute(params![path, size as i64, mtime_ns])?;
+        Ok(())
+    }
+
+    /// Replaces a file's rows with freshly parsed ones; returns the ids given to its chunks.
+    pub fn put_file(
+        &mut self,
+        path: &str,
+        language: Language,
+        size: u64,
+        mtime_ns: i64,
+        hash: u64,
+        parsed: &ParsedFile,
+    ) -> Result<Vec<i64>, IndexError> {
+        self.remove_file(path)?;
+        self.tx
+            .prepare_cached(
+                "INSERT INTO files(path, language, size, mtime_ns, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![path, language.name(), size as i64, mtime_ns, hash as i64])?;
+        let file_id = self.tx.last_insert_rowid();
+
+        let mut chunk_ids = Vec::with_capacity(parsed.chunks.len());
+        let mut insert_chunk = self.tx.prepare_cached(
+            "INSERT INTO chunks(file_id, start_line, end_line, symbol, kind, scope, defined_names, text, comments)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        for chunk in &parsed.chunks {
+            insert_chunk.execute(params![
+                file_id,
+                chunk.start_line,
+                chunk.end_line,
+                chunk.symbol,
+                chunk.kind.map(DefKind::name),
+                join_scope(&chunk.scope),
+                join_scope(&chunk.defined_names),
+                chunk.text,
+                chunk.comments,
+            ])?;
+            chunk_ids.push(self.tx.last_insert_rowid());
+        }
+        drop(insert_chunk);
+
+        let mut insert_def = self.tx.prepare_cached(
+            "INSERT INTO defs(file_id, name, kind, start_line, end_line, scope, signature)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
+        for def in &parsed.tags.definitions {
+            insert_def.execute(params![
+                file_id,
+                def.name,
+                def.kind.name(),
+                def.start_line,
+                def.end_line,
+                join_scope(&def.scope),
+                def.signature,
+            ])?;
+        }
+        drop(insert_def);
+
+        let mut insert_ref = self.tx.prepare_cached(
+            "INSERT INTO refs(file_id, name, kind, line, col, scope) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?;
+        for reference in &parsed.tags.references {
+            insert_ref.execute(params![
+                file_id,
+                reference.name,
+                RefKind::name(reference.kind),
+                reference.line,
+                reference.column,
+                join_scope(&reference.scope),
+            ])?;
+        }
+        Ok(chunk_ids)
+    }
+
+    /// Commits the batch as the next generation and returns that generation.
+    pub fn commit(self) -> Result<u64, IndexError> {
+        let next = self.generation + 1;
+        self.tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('generation', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [next.to_string()],
+        )?;
+        self.tx.commit()?;
+        Ok(next)
+    }
+}

@@ -1,0 +1,44 @@
+//! The errors the index library returns.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while building, updating or querying an index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not inside the workspace root {root}")]
+    OutsideRoot { path: PathBuf, root: PathBuf },
+    #[error("workspace root {path} is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("the {language} tags query does not compile: {message}")]
+    Query {
+        language: &'static str,
+        message: String,
+    },
+    #[error("tree-sitter could not load the {language} grammar: {message}")]
+    Grammar {
+        language: &'static str,
+        message: String,
+    },
+    #[error("index catalog (SQLite) error: {0}")]
+    Catalog(#[from] rusqlite::Error),
+    #[error("lexical index (tantivy) error: {0}")]
+    Lexical(#[from] tantivy::TantivyError),
+    #[error("invalid glob {glob:?}: {message}")]
+    Glob { glob: String, message: String },
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
+    #[error("token counter unavailable: {0}")]
+    Tokenizer(String),
+    #[error("another lode process is writing this index ({path}); try again when it finishes")]
+    Locked { path: PathBuf },
+}

@@ -1,0 +1,335 @@
+//! The tantivy BM25 index over chunks: schema, writing, and ranked lookup.
+//!
+//! Derived from the catalog: each commit carries the catalog generation it mirrors as its
+//! payload, so a mismatch after a crash is detected on open and answered by a rebuild.
+
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::directory::error::LockError;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+    Value,
+};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term, doc};
+
+use crate::catalog::ChunkRow;
+use crate::chunk::Chunk;
+use crate::error::IndexError;
+use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, code_tokens};
+
+/// Memory the tantivy writer may use before flushing a segment.
+const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
+
+/// Per-field weights of the BM25 score, tuned on the retrieval benchmark (`bench/`).
+#[derive(Clone, Copy, Debug)]
+pub struct FieldBoosts {
+    pub symbols: f32,
+    pub path: f32,
+    pub content: f32,
+    pub comments: f32,
+}
+
+pub const DEFAULT_BOOSTS: FieldBoosts = FieldBoosts {
+    symbols: 2.0,
+    path: 1.0,
+    content: 1.0,
+    comments: 1.0,
+};
+
+#[derive(Clone, Copy)]
+struct Fields {
+    chunk_id: Field,
+    path_key: Field,
+    language: Field,
+    path: Field,
+    symbols: Field,
+    content: Field,
+    comments: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(CODE_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let fields = Fields {
+        chunk_id: builder.add_u64_field("chunk_id", INDEXED | STORED | FAST),
+        path_key: builder.add_text_field("path_key", STRING),
+        language: builder.add_text_field("language", STRING),
+        path: builder.add_text_field("path", text.clone()),
+        symbols: builder.add_text_field("symbols", text.clone()),
+        content: builder.add_text_field("content", text.clone()),
+        comments: builder.add_text_field("comments", text),
+    };
+    (builder.build(), fields)
+}
+
+/// The fields of one chunk as the lexical index sees them.
+pub struct LexicalDoc<'a> {
+    pub id: i64,
+    pub path: &'a str,
+    pub language: &'a str,
+    pub symbol: Option<&'a str>,
+    pub scope: &'a [String],
+    pub defined_names: &'a [String],
+    pub text: &'a str,
+    pub comments: &'a str,
+}
+
+impl<'a> LexicalDoc<'a> {
+    pub fn from_row(row: &'a ChunkRow) -> Self {
+        LexicalDoc {
+            id: row.id,
+            path: &row.path,
+            language: &row.language,
+            symbol: row.symbol.as_deref(),
+            scope: &row.scope,
+            defined_names: &row.defined_names,
+            text: &row.text,
+            comments: &row.comments,
+        }
+    }
+
+    pub fn from_chunk(id: i64, path: &'a str, language: &'a str, chunk: &'a Chunk) -> Self {
+        LexicalDoc {
+            id,
+            path,
+            language,
+            symbol: chunk.symbol.as_deref(),
+            scope: &chunk.scope,
+            defined_names: &chunk.defined_names,
+            text: &chunk.text,
+            comments: &chunk.comments,
+        }
+    }
+}
+
+/// Restrictions on which chunks a lexical search may return.
+#[derive(Clone, Debug, Default)]
+pub struct LexicalFilter {
+    pub language: Option<String>,
+    /// When set, only chunks of these files (relative paths).
+    pub paths: Option<Vec<String>>,
+}
+
+/// The on-disk BM25 index.
+pub struct LexicalIndex {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    writer: std::sync::Mutex<Option<IndexWriter>>,
+}
+
+impl LexicalIndex {
+    /// Opens the index in `dir`, creating it when the directory is empty.
+    pub fn open_or_create(dir: &Path) -> Result<LexicalIndex, IndexError> {
+        std::fs::create_dir_all(dir).map_err(|source| IndexError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let (schema, fields) = schema();
+        let index = if dir.join("meta.json").exists() {
+            let index = Index::open_in_dir(dir)?;
+            if index.schema() != schema {
+                return Err(IndexError::Lexical(TantivyError::SchemaError(
+                    "lexical index schema differs from this version of lode".into(),
+                )));
+            }
+            index
+        } else {
+            Index::create_in_dir(dir, schema)?
+        };
+        index
+            .tokenizers()
+            .register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer));
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(LexicalIndex {
+            index,
+            reader,
+            fields,
+            writer: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The catalog generation this index mirrors (`None` before its first commit).
+    pub fn generation(&self) -> Result<Option<u64>, IndexError> {
+        Ok(self
+            .index
+            .load_metas()?
+            .payload
+            .and_then(|payload| payload.parse().ok()))
+    }
+
+    fn with_writer<T>(&self, act: impl FnOnce(&mut IndexWriter, &Fields) -> Result<T, IndexError>) -> Result<T, IndexError> {
+        let mut slot = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.is_none() {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+            let writer = self
+                .index
+                .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)
+                .map_err(|error| match error {
+                    TantivyError::LockFailure(LockError::LockBusy, _) => IndexError::Locked {
+                        path: self.directory_hint(),
+                    },
+                    other => IndexError::Lexical(other),
+                })?;
+            *slot = Some(writer);
+        }
+        match slot.as_mut() {
+            Some(writer) => act(writer, &self.fields),
+            None => unreachable!("the writer slot was filled just above"),
+        }
+    }
+
+    fn directory_hint(&self) -> std::path::PathBuf {
+        std::path::PathBuf::from(format!("{:?}", self.index.directory()))
+    }
+
+    /// Takes the writer lock now, so a concurrent writer is reported before any work starts.
+    pub fn acquire_writer(&self) -> Result<(), IndexError> {
+        self.with_writer(|_, _| Ok(()))
+    }
+
+    /// Drops every chunk of a file (applied at the next commit).
+    pub fn delete_file(&self, path: &str) -> Result<(), IndexError> {
+        self.with_writer(|writer, fields| {
+            writer.delete_term(Term::from_field_text(fields.path_key, path));
+            Ok(())
+        })
+    }
+
+    /// Drops every chunk (applied at the next commit).
+    pub fn delete_all(&self) -> Result<(), IndexError> {
+        self.with_writer(|writer, _| {
+            writer.delete_all_documents()?;
+            Ok(())
+        })
+    }
+
+    /// Adds one chunk (visible after the next commit).
+    pub fn add_chunk(&self, chunk: &LexicalDoc<'_>) -> Result<(), IndexError> {
+        self.with_writer(|writer, fields| {
+            let mut symbols = chunk.defined_names.join(" ");
+            if let Some(symbol) = chunk.symbol
+                && !chunk.defined_names.iter().any(|name| name == symbol)
+            {
+                symbols.push(' ');
+                symbols.push_str(symbol);
+            }
+            for label in chunk.scope {
+                symbols.push(' ');
+                symbols.push_str(label);
+            }
+            writer.add_document(doc!(
+                fields.chunk_id => chunk.id as u64,
+                fields.path_key => chunk.path,
+                fields.language => chunk.language,
+                fields.path => chunk.path,
+                fields.symbols => symbols,
+                fields.content => chunk.text,
+                fields.comments => chunk.comments,
+            ))?;
+            Ok(())
+        })
+    }
+
+    /// Publishes everything written so far as mirroring catalog `generation`, atomically.
+    pub fn commit(&self, generation: u64) -> Result<(), IndexError> {
+        self.with_writer(|writer, _| {
+            let mut prepared = writer.prepare_commit()?;
+            prepared.set_payload(&generation.to_string());
+            prepared.commit()?;
+            Ok(())
+        })?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Releases the writer lock, waiting for merges to finish.
+    pub fn close_writer(&self) -> Result<(), IndexError> {
+        let mut slot = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(writer) = slot.take() {
+            writer.wait_merging_threads()?;
+        }
+        Ok(())
+    }
+
+    /// Reloads the searcher to see commits made by other processes.
+    pub fn reload(&self) -> Result<(), IndexError> {
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Number of chunks visible to searches.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// The best `limit` chunk ids for `query`, with BM25 scores.
+    pub fn search(
+        &self,
+        query: &str,
+        filter: &LexicalFilter,
+        boosts: FieldBoosts,
+        limit: usize,
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
+        let mut terms: Vec<String> = code_tokens(query).into_iter().map(|t| t.text).collect();
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let f = self.fields;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in &terms {
+            for (field, boost) in [
+                (f.symbols, boosts.symbols),
+                (f.path, boosts.path),
+                (f.content, boosts.content),
+                (f.comments, boosts.comments),
+            ] {
+                if boost <= 0.0 {
+                    continue;
+                }
+                let term_query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term_query), boost))));
+            }
+        }
+        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
+        if let Some(language) = &filter.language {
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.language, language),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
+        if let Some(paths) = &filter.paths {
+            if paths.is_empty() {
+                return Ok(Vec::new());
+            }
+            let terms = paths.iter().map(|p| Term::from_field_text(f.path_key, p));
+            must.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        let query = BooleanQuery::new(must);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let document: TantivyDocument = searcher.doc(address)?;
+            if let Some(id) = document.get_first(f.chunk_id).and_then(|v| v.as_u64()) {
+                hits.push((id as i64, score));
+            }
+        }
+        Ok(hits)
+    }
+}

@@ -1,0 +1,195 @@
+//! Walking a workspace: which files lode indexes, and reading them safely.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use ignore::WalkState;
+use ignore::overrides::OverrideBuilder;
+
+use crate::error::IndexError;
+use crate::language::Language;
+
+/// Files larger than this are skipped unless configured otherwise.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// How many leading bytes are checked for a NUL byte to detect binary files.
+const BINARY_PROBE_BYTES: usize = 8 * 1024;
+
+/// Excluded everywhere, on top of ignore files: lode's own data and dependency folders.
+pub const DEFAULT_EXCLUDES: &[&str] = &[".lode/", ".git/", "node_modules/"];
+
+/// What to walk and what to leave out.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Files above this size are skipped.
+    pub max_file_bytes: u64,
+    /// Extra gitignore-style globs to exclude (e.g. `vendor/`, `*.min.js`).
+    pub exclude: Vec<String>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// A file the walk found and lode can index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScannedFile {
+    /// Relative to the workspace root, with `/` separators.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub size: u64,
+    /// Modification time in nanoseconds since the epoch (0 when unknown).
+    pub mtime_ns: i64,
+    pub language: Language,
+}
+
+/// The result of a walk.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// Sorted by `rel_path`.
+    pub files: Vec<ScannedFile>,
+    /// Files skipped for exceeding the size cap.
+    pub skipped_too_large: usize,
+}
+
+/// Walks `root` (which must be canonical) honouring .gitignore, .ignore, global git excludes and
+/// the configured excludes. Symlinks are followed only while they resolve inside `root`.
+pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
+    let mut overrides = OverrideBuilder::new(root);
+    for pattern in DEFAULT_EXCLUDES.iter().copied().chain(options.exclude.iter().map(String::as_str)) {
+        overrides
+            .add(&format!("!{pattern}"))
+            .map_err(|e| IndexError::Glob {
+                glob: pattern.to_string(),
+                message: e.to_string(),
+            })?;
+    }
+    let overrides = overrides.build().map_err(|e| IndexError::Glob {
+        glob: options.exclude.join(", "),
+        message: e.to_string(),
+    })?;
+
+    let canonical_root = root.to_path_buf();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(true)
+        .overrides(overrides)
+        .filter_entry(move |entry| {
+            if !entry.path_is_symlink() {
+                return true;
+            }
+            // A symlink is followed only when its target stays inside the workspace.
+            fs::canonicalize(entry.path()).is_ok_and(|target| target.starts_with(&canonical_root))
+        })
+        .build_parallel();
+
+    let found: Mutex<Vec<ScannedFile>> = Mutex::new(Vec::new());
+    let too_large = std::sync::atomic::AtomicUsize::new(0);
+    walker.run(|| {
+        let found = &found;
+        let too_large = &too_large;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let path = entry.path();
+            let Some(language) = Language::from_path(path) else {
+                return WalkState::Continue;
+            };
+            let Ok(metadata) = entry.metadata() else {
+                return WalkState::Continue;
+            };
+            if metadata.len() > options.max_file_bytes {
+                too_large.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return WalkState::Continue;
+            }
+            let Some(rel_path) = relative_path(root, path) else {
+                return WalkState::Continue;
+            };
+            let mtime_ns = metadata
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            let file = ScannedFile {
+                rel_path,
+                abs_path: path.to_path_buf(),
+                size: metadata.len(),
+                mtime_ns,
+                language,
+            };
+            if let Ok(mut files) = found.lock() {
+                files.push(file);
+            }
+            WalkState::Continue
+        })
+    });
+    let mut files = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    files.dedup_by(|a, b| a.rel_path == b.rel_path);
+    Ok(Scan {
+        files,
+        skipped_too_large: too_large.into_inner(),
+    })
+}
+
+/// `path` relative to `root` with `/` separators, or `None` when it is outside or not UTF-8.
+pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(root).ok()?;
+    let parts: Option<Vec<&str>> = relative.components().map(|c| c.as_os_str().to_str()).collect();
+    let joined = parts?.join("/");
+    (!joined.is_empty()).then_some(joined)
+}
+
+/// The text of a source file: `None` for binary files (a NUL byte in the first 8 KiB).
+/// Invalid UTF-8 is replaced, a UTF-8 byte order mark dropped.
+pub fn read_source(path: &Path, max_bytes: u64) -> Result<Option<String>, IndexError> {
+    let file = fs::File::open(path).map_err(|source| IndexError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| IndexError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bytes.len() as u64 > max_bytes {
+        return Ok(None);
+    }
+    Ok(decode_source(bytes))
+}
+
+/// Decodes file bytes as text, or `None` when they look binary.
+pub fn decode_source(bytes: Vec<u8>) -> Option<String> {
+    let probe = &bytes[..bytes.len().min(BINARY_PROBE_BYTES)];
+    if probe.contains(&0) {
+        return None;
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
+    };
+    Some(match text.strip_prefix('\u{feff}') {
+        Some(stripped) => stripped.to_string(),
+        None => text,
+    })
+}

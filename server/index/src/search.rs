@@ -1,0 +1,326 @@
+//! Queries over an indexed workspace: ranked chunks, definitions by name, references by name.
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Serialize;
+
+use crate::error::IndexError;
+use crate::language::Language;
+use crate::lexical::{DEFAULT_BOOSTS, LexicalFilter};
+use crate::tokenizer::code_tokens;
+use crate::workspace::Workspace;
+
+/// A chunk search.
+#[derive(Clone, Debug)]
+pub struct SearchRequest {
+    pub query: String,
+    pub limit: usize,
+    /// Gitignore-style glob over workspace-relative paths; a glob without `/` matches file names
+    /// at any depth (`*.rs`), one with `/` matches from the root (`src/**/*.rs`).
+    pub path_glob: Option<String>,
+    pub language: Option<Language>,
+}
+
+impl SearchRequest {
+    pub fn new(query: impl Into<String>) -> Self {
+        SearchRequest {
+            query: query.into(),
+            limit: 10,
+            path_glob: None,
+            language: None,
+        }
+    }
+}
+
+/// One ranked chunk. Serialized as one line of `lode search --json` (a public contract:
+/// fields are only ever added).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// Relative to the workspace root, `/`-separated.
+    pub path: String,
+    /// 1-based, inclusive.
+    pub start_line: u32,
+    pub end_line: u32,
+    pub score: f32,
+    pub symbol: Option<String>,
+    pub kind: Option<String>,
+    pub language: String,
+    /// A few lines of the chunk around its best-matching line.
+    pub snippet: String,
+    /// Enclosing definitions of `symbol`, outermost first.
+    pub scope: Vec<String>,
+}
+
+/// How a symbol's name matched the query, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NameMatch {
+    Exact,
+    ExactIgnoringCase,
+    Prefix,
+    Substring,
+    Fuzzy,
+}
+
+/// A definition found by name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SymbolHit {
+    pub name: String,
+    pub kind: String,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub scope: Vec<String>,
+    pub signature: String,
+    pub language: String,
+    #[serde(rename = "match")]
+    pub name_match: NameMatch,
+}
+
+/// A reference found by name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReferenceHit {
+    pub name: String,
+    pub kind: String,
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    pub scope: Vec<String>,
+    pub language: String,
+}
+
+/// Lines of context in a snippet.
+const SNIPPET_LINES: usize = 4;
+
+impl Workspace {
+    /// Ranked chunks for a free-text or identifier query (BM25 over the code-aware fields).
+    pub fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, IndexError> {
+        let paths = match &request.path_glob {
+            Some(glob) => {
+                let matcher = path_matcher(glob)?;
+                let files = self.with_catalog(|catalog| catalog.files())?;
+                Some(files.into_keys().filter(|path| matcher.is_match(path)).collect())
+            }
+            None => None,
+        };
+        let filter = LexicalFilter {
+            language: request.language.map(|l| l.name().to_string()),
+            paths,
+        };
+        let ranked = self
+            .lexical()
+            .search(&request.query, &filter, DEFAULT_BOOSTS, request.limit)?;
+        let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
+        let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
+        let query_terms: Vec<String> = code_tokens(&request.query).into_iter().map(|t| t.text).collect();
+        Ok(ranked
+            .into_iter()
+            .filter_map(|(id, score)| {
+                let row = rows.remove(&id)?;
+                Some(SearchHit {
+                    snippet: snippet(&row.text, &query_terms),
+                    path: row.path,
+                    start_line: row.start_line,
+                    end_line: row.end_line,
+                    score,
+                    symbol: row.symbol,
+                    kind: row.kind,
+                    language: row.language,
+                    scope: row.scope,
+                })
+            })
+            .collect())
+    }
+
+    /// Definitions whose name matches `query` exactly, ignoring case, by prefix, by substring or
+    /// fuzzily (in that order of preference), at most `limit`.
+    pub fn symbols(&self, query: &str, limit: usize) -> Result<Vec<SymbolHit>, IndexError> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(IndexError::InvalidQuery("the symbol name is empty".into()));
+        }
+        let names = self.with_catalog(|catalog| catalog.definition_names())?;
+        let mut matched: Vec<(NameMatch, usize, String)> = names
+            .into_iter()
+            .filter_map(|name| {
+                let (how, penalty) = match_name(query, &name)?;
+                Some((how, penalty, name))
+            })
+            .collect();
+        matched.sort_by(|a, b| (a.0, a.1, a.2.len(), &a.2).cmp(&(b.0, b.1, b.2.len(), &b.2)));
+        let mut hits = Vec::new();
+        for (how, _, name) in matched {
+            if hits.len() >= limit {
+                break;
+            }
+            let rows = self.with_catalog(|catalog| catalog.definitions_named(&name))?;
+            hits.extend(rows.into_iter().map(|row| SymbolHit {
+                name: row.name,
+                kind: row.kind,
+                path: row.path,
+                start_line: row.start_line,
+                end_line: row.end_line,
+                scope: row.scope,
+                signature: row.signature,
+                language: row.language,
+                name_match: how,
+            }));
+        }
+        hits.truncate(limit);
+        Ok(hits)
+    }
+
+    /// References to exactly `name`, in path and line order, at most `limit`.
+    pub fn references(&self, name: &str, limit: usize) -> Result<Vec<ReferenceHit>, IndexError> {
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(IndexError::InvalidQuery("the name is empty".into()));
+        }
+        let rows = self.with_catalog(|catalog| catalog.references_named(name, limit))?;
+        Ok(rows
+            .into_iter()
+            .map(|row| ReferenceHit {
+                name: row.name,
+                kind: row.kind,
+                path: row.path,
+                line: row.line,
+                column: row.column,
+                scope: row.scope,
+                language: row.language,
+            })
+            .collect())
+    }
+}
+
+/// Compiles a user's path glob with gitignore-like anchoring.
+pub fn path_matcher(glob: &str) -> Result<GlobMatcher, IndexError> {
+    let anchored = if glob.contains('/') {
+        glob.trim_start_matches("./").trim_start_matches('/').to_string()
+    } else {
+        format!("**/{glob}")
+    };
+    let anchored = if anchored.ends_with('/') {
+        format!("{anchored}**")
+    } else {
+        anchored
+    };
+    GlobBuilder::new(&anchored)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| IndexError::Glob {
+            glob: glob.to_string(),
+            message: e.to_string(),
+        })
+}
+
+/// How `name` matches `query`, with a tie-breaking penalty (lower is better).
+fn match_name(query: &str, name: &str) -> Option<(NameMatch, usize)> {
+    if name == query {
+        return Some((NameMatch::Exact, 0));
+    }
+    let query_lower = query.to_lowercase();
+    let name_lower = name.to_lowercase();
+    if name_lower == query_lower {
+        return Some((NameMatch::ExactIgnoringCase, 0));
+    }
+    if name_lower.starts_with(&query_lower) {
+        return Some((NameMatch::Prefix, name.len() - query.len()));
+    }
+    if let Some(at) = name_lower.find(&query_lower) {
+        return Some((NameMatch::Substring, at));
+    }
+    fuzzy_gap(&query_lower, &name_lower).map(|gap| (NameMatch::Fuzzy, gap))
+}
+
+/// When every query character appears in `name` in order, the number of skipped characters
+/// between the first and last match (smaller is a tighter match). Underscores in the query are
+/// optional, so `getusr` finds `get_user`.
+fn fuzzy_gap(query: &str, name: &str) -> Option<usize> {
+    let wanted: Vec<char> = query.chars().filter(|&c| c != '_').collect();
+    if wanted.len() < 2 {
+        return None;
+    }
+    let mut next = 0;
+    let mut first: Option<usize> = None;
+    let mut last = 0;
+    for (at, ch) in name.chars().enumerate() {
+        if next < wanted.len() && ch == wanted[next] {
+            first.get_or_insert(at);
+            last = at;
+            next += 1;
+        }
+    }
+    if next < wanted.len() {
+        return None;
+    }
+    let span = last - first.unwrap_or(0) + 1;
+    // Allow at most as many gaps as matched characters, or the match is noise.
+    let gaps = span - wanted.len();
+    (gaps <= wanted.len() * 2).then_some(gaps)
+}
+
+/// A few lines of `text` around the line that contains the most query terms.
+fn snippet(text: &str, query_terms: &[String]) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let best = lines
+        .iter()
+        .enumerate()
+        .map(|(at, line)| {
+            let tokens: Vec<String> = code_tokens(line).into_iter().map(|t| t.text).collect();
+            let hits = query_terms.iter().filter(|term| tokens.contains(term)).count();
+            (hits, std::cmp::Reverse(at))
+        })
+        .max()
+        .map_or(0, |(hits, std::cmp::Reverse(at))| if hits == 0 { 0 } else { at });
+    let start = best.saturating_sub(1);
+    let end = (start + SNIPPET_LINES).min(lines.len());
+    let window = &lines[start..end];
+    let indent = window
+        .iter()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| line.len() - line.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    window
+        .iter()
+        .map(|line| line.get(indent..).unwrap_or(line.trim_start()).trim_end())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_in_order_of_preference() {
+        assert_eq!(match_name("Index", "Index"), Some((NameMatch::Exact, 0)));
+        assert_eq!(match_name("index", "Index"), Some((NameMatch::ExactIgnoringCase, 0)));
+        assert_eq!(match_name("Ind", "IndexWriter").map(|m| m.0), Some(NameMatch::Prefix));
+        assert_eq!(match_name("writer", "IndexWriter").map(|m| m.0), Some(NameMatch::Substring));
+        assert_eq!(match_name("idxwr", "IndexWriter").map(|m| m.0), Some(NameMatch::Fuzzy));
+        assert_eq!(match_name("zzz", "IndexWriter"), None);
+    }
+
+    #[test]
+    fn globs_without_a_slash_match_at_any_depth() {
+        let rust = path_matcher("*.rs").unwrap();
+        assert!(rust.is_match("a/b/c.rs"));
+        assert!(!rust.is_match("a/b/c.py"));
+        let src = path_matcher("src/**/*.rs").unwrap();
+        assert!(src.is_match("src/x/y.rs"));
+        assert!(!src.is_match("tests/src/y.rs"));
+        let dir = path_matcher("server/").unwrap();
+        assert!(dir.is_match("server/index/lib.rs"));
+    }
+
+    #[test]
+    fn snippet_centres_on_the_best_line() {
+        let text = "fn a() {\n    one();\n    two();\n    parse_config();\n    three();\n    four();\n}";
+        let snip = snippet(text, &["parse".to_string(), "config".to_string()]);
+        assert_eq!(snip, "two();\nparse_config();\nthree();\nfour();");
+    }
+}

@@ -1,0 +1,487 @@
+//! The workspace service: one indexed workspace, opened, kept current and queried.
+//!
+//! [`Workspace`] is the one door through which the index changes (`refresh`, `update_file`,
+//! `remove_file`) and the place every reader (CLI, agent, ACP, LSP) queries. It is `Sync`:
+//! share it behind an `Arc`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use crate::catalog::{Catalog, CatalogBatch, content_hash};
+use crate::error::IndexError;
+use crate::language::Language;
+use crate::lexical::{LexicalDoc, LexicalIndex};
+use crate::parse::{ParsedFile, parse_file};
+use crate::scan::{ScanOptions, ScannedFile, read_source, relative_path, scan};
+
+/// Where the index lives when no directory is configured: `<root>/.lode/index`.
+pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
+
+/// How often a long refresh publishes what it has done, so an interrupted run keeps its work.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// How to open a workspace.
+#[derive(Clone, Debug)]
+pub struct WorkspaceOptions {
+    pub root: PathBuf,
+    /// Defaults to `<root>/.lode/index`.
+    pub index_dir: Option<PathBuf>,
+    pub scan: ScanOptions,
+}
+
+impl WorkspaceOptions {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        WorkspaceOptions {
+            root: root.into(),
+            index_dir: None,
+            scan: ScanOptions::default(),
+        }
+    }
+}
+
+/// What a refresh did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RefreshStats {
+    /// Indexable files found by the walk.
+    pub files: usize,
+    /// Files read and parsed because they are new or changed.
+    pub parsed: usize,
+    /// Files left alone because their content is unchanged.
+    pub unchanged: usize,
+    /// Files dropped from the index because they are gone (or now binary / too large).
+    pub removed: usize,
+    pub skipped_binary: usize,
+    pub skipped_too_large: usize,
+    /// Files that could not be read (permissions, vanished mid-walk).
+    pub unreadable: usize,
+    /// Totals in the index after the refresh.
+    pub total_chunks: u64,
+    pub total_definitions: u64,
+    pub total_references: u64,
+    /// Bytes of source parsed in this refresh.
+    pub parsed_bytes: u64,
+}
+
+/// Progress of a refresh, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub struct RefreshProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// One indexed workspace.
+pub struct Workspace {
+    root: PathBuf,
+    index_dir: PathBuf,
+    scan_options: ScanOptions,
+    catalog: Mutex<Catalog>,
+    lexical: LexicalIndex,
+    repairs: Vec<String>,
+}
+
+impl Workspace {
+    /// Opens the workspace's index, creating it if missing. A damaged index is repaired: a
+    /// catalog that cannot be read is recreated empty (the next refresh re-indexes), a lexical
+    /// index that is unreadable or out of step with the catalog is rebuilt from the catalog.
+    pub fn open(options: WorkspaceOptions) -> Result<Workspace, IndexError> {
+        let root = fs::canonicalize(&options.root).map_err(|source| IndexError::Read {
+            path: options.root.clone(),
+            source,
+        })?;
+        if !root.is_dir() {
+            return Err(IndexError::NotADirectory { path: root });
+        }
+        let index_dir = options
+            .index_dir
+            .clone()
+            .unwrap_or_else(|| root.join(DEFAULT_INDEX_DIR));
+        fs::create_dir_all(&index_dir).map_err(|source| IndexError::Write {
+            path: index_dir.clone(),
+            source,
+        })?;
+        ensure_ignored(&index_dir)?;
+
+        let mut repairs = Vec::new();
+        let catalog_path = index_dir.join("catalog.sqlite");
+        let lexical_dir = index_dir.join("lexical");
+        let catalog = match open_checked_catalog(&catalog_path) {
+            Ok(catalog) => catalog,
+            Err(error) => {
+                repairs.push(format!("catalog unreadable ({error}); recreated it empty"));
+                remove_catalog_files(&catalog_path)?;
+                remove_dir_if_exists(&lexical_dir)?;
+                Catalog::open(&catalog_path)?
+            }
+        };
+        let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
+            Ok(lexical) => lexical,
+            Err(error) => {
+                repairs.push(format!("lexical index unreadable ({error}); rebuilt it"));
+                remove_dir_if_exists(&lexical_dir)?;
+                LexicalIndex::open_or_create(&lexical_dir)?
+            }
+        };
+        if let Some(repair) = reconcile(&catalog, &lexical)? {
+            repairs.push(repair);
+        }
+        Ok(Workspace {
+            root,
+            index_dir,
+            scan_options: options.scan,
+            catalog: Mutex::new(catalog),
+            lexical,
+            repairs,
+        })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory holding the index.
+    pub fn index_dir(&self) -> &Path {
+        &self.index_dir
+    }
+
+    /// What `open` had to repair, one line each (empty when the index was healthy).
+    pub fn repairs(&self) -> &[String] {
+        &self.repairs
+    }
+
+    fn catalog(&self) -> MutexGuard<'_, Catalog> {
+        // A panic while holding the lock leaves SQLite consistent (the transaction rolls back).
+        self.catalog.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn with_catalog<T>(&self, read: impl FnOnce(&Catalog) -> Result<T, IndexError>) -> Result<T, IndexError> {
+        read(&self.catalog())
+    }
+
+    pub(crate) fn lexical(&self) -> &LexicalIndex {
+        &self.lexical
+    }
+
+    /// Brings the index up to date with the files on disk: parses new and changed files, drops
+    /// deleted ones, and leaves unchanged ones alone (an unchanged workspace parses nothing).
+    pub fn refresh(&self, progress: &(dyn Fn(RefreshProgress) + Sync)) -> Result<RefreshStats, IndexError> {
+        self.lexical.acquire_writer()?;
+        let result = self.refresh_locked(progress);
+        let closed = self.lexical.close_writer();
+        let stats = result?;
+        closed?;
+        Ok(stats)
+    }
+
+    fn refresh_locked(&self, progress: &(dyn Fn(RefreshProgress) + Sync)) -> Result<RefreshStats, IndexError> {
+        let found = scan(&self.root, &self.scan_options)?;
+        let catalog = self.catalog();
+        let known = catalog.files()?;
+        let mut stats = RefreshStats {
+            files: found.files.len(),
+            skipped_too_large: found.skipped_too_large,
+            ..RefreshStats::default()
+        };
+
+        let on_disk: std::collections::HashSet<&str> =
+            found.files.iter().map(|f| f.rel_path.as_str()).collect();
+        let deleted: Vec<String> = known
+            .keys()
+            .filter(|path| !on_disk.contains(path.as_str()))
+            .cloned()
+            .collect();
+        let candidates: Vec<&ScannedFile> = found
+            .files
+            .iter()
+            .filter(|file| {
+                known.get(&file.rel_path).is_none_or(|record| {
+                    record.size != file.size || record.mtime_ns != file.mtime_ns || file.mtime_ns == 0
+                })
+            })
+            .collect();
+        stats.unchanged = found.files.len() - candidates.len();
+        if deleted.is_empty() && candidates.is_empty() {
+            let counts = catalog.counts()?;
+            stats.total_chunks = counts.chunks;
+            stats.total_definitions = counts.definitions;
+            stats.total_references = counts.references;
+            return Ok(stats);
+        }
+
+        let mut batch = Some(catalog.begin()?);
+        for path in &deleted {
+            let Some(batch) = batch.as_mut() else { break };
+            batch.remove_file(path)?;
+            self.lexical.delete_file(path)?;
+            stats.removed += 1;
+        }
+
+        let total = candidates.len();
+        let max_bytes = self.scan_options.max_file_bytes;
+        let (sender, receiver) = mpsc::sync_channel::<(&ScannedFile, FileOutcome)>(256);
+        let mut last_checkpoint = Instant::now();
+        let mut write_error: Option<IndexError> = None;
+        std::thread::scope(|threads| {
+            threads.spawn(move || {
+                candidates.par_iter().for_each_with(sender, |sender, file| {
+                    let known_hash = known.get(&file.rel_path).map(|record| record.hash);
+                    let outcome = read_and_parse(file, known_hash, max_bytes);
+                    // The receiver only goes away after an error; then the rest is moot.
+                    let _ = sender.send((*file, outcome));
+                });
+            });
+            for (done, (file, outcome)) in receiver.iter().enumerate() {
+                if write_error.is_some() {
+                    continue; // drain so the producers finish
+                }
+                let applied = match batch.as_mut() {
+                    Some(open) => self.apply_outcome(open, file, outcome, &mut stats),
+                    None => Ok(()),
+                };
+                if let Err(error) = applied {
+                    write_error = Some(error);
+                    continue;
+                }
+                progress(RefreshProgress { done: done + 1, total });
+                if last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL
+                    && let Some(open) = batch.take()
+                {
+                    let checkpoint = open
+                        .commit()
+                        .and_then(|generation| self.lexical.commit(generation))
+                        .and_then(|()| catalog.begin());
+                    match checkpoint {
+                        Ok(next) => batch = Some(next),
+                        Err(error) => write_error = Some(error),
+                    }
+                    last_checkpoint = Instant::now();
+                }
+            }
+        });
+        if let Some(error) = write_error {
+            return Err(error);
+        }
+        if let Some(open) = batch {
+            let generation = open.commit()?;
+            self.lexical.commit(generation)?;
+        }
+        let counts = catalog.counts()?;
+        stats.total_chunks = counts.chunks;
+        stats.total_definitions = counts.definitions;
+        stats.total_references = counts.references;
+        Ok(stats)
+    }
+}
+
+impl Workspace {
+    fn apply_outcome(
+        &self,
+        batch: &mut CatalogBatch<'_>,
+        file: &ScannedFile,
+        outcome: FileOutcome,
+        stats: &mut RefreshStats,
+    ) -> Result<(), IndexError> {
+        match outcome {
+            FileOutcome::Parsed { hash, parsed, bytes } => {
+                self.store_parsed(batch, &file.rel_path, file.language, file.size, file.mtime_ns, hash, &parsed)?;
+                stats.parsed += 1;
+                stats.parsed_bytes += bytes;
+            }
+            FileOutcome::Unchanged => {
+                batch.touch_file(&file.rel_path, file.size, file.mtime_ns)?;
+                stats.unchanged += 1;
+            }
+            FileOutcome::Binary => {
+                if batch.remove_file(&file.rel_path)? {
+                    self.lexical.delete_file(&file.rel_path)?;
+                    stats.removed += 1;
+                }
+                stats.skipped_binary += 1;
+            }
+            FileOutcome::Unreadable => stats.unreadable += 1,
+        }
+        Ok(())
+    }
+
+    /// Writes one parsed file to the catalog batch and the lexical writer.
+    #[allow(clippy::too_many_arguments)]
+    fn store_parsed(
+        &self,
+        batch: &mut CatalogBatch<'_>,
+        rel_path: &str,
+        language: Language,
+        size: u64,
+        mtime_ns: i64,
+        hash: u64,
+        parsed: &ParsedFile,
+    ) -> Result<(), IndexError> {
+        let ids = batch.put_file(rel_path, language, size, mtime_ns, hash, parsed)?;
+        self.lexical.delete_file(rel_path)?;
+        for (id, chunk) in ids.into_iter().zip(&parsed.chunks) {
+            self.lexical.add_chunk(&LexicalDoc::from_chunk(id, rel_path, language.name(), chunk))?;
+        }
+        Ok(())
+    }
+
+    /// Indexes one file from the given contents (an editor buffer, an agent edit) and publishes
+    /// it at once. Returns `false` when lode does not index files of this kind.
+    pub fn update_file(&self, path: &Path, contents: &str) -> Result<bool, IndexError> {
+        let rel_path = self.relative(path)?;
+        let Some(language) = Language::from_path(Path::new(&rel_path)) else {
+            return Ok(false);
+        };
+        let parsed = parse_file(language, contents)?;
+        self.lexical.acquire_writer()?;
+        let result = (|| {
+            let catalog = self.catalog();
+            let mut batch = catalog.begin()?;
+            // mtime 0 means "unknown": the next refresh compares the file on disk by hash.
+            self.store_parsed(&mut batch, &rel_path, language, contents.len() as u64, 0, content_hash(contents), &parsed)?;
+            let generation = batch.commit()?;
+            self.lexical.commit(generation)
+        })();
+        let closed = self.lexical.close_writer();
+        result?;
+        closed?;
+        Ok(true)
+    }
+
+    /// Drops one file from the index at once. Returns whether it was indexed.
+    pub fn remove_file(&self, path: &Path) -> Result<bool, IndexError> {
+        let rel_path = self.relative(path)?;
+        self.lexical.acquire_writer()?;
+        let result = (|| -> Result<bool, IndexError> {
+            let catalog = self.catalog();
+            let mut batch = catalog.begin()?;
+            let removed = batch.remove_file(&rel_path)?;
+            self.lexical.delete_file(&rel_path)?;
+            let generation = batch.commit()?;
+            self.lexical.commit(generation)?;
+            Ok(removed)
+        })();
+        let closed = self.lexical.close_writer();
+        let removed = result?;
+        closed?;
+        Ok(removed)
+    }
+
+    /// A path (absolute, or relative to the root) as the index names it.
+    pub fn relative(&self, path: &Path) -> Result<String, IndexError> {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        // Resolve symlinks where the file exists; a deleted file keeps its lexical path.
+        let resolved = match fs::canonicalize(&absolute) {
+            Ok(canonical) => canonical,
+            Err(_) => match absolute.parent().map(fs::canonicalize) {
+                Some(Ok(parent)) => parent.join(absolute.file_name().unwrap_or_default()),
+                _ => absolute.clone(),
+            },
+        };
+        relative_path(&self.root, &resolved).ok_or(IndexError::OutsideRoot {
+            path: path.to_path_buf(),
+            root: self.root.clone(),
+        })
+    }
+}
+
+/// Compares generations and rebuilds the lexical index from the catalog when they differ.
+/// Returns a description of the repair, if one was made.
+fn reconcile(catalog: &Catalog, lexical: &LexicalIndex) -> Result<Option<String>, IndexError> {
+    let catalog_generation = catalog.generation()?;
+    let lexical_generation = lexical.generation()?.unwrap_or(0);
+    if catalog_generation == lexical_generation {
+        return Ok(None);
+    }
+    match lexical.acquire_writer() {
+        // Another process holds the writer: it is between its two commits and will publish
+        // the matching lexical generation itself.
+        Err(IndexError::Locked { .. }) => return Ok(None),
+        other => other?,
+    }
+    let rebuilt = (|| {
+        lexical.delete_all()?;
+        catalog.for_each_chunk(|chunk| lexical.add_chunk(&LexicalDoc::from_row(&chunk)))?;
+        lexical.commit(catalog_generation)
+    })();
+    let closed = lexical.close_writer();
+    rebuilt?;
+    closed?;
+    Ok(Some(format!(
+        "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
+    )))
+}
+
+/// What reading and parsing one candidate file produced.
+enum FileOutcome {
+    Parsed { hash: u64, parsed: ParsedFile, bytes: u64 },
+    Unchanged,
+    Binary,
+    Unreadable,
+}
+
+fn read_and_parse(file: &ScannedFile, known_hash: Option<u64>, max_bytes: u64) -> FileOutcome {
+    let text = match read_source(&file.abs_path, max_bytes) {
+        Ok(Some(text)) => text,
+        Ok(None) => return FileOutcome::Binary,
+        Err(_) => return FileOutcome::Unreadable,
+    };
+    let hash = content_hash(&text);
+    if known_hash == Some(hash) {
+        return FileOutcome::Unchanged;
+    }
+    match parse_file(file.language, &text) {
+        Ok(parsed) => FileOutcome::Parsed {
+            hash,
+            parsed,
+            bytes: text.len() as u64,
+        },
+        Err(_) => FileOutcome::Unreadable,
+    }
+}
+
+fn ensure_ignored(index_dir: &Path) -> Result<(), IndexError> {
+    let marker = index_dir.join(".gitignore");
+    if !marker.exists() {
+        fs::write(&marker, "# lode's index: rebuilt on demand, never committed\n*\n").map_err(|source| {
+            IndexError::Write {
+                path: marker.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn open_checked_catalog(path: &Path) -> Result<Catalog, IndexError> {
+    let catalog = Catalog::open(path)?;
+    catalog.generation()?;
+    catalog.counts()?;
+    Ok(catalog)
+}
+
+fn remove_catalog_files(path: &Path) -> Result<(), IndexError> {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let file = PathBuf::from(format!("{}{suffix}", path.display()));
+        if file.exists() {
+            fs::remove_file(&file).map_err(|source| IndexError::Write { path: file, source })?;
+        }
+    }
+    Ok(())
+}
+
+fn remove_dir_if_exists(dir: &Path) -> Result<(), IndexError> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).map_err(|source| IndexError::Write {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(())
+}
