@@ -252,11 +252,13 @@ fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Result
 
 fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
     let root = resolve_root(args, explicit_root)?;
-    let workspace = Workspace::open(WorkspaceOptions {
-        root: root.clone(),
-        index_dir: args.index_dir.clone(),
-        scan: scan_options(args),
-    })
+    let mut options = WorkspaceOptions::new(&root);
+    options.index_dir = args.index_dir.clone();
+    options.scan = scan_options(args);
+    if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES").ok().and_then(|v| v.parse().ok()) {
+        options.checkpoint_files = files;
+    }
+    let workspace = Workspace::open(options)
     .with_context(|| format!("cannot open the index of {}", root.display()))?;
     for repair in workspace.repairs() {
         eprintln!("lode: repaired the index: {repair}");

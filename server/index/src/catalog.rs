@@ -261,6 +261,23 @@ impl Catalog {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The first definition named `name` in `path` starting within the given lines.
+    pub fn definition_in_lines(
+        &self,
+        path: &str,
+        name: &str,
+        start_line: u32,
+        end_line: u32,
+    ) -> Result<Option<DefinitionRow>, IndexError> {
+        let mut statement = self.conn.prepare_cached(&format!(
+            "{DEF_SELECT} WHERE d.name = ?1 AND f.path = ?2 AND d.start_line BETWEEN ?3 AND ?4
+             ORDER BY d.start_line LIMIT 1"
+        ))?;
+        Ok(statement
+            .query_row(params![name, path, start_line, end_line], definition_from_row)
+            .optional()?)
+    }
+
     /// Every definition, in file order.
     pub fn all_definitions(&self) -> Result<Vec<DefinitionRow>, IndexError> {
         let mut statement = self

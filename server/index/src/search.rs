@@ -112,23 +112,35 @@ impl Workspace {
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
         let query_terms: Vec<String> = code_tokens(&request.query).into_iter().map(|t| t.text).collect();
-        Ok(ranked
-            .into_iter()
-            .filter_map(|(id, score)| {
-                let row = rows.remove(&id)?;
-                Some(SearchHit {
-                    snippet: snippet(&row.text, &query_terms),
-                    path: row.path,
-                    start_line: row.start_line,
-                    end_line: row.end_line,
-                    score,
-                    symbol: row.symbol,
-                    kind: row.kind,
-                    language: row.language,
-                    scope: row.scope,
-                })
-            })
-            .collect())
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (id, score) in ranked {
+            let Some(mut row) = rows.remove(&id) else {
+                continue;
+            };
+            // When the query names one of several definitions in the chunk, report that one.
+            if let Some(name) = best_matching_name(&query_terms, &row.defined_names)
+                && row.symbol.as_deref() != Some(name)
+                && let Some(def) = self.with_catalog(|catalog| {
+                    catalog.definition_in_lines(&row.path, name, row.start_line, row.end_line)
+                })?
+            {
+                row.symbol = Some(def.name);
+                row.kind = Some(def.kind);
+                row.scope = def.scope;
+            }
+            hits.push(SearchHit {
+                snippet: snippet(&row.text, &query_terms),
+                path: row.path,
+                start_line: row.start_line,
+                end_line: row.end_line,
+                score,
+                symbol: row.symbol,
+                kind: row.kind,
+                language: row.language,
+                scope: row.scope,
+            });
+        }
+        Ok(hits)
     }
 
     /// Definitions whose name matches `query` exactly, ignoring case, by prefix, by substring or
@@ -259,6 +271,20 @@ fn fuzzy_gap(query: &str, name: &str) -> Option<usize> {
     (gaps <= wanted.len() * 2).then_some(gaps)
 }
 
+/// The defined name sharing the most identifier parts with the query, if any shares one.
+fn best_matching_name<'n>(query_terms: &[String], names: &'n [String]) -> Option<&'n str> {
+    names
+        .iter()
+        .map(|name| {
+            let parts: Vec<String> = code_tokens(name).into_iter().map(|t| t.text).collect();
+            let shared = query_terms.iter().filter(|term| parts.contains(term)).count();
+            (shared, std::cmp::Reverse(parts.len()), name)
+        })
+        .filter(|(shared, _, _)| *shared > 0)
+        .max_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)))
+        .map(|(_, _, name)| name.as_str())
+}
+
 /// A few lines of `text` around the line that contains the most query terms.
 fn snippet(text: &str, query_terms: &[String]) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -275,9 +301,18 @@ fn snippet(text: &str, query_terms: &[String]) -> String {
         })
         .max()
         .map_or(0, |(hits, std::cmp::Reverse(at))| if hits == 0 { 0 } else { at });
-    let start = best.saturating_sub(1);
+    let mut start = best.saturating_sub(1);
+    while start < best && lines[start].trim().is_empty() {
+        start += 1;
+    }
     let end = (start + SNIPPET_LINES).min(lines.len());
-    let window = &lines[start..end];
+    let mut window = &lines[start..end];
+    while let Some((last, rest)) = window.split_last()
+        && last.trim().is_empty()
+        && !rest.is_empty()
+    {
+        window = rest;
+    }
     let indent = window
         .iter()
         .filter(|line| !line.trim().is_empty())

@@ -24,6 +24,9 @@ pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
 /// How often a long refresh publishes what it has done, so an interrupted run keeps its work.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
 
+/// A long refresh also publishes after this many files.
+pub const DEFAULT_CHECKPOINT_FILES: usize = 5000;
+
 /// How to open a workspace.
 #[derive(Clone, Debug)]
 pub struct WorkspaceOptions {
@@ -31,6 +34,9 @@ pub struct WorkspaceOptions {
     /// Defaults to `<root>/.lode/index`.
     pub index_dir: Option<PathBuf>,
     pub scan: ScanOptions,
+    /// A refresh publishes (commits) its progress after this many files, and at least every
+    /// ten seconds, so an interrupted run keeps what it finished.
+    pub checkpoint_files: usize,
 }
 
 impl WorkspaceOptions {
@@ -39,6 +45,7 @@ impl WorkspaceOptions {
             root: root.into(),
             index_dir: None,
             scan: ScanOptions::default(),
+            checkpoint_files: DEFAULT_CHECKPOINT_FILES,
         }
     }
 }
@@ -78,6 +85,7 @@ pub struct Workspace {
     root: PathBuf,
     index_dir: PathBuf,
     scan_options: ScanOptions,
+    checkpoint_files: usize,
     catalog: Mutex<Catalog>,
     lexical: LexicalIndex,
     repairs: Vec<String>,
@@ -132,6 +140,7 @@ impl Workspace {
             root,
             index_dir,
             scan_options: options.scan,
+            checkpoint_files: options.checkpoint_files.max(1),
             catalog: Mutex::new(catalog),
             lexical,
             repairs,
@@ -224,6 +233,7 @@ impl Workspace {
         let max_bytes = self.scan_options.max_file_bytes;
         let (sender, receiver) = mpsc::sync_channel::<(&ScannedFile, FileOutcome)>(256);
         let mut last_checkpoint = Instant::now();
+        let mut since_checkpoint = 0usize;
         let mut write_error: Option<IndexError> = None;
         std::thread::scope(|threads| {
             threads.spawn(move || {
@@ -247,7 +257,8 @@ impl Workspace {
                     continue;
                 }
                 progress(RefreshProgress { done: done + 1, total });
-                if last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL
+                since_checkpoint += 1;
+                if (since_checkpoint >= self.checkpoint_files || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
                     && let Some(open) = batch.take()
                 {
                     let checkpoint = open
@@ -259,6 +270,7 @@ impl Workspace {
                         Err(error) => write_error = Some(error),
                     }
                     last_checkpoint = Instant::now();
+                    since_checkpoint = 0;
                 }
             }
         });
@@ -367,6 +379,11 @@ impl Workspace {
         let removed = result?;
         closed?;
         Ok(removed)
+    }
+
+    /// Makes commits by other handles or processes visible to this one's searches.
+    pub fn reload(&self) -> Result<(), IndexError> {
+        self.lexical.reload()
     }
 
     /// A path (absolute, or relative to the root) as the index names it.

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use lode_index::Language;
 use lode_index::parse::parse_file;
-use lode_index::tags::FileTags;
+use lode_index::tags::{DefKind, Definition, FileTags, RefKind};
 use serde::{Deserialize, Serialize};
 
 /// One fixture directory and the language its sample is parsed as.
@@ -196,6 +196,165 @@ fn fixtures_are_realistic_sized() {
             fixture.sample
         );
     }
+}
+
+/// The definition named `name` that starts on `line`.
+fn definition<'t>(tags: &'t FileTags, name: &str, line: u32) -> &'t Definition {
+    tags.definitions
+        .iter()
+        .find(|d| d.name == name && d.start_line == line)
+        .unwrap_or_else(|| panic!("no definition {name} on line {line} in {:#?}", tags.definitions))
+}
+
+/// The kinds of the references to `name` on `line`.
+fn reference_kinds(tags: &FileTags, name: &str, line: u32) -> Vec<RefKind> {
+    tags.references
+        .iter()
+        .filter(|r| r.name == name && r.line == line)
+        .map(|r| r.kind)
+        .collect()
+}
+
+#[test]
+fn rust_scopes_macros_and_imports() {
+    let tags = tags_of(fixture("rust"));
+
+    let search = definition(&tags, "search", 64);
+    assert_eq!(search.kind, DefKind::Method);
+    assert_eq!(search.scope, ["index", "impl Index"]);
+    assert_eq!(search.qualified_name(), "index > impl Index > search");
+    assert_eq!(definition(&tags, "count_terms", 84).scope, ["index", "stats"]);
+    assert_eq!(definition(&tags, "normalize", 79).kind, DefKind::Function);
+    assert_eq!(definition(&tags, "score", 25).kind, DefKind::Method, "trait method signature");
+
+    // An impl is named by its implementing type, also when it is generic or a path.
+    let display = definition(&tags, "Wrapper", 42);
+    assert_eq!(display.kind, DefKind::Impl);
+    let debug = definition(&tags, "Index", 127);
+    assert_eq!(debug.kind, DefKind::Impl);
+    assert_eq!(definition(&tags, "fmt", 128).scope, ["impl fmt::Debug for Index"]);
+
+    assert_eq!(reference_kinds(&tags, "println", 121), [RefKind::Macro]);
+    assert_eq!(reference_kinds(&tags, "debug_log", 68), [RefKind::Macro]);
+    assert_eq!(reference_kinds(&tags, "count_terms", 119), [RefKind::Call], "a::b::c() calls c");
+    assert_eq!(reference_kinds(&tags, "search", 118), [RefKind::MethodCall]);
+    assert_eq!(reference_kinds(&tags, "parse", 120), [RefKind::MethodCall], "turbofish");
+
+    for (name, line) in [("BTreeMap", 5), ("HashMap", 5), ("fmt", 6), ("Display", 6), ("Arc", 7)] {
+        assert_eq!(reference_kinds(&tags, name, line), [RefKind::Import], "use of {name}");
+    }
+    let imports_in_mod: Vec<&str> = tags
+        .references
+        .iter()
+        .filter(|r| r.kind == RefKind::Import && r.scope == ["index"])
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(imports_in_mod, ["DocId", "Field", "MAX_RESULTS"]);
+}
+
+/// `impl<T: Display> Display for Wrapper<T>` is labelled by its trait and type, like a non-generic
+/// trait impl (`impl Default for Index`).
+#[test]
+fn rust_generic_trait_impl_scope_names_the_trait() {
+    let tags = tags_of(fixture("rust"));
+    assert_eq!(definition(&tags, "default", 74).scope, ["index", "impl Default for Index"]);
+    assert_eq!(definition(&tags, "fmt", 43).scope, ["impl Display for Wrapper"]);
+}
+
+#[test]
+fn python_classes_methods_and_imports() {
+    let tags = tags_of(fixture("python"));
+    assert_eq!(definition(&tags, "record", 53).scope, ["Queue", "Stats"]);
+    assert_eq!(definition(&tags, "record", 53).kind, DefKind::Method);
+    assert_eq!(definition(&tags, "backoff", 83).kind, DefKind::Function, "nested in a function");
+    assert_eq!(definition(&tags, "MAX_RETRIES", 11).kind, DefKind::Constant);
+    assert_eq!(definition(&tags, "logger", 13).kind, DefKind::Variable);
+    assert_eq!(reference_kinds(&tags, "dataclass", 6), [RefKind::Import]);
+    assert_eq!(reference_kinds(&tags, "field", 6), [RefKind::Import]);
+    assert_eq!(reference_kinds(&tags, "Protocol", 7), [RefKind::Import], "the name, not the alias");
+    assert_eq!(reference_kinds(&tags, "run_with_retries", 76), [RefKind::Call]);
+    assert_eq!(reference_kinds(&tags, "record", 77), [RefKind::MethodCall]);
+}
+
+#[test]
+fn javascript_functions_methods_and_imports() {
+    let tags = tags_of(fixture("javascript"));
+    let by_title = definition(&tags, "byTitle", 21);
+    assert_eq!((by_title.kind, by_title.scope.len()), (DefKind::Function, 0), "arrow function");
+    assert_eq!(definition(&tags, "#persist", 72).scope, ["TodoStore"]);
+    assert_eq!(definition(&tags, "#persist", 72).kind, DefKind::Method);
+    assert_eq!(definition(&tags, "merge", 65).scope, ["TodoStore", "sync"]);
+    assert_eq!(reference_kinds(&tags, "React", 3), [RefKind::Import], "default import");
+    assert_eq!(reference_kinds(&tags, "useEffect", 3), [RefKind::Import]);
+    assert_eq!(reference_kinds(&tags, "TodoItem", 96), [RefKind::Call], "JSX component");
+}
+
+#[test]
+fn typescript_and_tsx_share_the_query() {
+    let ts = tags_of(fixture("typescript"));
+    assert_eq!(definition(&ts, "Transport", 19).kind, DefKind::Interface);
+    assert_eq!(definition(&ts, "send", 21).scope, ["Transport"]);
+    assert_eq!(definition(&ts, "Retry", 79).kind, DefKind::Module);
+    assert_eq!(definition(&ts, "withRetry", 84).scope, ["Retry"]);
+    assert_eq!(definition(&ts, "Method", 11).kind, DefKind::Type);
+    assert_eq!(definition(&ts, "Status", 14).kind, DefKind::Enum);
+    assert_eq!(definition(&ts, "createClient", 98).kind, DefKind::Function);
+    assert_eq!(reference_kinds(&ts, "CachingTransport", 49), [RefKind::Type]);
+
+    let tsx = tags_of(fixture("tsx"));
+    assert_eq!(definition(&tsx, "SearchListProps", 17).kind, DefKind::Interface);
+    assert_eq!(definition(&tsx, "format", 79).scope, ["Label"]);
+    assert_eq!(reference_kinds(&tsx, "ReactNode", 4), [RefKind::Import]);
+}
+
+#[test]
+fn go_calls_types_and_imports() {
+    let tags = tags_of(fixture("go"));
+    assert_eq!(definition(&tags, "Cache", 38).kind, DefKind::Struct);
+    assert_eq!(definition(&tags, "Store", 26).kind, DefKind::Interface);
+    assert_eq!(definition(&tags, "Clock", 23).kind, DefKind::Type);
+    assert_eq!(definition(&tags, "Get", 57).kind, DefKind::Method);
+    assert_eq!(definition(&tags, "misses", 42).scope, ["Cache"], "second name of a field list");
+    assert_eq!(definition(&tags, "maxTTL", 16).kind, DefKind::Constant);
+    assert_eq!(reference_kinds(&tags, "New", 19), [RefKind::Call], "pkg.Func() calls Func");
+    assert_eq!(reference_kinds(&tags, "Lock", 73), [RefKind::MethodCall]);
+    assert_eq!(reference_kinds(&tags, "net/http", 7), [RefKind::Import]);
+    assert_eq!(reference_kinds(&tags, "Duration", 69), [RefKind::Type]);
+}
+
+/// A definition's own name is never also reported as a reference to itself.
+#[test]
+fn definition_names_are_not_references() {
+    for fixture in FIXTURES {
+        let source = read_sample(fixture);
+        let tags = parse_file(fixture.language, &source).expect("parses").tags;
+        for r in &tags.references {
+            let byte = line_start(&source, r.line) + r.column as usize - 1;
+            let own_name = tags.definitions.iter().find(|d| {
+                d.start_byte <= byte
+                    && byte < d.end_byte
+                    && d.name == r.name
+                    && source[d.start_byte..d.end_byte]
+                        .find(&d.name)
+                        .is_some_and(|at| d.start_byte + at == byte)
+            });
+            assert!(
+                own_name.is_none(),
+                "{}: reference {} on line {} is the name of its definition",
+                fixture.dir,
+                r.name,
+                r.line
+            );
+        }
+    }
+}
+
+fn line_start(source: &str, line: u32) -> usize {
+    source
+        .split_inclusive('\n')
+        .take(line as usize - 1)
+        .map(str::len)
+        .sum()
 }
 
 /// Syntax tree printer for writing queries; see the module docs.

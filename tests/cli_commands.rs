@@ -1,0 +1,157 @@
+//! `lode index`, `search`, `symbols`, `refs` and `map` through the real binary.
+
+mod support;
+
+use serde_json::Value;
+use support::{run, stderr, stdout, write};
+
+fn sample() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/lib.rs", "pub mod store;\n\n/// Opens the key value store at a path.\npub fn open_store(path: &str) -> store::KeyValueStore {\n    store::KeyValueStore::open(path)\n}\n");
+    write(root, "src/store.rs", "pub struct KeyValueStore {\n    path: String,\n}\n\nimpl KeyValueStore {\n    pub fn open(path: &str) -> Self {\n        KeyValueStore { path: path.to_string() }\n    }\n\n    pub fn compact_segments(&mut self) {\n        println!(\"compacting {}\", self.path);\n    }\n}\n");
+    write(root, "scripts/load.py", "def bulk_load(store, rows):\n    for row in rows:\n        store.put(row)\n");
+    write(root, "docs/guide.md", "# Guide\n\nCompaction merges segments of the key value store.\n");
+    dir
+}
+
+#[test]
+fn index_prints_a_summary_on_stderr_and_nothing_on_stdout() {
+    let dir = sample();
+    let first = run(dir.path(), &["index"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(stdout(&first).is_empty());
+    let summary = stderr(&first);
+    assert!(summary.contains("indexed 4 files (4 parsed, 0 unchanged"), "{summary}");
+    assert!(dir.path().join(".lode/index/catalog.sqlite").exists());
+
+    let second = run(dir.path(), &["index"]);
+    assert!(stderr(&second).contains("(0 parsed, 4 unchanged, 0 removed"), "{}", stderr(&second));
+}
+
+#[test]
+fn search_json_lines_follow_the_documented_contract() {
+    let dir = sample();
+    // No explicit `lode index`: search builds the missing index itself.
+    let output = run(dir.path(), &["search", "compact segments", "--json", "--limit", "3"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+        .collect();
+    assert!(!lines.is_empty() && lines.len() <= 3);
+    for hit in &lines {
+        assert!(hit["path"].is_string());
+        assert!(hit["start_line"].as_u64().unwrap() >= 1);
+        assert!(hit["end_line"].as_u64().unwrap() >= hit["start_line"].as_u64().unwrap());
+        assert!(hit["score"].is_f64());
+        assert!(hit["symbol"].is_string() || hit["symbol"].is_null());
+        assert!(hit["kind"].is_string() || hit["kind"].is_null());
+        assert!(hit["language"].is_string());
+        assert!(hit["snippet"].is_string());
+    }
+    assert_eq!(lines[0]["path"], "src/store.rs");
+    assert_eq!(lines[0]["symbol"], "compact_segments");
+    assert_eq!(lines[0]["kind"], "method");
+    assert_eq!(lines[0]["language"], "rust");
+
+    let scores: Vec<f64> = lines.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "ranked best first: {scores:?}");
+}
+
+#[test]
+fn search_filters_by_language_and_path_and_prints_text() {
+    let dir = sample();
+    let markdown = run(dir.path(), &["search", "segments", "--lang", "text", "--json"]);
+    let paths: Vec<String> = stdout(&markdown)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(paths, vec!["docs/guide.md".to_string()]);
+
+    let scripts = run(dir.path(), &["search", "store", "--path", "scripts/**", "--json"]);
+    assert!(stdout(&scripts).lines().all(|l| l.contains("\"path\":\"scripts/load.py\"")));
+
+    let text = run(dir.path(), &["search", "open store"]);
+    let first_line = stdout(&text).lines().next().unwrap_or_default().to_string();
+    assert!(first_line.starts_with("src/lib.rs:"), "{first_line}");
+    assert!(first_line.ends_with("open_store"), "{first_line}");
+}
+
+#[test]
+fn exit_codes_distinguish_no_results_usage_errors_and_failures() {
+    let dir = sample();
+    let none = run(dir.path(), &["search", "xylophone"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(stdout(&none).is_empty());
+
+    let usage = run(dir.path(), &["search", "--limit", "many", "x"]);
+    assert_eq!(usage.status.code(), Some(2));
+
+    let bad_language = run(dir.path(), &["search", "x", "--lang", "cobol"]);
+    assert_eq!(bad_language.status.code(), Some(3));
+    let message = stderr(&bad_language);
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(message.starts_with("lode: unknown language \"cobol\""), "{message}");
+
+    let missing_root = run(dir.path(), &["index", "/no/such/dir"]);
+    assert_eq!(missing_root.status.code(), Some(3));
+    assert!(stderr(&missing_root).contains("not a directory"));
+
+    let bad_glob = run(dir.path(), &["search", "x", "--path", "a/[b"]);
+    assert_eq!(bad_glob.status.code(), Some(3));
+    assert!(stderr(&bad_glob).contains("invalid glob"), "{}", stderr(&bad_glob));
+}
+
+#[test]
+fn symbols_and_refs_print_json_lines() {
+    let dir = sample();
+    let symbols = run(dir.path(), &["symbols", "KeyValueStore", "--json"]);
+    assert!(symbols.status.success(), "{}", stderr(&symbols));
+    let first: Value = serde_json::from_str(stdout(&symbols).lines().next().unwrap()).unwrap();
+    assert_eq!(first["name"], "KeyValueStore");
+    assert_eq!(first["kind"], "struct");
+    assert_eq!(first["path"], "src/store.rs");
+    assert_eq!(first["match"], "exact");
+
+    let fuzzy = run(dir.path(), &["symbols", "compactseg", "--json"]);
+    let first: Value = serde_json::from_str(stdout(&fuzzy).lines().next().unwrap()).unwrap();
+    assert_eq!(first["name"], "compact_segments");
+
+    let refs = run(dir.path(), &["refs", "KeyValueStore", "--json"]);
+    let refs: Vec<Value> = stdout(&refs).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(refs.iter().any(|r| r["path"] == "src/lib.rs" && r["kind"] == "type"), "{refs:?}");
+
+    let no_refs = run(dir.path(), &["refs", "never_referenced_anywhere"]);
+    assert_eq!(no_refs.status.code(), Some(1));
+}
+
+#[test]
+fn map_fits_its_budget_and_no_refresh_answers_from_the_index_as_it_is() {
+    let dir = sample();
+    let map = run(dir.path(), &["map", "--tokens", "60", "--json"]);
+    assert!(map.status.success(), "{}", stderr(&map));
+    let map: Value = serde_json::from_str(&stdout(&map)).unwrap();
+    assert!(map["tokens"].as_u64().unwrap() <= 60);
+    assert!(map["text"].as_str().unwrap().contains("src/store.rs:"));
+
+    let focused = run(dir.path(), &["map", "--focus", "src/lib.rs"]);
+    let text = stdout(&focused);
+    assert!(text.contains("KeyValueStore"), "{text}");
+    assert!(!text.contains("src/lib.rs:"), "{text}");
+
+    write(dir.path(), "src/lib.rs", "pub fn renamed_entry_point() {}\n");
+    let stale = run(dir.path(), &["symbols", "renamed_entry_point", "--no-refresh"]);
+    assert_eq!(stale.status.code(), Some(1));
+    let fresh = run(dir.path(), &["symbols", "renamed_entry_point"]);
+    assert_eq!(fresh.status.code(), Some(0));
+}
+
+#[test]
+fn the_workspace_root_is_found_from_a_subdirectory() {
+    let dir = sample();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    let output = run(&dir.path().join("src"), &["search", "bulk_load", "--json"]);
+    let first: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+    assert_eq!(first["path"], "scripts/load.py");
+}

@@ -1,0 +1,77 @@
+//! Helpers shared by the end-to-end tests: the real `lode` binary and scratch workspaces.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `lode` binary Cargo built for this test run.
+pub fn lode_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lode"))
+}
+
+/// A `lode` command run inside `root`, with no inherited index location.
+pub fn lode(root: &Path) -> Command {
+    let mut command = Command::new(lode_bin());
+    command.current_dir(root).env_remove("LODE_INDEX_DIR");
+    command
+}
+
+/// Runs `lode ARGS` in `root` and returns its output.
+pub fn run(root: &Path, args: &[&str]) -> Output {
+    lode(root).args(args).output().expect("lode runs")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().expect("relative paths have a parent")).expect("mkdir");
+    fs::write(path, text).expect("write");
+}
+
+/// Copies a directory tree (regular files only).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            fs::create_dir_all(&target).expect("mkdir");
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The repository's fixtures directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// A generated Rust crate of `files` modules, each with a few functions, a struct and an impl.
+pub fn generate_rust_tree(root: &Path, files: usize) {
+    for n in 0..files {
+        let mut text = format!("//! Module {n} of a generated crate.\n\nuse crate::module_{}::Widget{};\n\n", (n + 1) % files, (n + 1) % files);
+        text.push_str(&format!("pub struct Widget{n} {{\n    pub id: u64,\n    pub label: String,\n}}\n\n"));
+        text.push_str(&format!("impl Widget{n} {{\n"));
+        for m in 0..6 {
+            text.push_str(&format!(
+                "    /// Computes value {m} of widget {n}.\n    pub fn compute_{m}_for_{n}(&self, input: u64) -> u64 {{\n        let mut acc = input;\n        for step in 0..{m} {{\n            acc = acc.wrapping_mul(31).wrapping_add(step + self.id);\n        }}\n        acc\n    }}\n\n"
+            ));
+        }
+        text.push_str("}\n\n");
+        text.push_str(&format!(
+            "pub fn build_widget_{n}(id: u64) -> Widget{n} {{\n    let other = Widget{}::default_for(id);\n    Widget{n} {{ id, label: format!(\"{{}}\", other.id) }}\n}}\n",
+            (n + 1) % files
+        ));
+        write(root, &format!("src/module_{n}.rs"), &text);
+    }
+}
