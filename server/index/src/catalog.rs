@@ -15,7 +15,7 @@ use crate::parse::ParsedFile;
 use crate::tags::{DefKind, RefKind};
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "1";
+pub const SCHEMA_VERSION: &str = "2";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
@@ -28,7 +28,10 @@ CREATE TABLE IF NOT EXISTS files(
     language TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
-    hash INTEGER NOT NULL
+    hash INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    def_count INTEGER NOT NULL,
+    ref_count INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS chunks(
     id INTEGER PRIMARY KEY,
@@ -194,19 +197,21 @@ impl Catalog {
     }
 
     /// Counts of files, chunks, definitions and references.
+    /// Kept per file so that totals cost one pass over `files`, not over millions of rows.
     pub fn counts(&self) -> Result<CatalogCounts, IndexError> {
-        let count = |table: &str| -> Result<u64, IndexError> {
-            Ok(self
-                .conn
-                .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get::<_, i64>(0))?
-                as u64)
-        };
-        Ok(CatalogCounts {
-            files: count("files")?,
-            chunks: count("chunks")?,
-            definitions: count("defs")?,
-            references: count("refs")?,
-        })
+        Ok(self.conn.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(chunk_count), 0), COALESCE(SUM(def_count), 0),
+                    COALESCE(SUM(ref_count), 0) FROM files",
+            [],
+            |row| {
+                Ok(CatalogCounts {
+                    files: row.get::<_, i64>(0)? as u64,
+                    chunks: row.get::<_, i64>(1)? as u64,
+                    definitions: row.get::<_, i64>(2)? as u64,
+                    references: row.get::<_, i64>(3)? as u64,
+                })
+            },
+        )?)
     }
 
     /// Starts a write batch.
@@ -443,9 +448,19 @@ impl CatalogBatch<'_> {
         self.remove_file(path)?;
         self.tx
             .prepare_cached(
-                "INSERT INTO files(path, language, size, mtime_ns, hash) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO files(path, language, size, mtime_ns, hash, chunk_count, def_count, ref_count)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
-            .execute(params![path, language.name(), size as i64, mtime_ns, hash as i64])?;
+            .execute(params![
+                path,
+                language.name(),
+                size as i64,
+                mtime_ns,
+                hash as i64,
+                parsed.chunks.len() as i64,
+                parsed.tags.definitions.len() as i64,
+                parsed.tags.references.len() as i64,
+            ])?;
         let file_id = self.tx.last_insert_rowid();
 
         let mut chunk_ids = Vec::with_capacity(parsed.chunks.len());

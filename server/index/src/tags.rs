@@ -330,6 +330,15 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
             });
         }
         close_before(&mut open, &definitions, raw.node_start);
+        // A definition spanning exactly the same bytes (Go's `a, b int`) is a sibling, not a parent.
+        while let Some(&top) = open.last() {
+            let same = &definitions[top];
+            if same.start_byte == raw.node_start && same.end_byte == raw.node_end {
+                open.pop();
+            } else {
+                break;
+            }
+        }
         let parent_kind = open.last().map(|&i| definitions[i].kind);
         let kind = match (raw.kind, parent_kind) {
             (DefKind::Function, Some(parent)) if parent.holds_methods() => DefKind::Method,
@@ -367,12 +376,13 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
 /// The scope label of an impl block: `impl Type` or `impl Trait for Type`.
 fn impl_label(signature: &str, type_name: &str) -> String {
     let trimmed = signature.trim_start_matches("unsafe ").trim();
-    if let Some(rest) = trimmed.strip_prefix("impl ")
-        && let Some(for_at) = rest.find(" for ")
-    {
-        let trait_part = rest[..for_at].trim();
-        let trait_part = strip_leading_generics(trait_part);
-        return format!("impl {trait_part} for {type_name}");
+    if let Some(rest) = trimmed.strip_prefix("impl") {
+        // `impl<T: Display> Display for Wrapper<T>`: the generics come before the trait.
+        let rest = strip_leading_generics(rest.trim_start());
+        if let Some(for_at) = rest.find(" for ") {
+            let trait_part = rest[..for_at].trim();
+            return format!("impl {trait_part} for {type_name}");
+        }
     }
     format!("impl {type_name}")
 }

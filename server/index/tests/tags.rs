@@ -9,10 +9,12 @@
 //! UPDATE_EXPECT=1 cargo test -p lode-index --test tags
 //! ```
 //!
-//! To see the syntax tree of a file while writing queries (node kinds, fields and line numbers):
+//! Two ignored helpers for writing queries: `dump_tree` prints a file's syntax tree (node kinds,
+//! fields, line numbers) and `print_tags` prints its tags next to the source lines they point at:
 //!
 //! ```sh
 //! TAGS_DUMP=/abs/path/file.rs TAGS_LANG=rust cargo test -p lode-index --test tags -- --ignored --nocapture dump_tree
+//! TAGS_DUMP=/abs/path/file.rs TAGS_LANG=rust cargo test -p lode-index --test tags -- --ignored --nocapture print_tags
 //! ```
 
 use std::fmt::Write as _;
@@ -30,13 +32,23 @@ struct Fixture {
     language: Language,
 }
 
+impl Fixture {
+    const fn new(dir: &'static str, sample: &'static str, language: Language) -> Fixture {
+        Fixture {
+            dir,
+            sample,
+            language,
+        }
+    }
+}
+
 const FIXTURES: &[Fixture] = &[
-    Fixture { dir: "rust", sample: "sample.rs", language: Language::Rust },
-    Fixture { dir: "python", sample: "sample.py", language: Language::Python },
-    Fixture { dir: "javascript", sample: "sample.js", language: Language::JavaScript },
-    Fixture { dir: "typescript", sample: "sample.ts", language: Language::TypeScript },
-    Fixture { dir: "tsx", sample: "sample.tsx", language: Language::Tsx },
-    Fixture { dir: "go", sample: "sample.go", language: Language::Go },
+    Fixture::new("rust", "sample.rs", Language::Rust),
+    Fixture::new("python", "sample.py", Language::Python),
+    Fixture::new("javascript", "sample.js", Language::JavaScript),
+    Fixture::new("typescript", "sample.ts", Language::TypeScript),
+    Fixture::new("tsx", "sample.tsx", Language::Tsx),
+    Fixture::new("go", "sample.go", Language::Go),
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,7 +137,10 @@ fn tags_of(fixture: &Fixture) -> FileTags {
 }
 
 fn fixture(dir: &str) -> &'static Fixture {
-    FIXTURES.iter().find(|f| f.dir == dir).expect("known fixture")
+    FIXTURES
+        .iter()
+        .find(|f| f.dir == dir)
+        .expect("known fixture")
 }
 
 /// The readable difference between two entry lists: entries missing from `actual` (`-`) and entries
@@ -172,7 +187,11 @@ fn fixtures_match_expected_tags() {
         let expected: Expected = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("parsing {}: {e}", expected_path.display()));
         let mut diff = diff_entries("definition", &expected.definitions, &actual.definitions);
-        diff.push_str(&diff_entries("reference", &expected.references, &actual.references));
+        diff.push_str(&diff_entries(
+            "reference",
+            &expected.references,
+            &actual.references,
+        ));
         if !diff.is_empty() {
             writeln!(failures, "{}/{}:\n{diff}", fixture.dir, fixture.sample)
                 .expect("writing to a String");
@@ -203,7 +222,12 @@ fn definition<'t>(tags: &'t FileTags, name: &str, line: u32) -> &'t Definition {
     tags.definitions
         .iter()
         .find(|d| d.name == name && d.start_line == line)
-        .unwrap_or_else(|| panic!("no definition {name} on line {line} in {:#?}", tags.definitions))
+        .unwrap_or_else(|| {
+            panic!(
+                "no definition {name} on line {line} in {:#?}",
+                tags.definitions
+            )
+        })
 }
 
 /// The kinds of the references to `name` on `line`.
@@ -223,25 +247,53 @@ fn rust_scopes_macros_and_imports() {
     assert_eq!(search.kind, DefKind::Method);
     assert_eq!(search.scope, ["index", "impl Index"]);
     assert_eq!(search.qualified_name(), "index > impl Index > search");
-    assert_eq!(definition(&tags, "count_terms", 84).scope, ["index", "stats"]);
+    assert_eq!(
+        definition(&tags, "count_terms", 84).scope,
+        ["index", "stats"]
+    );
     assert_eq!(definition(&tags, "normalize", 79).kind, DefKind::Function);
-    assert_eq!(definition(&tags, "score", 25).kind, DefKind::Method, "trait method signature");
+    assert_eq!(
+        definition(&tags, "score", 25).kind,
+        DefKind::Method,
+        "trait method signature"
+    );
 
     // An impl is named by its implementing type, also when it is generic or a path.
     let display = definition(&tags, "Wrapper", 42);
     assert_eq!(display.kind, DefKind::Impl);
     let debug = definition(&tags, "Index", 127);
     assert_eq!(debug.kind, DefKind::Impl);
-    assert_eq!(definition(&tags, "fmt", 128).scope, ["impl fmt::Debug for Index"]);
+    assert_eq!(
+        definition(&tags, "fmt", 128).scope,
+        ["impl fmt::Debug for Index"]
+    );
 
     assert_eq!(reference_kinds(&tags, "println", 121), [RefKind::Macro]);
     assert_eq!(reference_kinds(&tags, "debug_log", 68), [RefKind::Macro]);
-    assert_eq!(reference_kinds(&tags, "count_terms", 119), [RefKind::Call], "a::b::c() calls c");
+    assert_eq!(
+        reference_kinds(&tags, "count_terms", 119),
+        [RefKind::Call],
+        "a::b::c() calls c"
+    );
     assert_eq!(reference_kinds(&tags, "search", 118), [RefKind::MethodCall]);
-    assert_eq!(reference_kinds(&tags, "parse", 120), [RefKind::MethodCall], "turbofish");
+    assert_eq!(
+        reference_kinds(&tags, "parse", 120),
+        [RefKind::MethodCall],
+        "turbofish"
+    );
 
-    for (name, line) in [("BTreeMap", 5), ("HashMap", 5), ("fmt", 6), ("Display", 6), ("Arc", 7)] {
-        assert_eq!(reference_kinds(&tags, name, line), [RefKind::Import], "use of {name}");
+    for (name, line) in [
+        ("BTreeMap", 5),
+        ("HashMap", 5),
+        ("fmt", 6),
+        ("Display", 6),
+        ("Arc", 7),
+    ] {
+        assert_eq!(
+            reference_kinds(&tags, name, line),
+            [RefKind::Import],
+            "use of {name}"
+        );
     }
     let imports_in_mod: Vec<&str> = tags
         .references
@@ -257,8 +309,14 @@ fn rust_scopes_macros_and_imports() {
 #[test]
 fn rust_generic_trait_impl_scope_names_the_trait() {
     let tags = tags_of(fixture("rust"));
-    assert_eq!(definition(&tags, "default", 74).scope, ["index", "impl Default for Index"]);
-    assert_eq!(definition(&tags, "fmt", 43).scope, ["impl Display for Wrapper"]);
+    assert_eq!(
+        definition(&tags, "default", 74).scope,
+        ["index", "impl Default for Index"]
+    );
+    assert_eq!(
+        definition(&tags, "fmt", 43).scope,
+        ["impl Display for Wrapper"]
+    );
 }
 
 #[test]
@@ -266,13 +324,24 @@ fn python_classes_methods_and_imports() {
     let tags = tags_of(fixture("python"));
     assert_eq!(definition(&tags, "record", 53).scope, ["Queue", "Stats"]);
     assert_eq!(definition(&tags, "record", 53).kind, DefKind::Method);
-    assert_eq!(definition(&tags, "backoff", 83).kind, DefKind::Function, "nested in a function");
+    assert_eq!(
+        definition(&tags, "backoff", 83).kind,
+        DefKind::Function,
+        "nested in a function"
+    );
     assert_eq!(definition(&tags, "MAX_RETRIES", 11).kind, DefKind::Constant);
     assert_eq!(definition(&tags, "logger", 13).kind, DefKind::Variable);
     assert_eq!(reference_kinds(&tags, "dataclass", 6), [RefKind::Import]);
     assert_eq!(reference_kinds(&tags, "field", 6), [RefKind::Import]);
-    assert_eq!(reference_kinds(&tags, "Protocol", 7), [RefKind::Import], "the name, not the alias");
-    assert_eq!(reference_kinds(&tags, "run_with_retries", 76), [RefKind::Call]);
+    assert_eq!(
+        reference_kinds(&tags, "Protocol", 7),
+        [RefKind::Import],
+        "the name, not the alias"
+    );
+    assert_eq!(
+        reference_kinds(&tags, "run_with_retries", 76),
+        [RefKind::Call]
+    );
     assert_eq!(reference_kinds(&tags, "record", 77), [RefKind::MethodCall]);
 }
 
@@ -280,13 +349,25 @@ fn python_classes_methods_and_imports() {
 fn javascript_functions_methods_and_imports() {
     let tags = tags_of(fixture("javascript"));
     let by_title = definition(&tags, "byTitle", 21);
-    assert_eq!((by_title.kind, by_title.scope.len()), (DefKind::Function, 0), "arrow function");
+    assert_eq!(
+        (by_title.kind, by_title.scope.len()),
+        (DefKind::Function, 0),
+        "arrow function"
+    );
     assert_eq!(definition(&tags, "#persist", 72).scope, ["TodoStore"]);
     assert_eq!(definition(&tags, "#persist", 72).kind, DefKind::Method);
     assert_eq!(definition(&tags, "merge", 65).scope, ["TodoStore", "sync"]);
-    assert_eq!(reference_kinds(&tags, "React", 3), [RefKind::Import], "default import");
+    assert_eq!(
+        reference_kinds(&tags, "React", 3),
+        [RefKind::Import],
+        "default import"
+    );
     assert_eq!(reference_kinds(&tags, "useEffect", 3), [RefKind::Import]);
-    assert_eq!(reference_kinds(&tags, "TodoItem", 96), [RefKind::Call], "JSX component");
+    assert_eq!(
+        reference_kinds(&tags, "TodoItem", 96),
+        [RefKind::Call],
+        "JSX component"
+    );
 }
 
 #[test]
@@ -299,10 +380,16 @@ fn typescript_and_tsx_share_the_query() {
     assert_eq!(definition(&ts, "Method", 11).kind, DefKind::Type);
     assert_eq!(definition(&ts, "Status", 14).kind, DefKind::Enum);
     assert_eq!(definition(&ts, "createClient", 98).kind, DefKind::Function);
-    assert_eq!(reference_kinds(&ts, "CachingTransport", 49), [RefKind::Type]);
+    assert_eq!(
+        reference_kinds(&ts, "CachingTransport", 49),
+        [RefKind::Type]
+    );
 
     let tsx = tags_of(fixture("tsx"));
-    assert_eq!(definition(&tsx, "SearchListProps", 17).kind, DefKind::Interface);
+    assert_eq!(
+        definition(&tsx, "SearchListProps", 17).kind,
+        DefKind::Interface
+    );
     assert_eq!(definition(&tsx, "format", 79).scope, ["Label"]);
     assert_eq!(reference_kinds(&tsx, "ReactNode", 4), [RefKind::Import]);
 }
@@ -314,9 +401,17 @@ fn go_calls_types_and_imports() {
     assert_eq!(definition(&tags, "Store", 26).kind, DefKind::Interface);
     assert_eq!(definition(&tags, "Clock", 23).kind, DefKind::Type);
     assert_eq!(definition(&tags, "Get", 57).kind, DefKind::Method);
-    assert_eq!(definition(&tags, "misses", 42).scope, ["Cache"], "second name of a field list");
+    assert_eq!(
+        definition(&tags, "misses", 42).scope,
+        ["Cache"],
+        "second name of a field list"
+    );
     assert_eq!(definition(&tags, "maxTTL", 16).kind, DefKind::Constant);
-    assert_eq!(reference_kinds(&tags, "New", 19), [RefKind::Call], "pkg.Func() calls Func");
+    assert_eq!(
+        reference_kinds(&tags, "New", 19),
+        [RefKind::Call],
+        "pkg.Func() calls Func"
+    );
     assert_eq!(reference_kinds(&tags, "Lock", 73), [RefKind::MethodCall]);
     assert_eq!(reference_kinds(&tags, "net/http", 7), [RefKind::Import]);
     assert_eq!(reference_kinds(&tags, "Duration", 69), [RefKind::Type]);
@@ -373,7 +468,10 @@ fn dump_tree() {
     loop {
         let node = cursor.node();
         if node.is_named() {
-            let field = cursor.field_name().map(|f| format!("{f}: ")).unwrap_or_default();
+            let field = cursor
+                .field_name()
+                .map(|f| format!("{f}: "))
+                .unwrap_or_default();
             let text = if node.child_count() == 0 {
                 format!(" {:?}", &source[node.byte_range()])
             } else {
