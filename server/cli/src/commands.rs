@@ -7,11 +7,13 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
-use lode_index::{IndexError, Language, MapRequest, RefreshStats, SearchRequest, Workspace, WorkspaceOptions};
+use lode_index::{
+    IndexError, Language, MapRequest, RefreshStats, SearchRequest, Workspace, WorkspaceOptions,
+};
 
+use crate::EXIT_NO_RESULTS;
 use crate::output::{print_json_lines, progress_bar};
 use crate::root::discover_root;
-use crate::EXIT_NO_RESULTS;
 
 /// lode: an editor-native coding agent with a live model of your code.
 #[derive(Debug, Parser)]
@@ -94,7 +96,12 @@ pub enum Command {
     },
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
     #[command(hide = true)]
-    ParseOnly { path: Option<PathBuf> },
+    ParseOnly {
+        path: Option<PathBuf>,
+        /// Parse only; skip the tags query.
+        #[arg(long)]
+        no_tags: bool,
+    },
 }
 
 /// Options of the query commands.
@@ -153,7 +160,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(found(!hits.is_empty()))
         }
-        Command::Symbols { name, limit, common } => {
+        Command::Symbols {
+            name,
+            limit,
+            common,
+        } => {
             let workspace = open_fresh(&args, &common)?;
             let hits = workspace.symbols(&name, limit)?;
             if common.json {
@@ -175,7 +186,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(found(!hits.is_empty()))
         }
-        Command::Refs { name, limit, common } => {
+        Command::Refs {
+            name,
+            limit,
+            common,
+        } => {
             let workspace = open_fresh(&args, &common)?;
             let hits = workspace.references(&name, limit)?;
             if common.json {
@@ -187,7 +202,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     } else {
                         format!("  in {}", hit.scope.join(" > "))
                     };
-                    println!("{}:{}:{}  {} {}{scope}", hit.path, hit.line, hit.column, hit.kind, hit.name);
+                    println!(
+                        "{}:{}:{}  {} {}{scope}",
+                        hit.path, hit.line, hit.column, hit.kind, hit.name
+                    );
                 }
             }
             Ok(found(!hits.is_empty()))
@@ -215,9 +233,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::ParseOnly { path } => {
+        Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
-            let report = crate::parse_only::parse_everything(&root, &scan_options(&args))?;
+            let report =
+                crate::parse_only::parse_everything(&root, &scan_options(&args), !no_tags)?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
@@ -242,7 +261,9 @@ pub fn scan_options(args: &WorkspaceArgs) -> ScanOptions {
 fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     let root = match explicit.or(args.root.as_deref()) {
         Some(path) => path.to_path_buf(),
-        None => discover_root(&std::env::current_dir().context("cannot read the current directory")?),
+        None => {
+            discover_root(&std::env::current_dir().context("cannot read the current directory")?)
+        }
     };
     if !root.is_dir() {
         bail!("workspace root {} is not a directory", root.display());
@@ -255,11 +276,14 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
     let mut options = WorkspaceOptions::new(&root);
     options.index_dir = args.index_dir.clone();
     options.scan = scan_options(args);
-    if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES").ok().and_then(|v| v.parse().ok()) {
+    if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         options.checkpoint_files = files;
     }
     let workspace = Workspace::open(options)
-    .with_context(|| format!("cannot open the index of {}", root.display()))?;
+        .with_context(|| format!("cannot open the index of {}", root.display()))?;
     for repair in workspace.repairs() {
         eprintln!("lode: repaired the index: {repair}");
     }
@@ -273,7 +297,12 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspa
         match refresh(&workspace) {
             Ok(_) => {}
             // Another lode is writing: answer from the index as it stands.
-            Err(error) if matches!(error.downcast_ref::<IndexError>(), Some(IndexError::Locked { .. })) => {
+            Err(error)
+                if matches!(
+                    error.downcast_ref::<IndexError>(),
+                    Some(IndexError::Locked { .. })
+                ) =>
+            {
                 eprintln!("lode: another process is updating the index; searching it as it is");
             }
             Err(error) => return Err(error),
@@ -289,7 +318,7 @@ fn refresh(workspace: &Workspace) -> anyhow::Result<RefreshStats> {
         bar.set_position(progress.done as u64);
     });
     bar.finish_and_clear();
-    Ok(stats.with_context(|| format!("cannot index {}", workspace.root().display()))?)
+    stats.with_context(|| format!("cannot index {}", workspace.root().display()))
 }
 
 fn summary(stats: &RefreshStats, seconds: f64) -> String {
@@ -306,4 +335,3 @@ fn summary(stats: &RefreshStats, seconds: f64) -> String {
         stats.total_references,
     )
 }
-

@@ -11,8 +11,13 @@ use lode_index::tags::extract_tags;
 use rayon::prelude::*;
 
 /// Reads, parses and runs the tags query over every indexable file; returns a report line.
-pub fn parse_everything(root: &Path, options: &ScanOptions) -> anyhow::Result<String> {
-    let root = std::fs::canonicalize(root).with_context(|| format!("cannot open {}", root.display()))?;
+pub fn parse_everything(
+    root: &Path,
+    options: &ScanOptions,
+    with_tags: bool,
+) -> anyhow::Result<String> {
+    let root =
+        std::fs::canonicalize(root).with_context(|| format!("cannot open {}", root.display()))?;
     let started = Instant::now();
     let found = scan(&root, options)?;
     let bytes = AtomicU64::new(0);
@@ -23,7 +28,9 @@ pub fn parse_everything(root: &Path, options: &ScanOptions) -> anyhow::Result<St
         };
         bytes.fetch_add(text.len() as u64, Ordering::Relaxed);
         if let Ok(Some(tree)) = parse_tree(file.language, &text) {
-            let _ = extract_tags(file.language, &tree, &text);
+            if with_tags {
+                let _ = extract_tags(file.language, &tree, &text);
+            }
             parsed.fetch_add(1, Ordering::Relaxed);
         }
     });

@@ -142,9 +142,9 @@ impl Catalog {
             None => catalog.set_meta("schema", SCHEMA_VERSION)?,
             Some(version) if version == SCHEMA_VERSION => {}
             Some(version) => {
-                return Err(IndexError::Catalog(rusqlite::Error::InvalidParameterName(format!(
-                    "catalog schema version {version}, expected {SCHEMA_VERSION}"
-                ))));
+                return Err(IndexError::Catalog(rusqlite::Error::InvalidParameterName(
+                    format!("catalog schema version {version}, expected {SCHEMA_VERSION}"),
+                )));
             }
         }
         Ok(catalog)
@@ -153,7 +153,9 @@ impl Catalog {
     fn meta(&self, key: &str) -> Result<Option<String>, IndexError> {
         Ok(self
             .conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| {
+                row.get(0)
+            })
             .optional()?)
     }
 
@@ -228,7 +230,9 @@ impl Catalog {
         &self,
         mut visit: impl FnMut(ChunkRow) -> Result<(), IndexError>,
     ) -> Result<(), IndexError> {
-        let mut statement = self.conn.prepare(&format!("{CHUNK_SELECT} ORDER BY c.file_id, c.id"))?;
+        let mut statement = self
+            .conn
+            .prepare(&format!("{CHUNK_SELECT} ORDER BY c.file_id, c.id"))?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
             visit(chunk_from_row(row)?)?;
@@ -279,7 +283,10 @@ impl Catalog {
              ORDER BY d.start_line LIMIT 1"
         ))?;
         Ok(statement
-            .query_row(params![name, path, start_line, end_line], definition_from_row)
+            .query_row(
+                params![name, path, start_line, end_line],
+                definition_from_row,
+            )
             .optional()?)
     }
 
@@ -293,7 +300,11 @@ impl Catalog {
     }
 
     /// References to exactly this name, at most `limit`.
-    pub fn references_named(&self, name: &str, limit: usize) -> Result<Vec<ReferenceRow>, IndexError> {
+    pub fn references_named(
+        &self,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<ReferenceRow>, IndexError> {
         let mut statement = self.conn.prepare_cached(
             "SELECT f.path, f.language, r.name, r.kind, r.line, r.col, r.scope
              FROM refs r JOIN files f ON f.id = r.file_id
@@ -334,10 +345,12 @@ pub struct CatalogCounts {
     pub references: u64,
 }
 
-const CHUNK_SELECT: &str = "SELECT c.id, f.path, f.language, c.start_line, c.end_line, c.symbol, c.kind,
+const CHUNK_SELECT: &str =
+    "SELECT c.id, f.path, f.language, c.start_line, c.end_line, c.symbol, c.kind,
     c.scope, c.defined_names, c.text, c.comments FROM chunks c JOIN files f ON f.id = c.file_id";
 
-const DEF_SELECT: &str = "SELECT f.path, f.language, d.name, d.kind, d.start_line, d.end_line, d.scope,
+const DEF_SELECT: &str =
+    "SELECT f.path, f.language, d.name, d.kind, d.start_line, d.end_line, d.scope,
     d.signature FROM defs d JOIN files f ON f.id = d.file_id";
 
 fn chunk_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {

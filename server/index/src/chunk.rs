@@ -56,7 +56,12 @@ pub fn chunk_code(tree: &Tree, source: &str, tags: &FileTags) -> Vec<Chunk> {
 }
 
 /// Chunks a parsed code file with explicit sizes.
-pub fn chunk_code_with(tree: &Tree, source: &str, tags: &FileTags, sizes: ChunkSizes) -> Vec<Chunk> {
+pub fn chunk_code_with(
+    tree: &Tree,
+    source: &str,
+    tags: &FileTags,
+    sizes: ChunkSizes,
+) -> Vec<Chunk> {
     if source.trim().is_empty() {
         return Vec::new();
     }
@@ -84,7 +89,7 @@ pub fn chunk_text_with(source: &str, sizes: ChunkSizes) -> Vec<Chunk> {
         return Vec::new();
     }
     let counter = NonWhitespace::new(source);
-    let mut units: Vec<Unit> = Vec::new();
+    let mut units: Vec<Piece> = Vec::new();
     let mut paragraph_start: Option<usize> = None;
     let mut offset = 0;
     for line in source.split_inclusive('\n') {
@@ -120,6 +125,17 @@ struct Unit {
     sticky: bool,
 }
 
+/// The flattened file: units, and boundaries around nodes that were opened up, so the pieces
+/// of a split function never merge with its neighbours.
+#[derive(Clone, Copy, Debug)]
+enum Piece {
+    Unit(Unit),
+    /// A node is opened here: what comes before it is finished.
+    Open,
+    /// The opened node ends here.
+    Close,
+}
+
 /// Counts non-whitespace bytes of any span in O(1).
 struct NonWhitespace {
     prefix: Vec<u32>,
@@ -144,28 +160,38 @@ impl NonWhitespace {
     }
 }
 
-fn flatten(node: Node, source: &str, counter: &NonWhitespace, sizes: ChunkSizes, out: &mut Vec<Unit>) {
+fn flatten(
+    node: Node,
+    source: &str,
+    counter: &NonWhitespace,
+    sizes: ChunkSizes,
+    out: &mut Vec<Piece>,
+) {
     let (start, end) = (node.start_byte(), node.end_byte());
-    if counter.count(start, end) <= sizes.max || node.child_count() == 0 {
-        if counter.count(start, end) > sizes.max {
-            split_by_lines(source, counter, sizes, start, end, out);
-        } else if start < end {
-            out.push(Unit {
+    if counter.count(start, end) <= sizes.max {
+        if start < end {
+            out.push(Piece::Unit(Unit {
                 start,
                 end,
                 sticky: is_sticky(node),
-            });
+            }));
         }
         return;
     }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        flatten(child, source, counter, sizes, out);
+    out.push(Piece::Open);
+    if node.child_count() == 0 {
+        split_by_lines(source, counter, sizes, start, end, out);
+    } else {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            flatten(child, source, counter, sizes, out);
+        }
     }
+    out.push(Piece::Close);
 }
 
 fn push_text_unit(
-    units: &mut Vec<Unit>,
+    units: &mut Vec<Piece>,
     source: &str,
     counter: &NonWhitespace,
     sizes: ChunkSizes,
@@ -175,11 +201,11 @@ fn push_text_unit(
     if counter.count(start, end) > sizes.max {
         split_by_lines(source, counter, sizes, start, end, units);
     } else {
-        units.push(Unit {
+        units.push(Piece::Unit(Unit {
             start,
             end,
             sticky: false,
-        });
+        }));
     }
 }
 
@@ -190,27 +216,27 @@ fn split_by_lines(
     sizes: ChunkSizes,
     start: usize,
     end: usize,
-    out: &mut Vec<Unit>,
+    out: &mut Vec<Piece>,
 ) {
     let mut piece_start = start;
     let mut offset = start;
     for line in source[start..end].split_inclusive('\n') {
         offset += line.len();
         if counter.count(piece_start, offset) >= sizes.target {
-            out.push(Unit {
+            out.push(Piece::Unit(Unit {
                 start: piece_start,
                 end: offset,
                 sticky: false,
-            });
+            }));
             piece_start = offset;
         }
     }
     if piece_start < end {
-        out.push(Unit {
+        out.push(Piece::Unit(Unit {
             start: piece_start,
             end,
             sticky: false,
-        });
+        }));
     }
 }
 
@@ -224,40 +250,86 @@ fn is_comment(node: Node) -> bool {
 }
 
 /// Merges consecutive units into spans no larger than the target (a single unit may reach max).
-fn group_units(units: &[Unit], counter: &NonWhitespace, sizes: ChunkSizes) -> Vec<(usize, usize)> {
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut current: Option<(usize, usize, bool)> = None; // start, end, only sticky so far
-    for unit in units {
-        if counter.count(unit.start, unit.end) == 0 {
+/// Comments and attributes wait for the unit they precede and go wherever it goes. Spans below
+/// the minimum merge into a neighbour: forward when cut short by an opened node (a function's
+/// header joins its body), backward otherwise (a closing brace joins what it closes).
+fn group_units(
+    pieces: &[Piece],
+    counter: &NonWhitespace,
+    sizes: ChunkSizes,
+) -> Vec<(usize, usize)> {
+    // (start, end, cut short by an opened node)
+    let mut spans: Vec<(usize, usize, bool)> = Vec::new();
+    let mut group: Option<(usize, usize)> = None;
+    let mut pending_sticky: Option<(usize, usize)> = None;
+    for piece in pieces {
+        let unit = match piece {
+            Piece::Open => {
+                spans.extend(group.take().map(|(s, e)| (s, e, true)));
+                continue;
+            }
+            Piece::Close => {
+                spans.extend(group.take().map(|(s, e)| (s, e, false)));
+                continue;
+            }
+            Piece::Unit(unit) if counter.count(unit.start, unit.end) == 0 => continue,
+            Piece::Unit(unit) => unit,
+        };
+        if unit.sticky {
+            pending_sticky =
+                Some(pending_sticky.map_or((unit.start, unit.end), |(s, _)| (s, unit.end)));
             continue;
         }
-        current = match current {
-            None => Some((unit.start, unit.end, unit.sticky)),
-            Some((start, _, true)) => Some((start, unit.end, unit.sticky)),
-            Some((start, _, _)) if counter.count(start, unit.end) <= sizes.target => {
-                Some((start, unit.end, unit.sticky))
+        let start = pending_sticky.take().map_or(unit.start, |(s, _)| s);
+        group = match group {
+            Some((group_start, _)) if counter.count(group_start, unit.end) <= sizes.target => {
+                Some((group_start, unit.end))
             }
-            Some((start, end, _)) => {
-                spans.push((start, end));
-                Some((unit.start, unit.end, unit.sticky))
+            Some((full_start, full_end)) => {
+                spans.push((full_start, full_end, false));
+                Some((start, unit.end))
             }
+            None => Some((start, unit.end)),
         };
     }
-    if let Some((start, end, _)) = current {
-        spans.push((start, end));
+    // Trailing comments join the last group, or stand alone.
+    if let Some((sticky_start, sticky_end)) = pending_sticky {
+        group = Some(group.map_or((sticky_start, sticky_end), |(s, _)| (s, sticky_end)));
     }
-    // A small trailing piece joins its predecessor when both fit.
+    spans.extend(group.map(|(s, e)| (s, e, false)));
+
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-    for (start, end) in spans {
-        if let Some(previous) = merged.last_mut()
-            && (counter.count(start, end) < sizes.min
-                || counter.count(previous.0, previous.1) < sizes.min)
-            && counter.count(previous.0, end) <= sizes.max
-        {
-            previous.1 = end;
-            continue;
+    let mut carried: Option<(usize, usize)> = None;
+    for (start, end, cut_by_open) in spans {
+        let (start, end) = match carried.take() {
+            Some((carried_start, _)) if counter.count(carried_start, end) <= sizes.max => {
+                (carried_start, end)
+            }
+            Some(alone) => {
+                merged.push(alone);
+                (start, end)
+            }
+            None => (start, end),
+        };
+        if counter.count(start, end) < sizes.min {
+            if cut_by_open {
+                carried = Some((start, end));
+                continue;
+            }
+            if let Some(previous) = merged.last_mut()
+                && counter.count(previous.0, end) <= sizes.max
+            {
+                previous.1 = end;
+                continue;
+            }
         }
         merged.push((start, end));
+    }
+    if let Some((start, end)) = carried {
+        match merged.last_mut() {
+            Some(previous) if counter.count(previous.0, end) <= sizes.max => previous.1 = end,
+            _ => merged.push((start, end)),
+        }
     }
     merged
 }
@@ -337,11 +409,149 @@ struct LineIndex {
 impl LineIndex {
     fn new(source: &str) -> Self {
         let mut starts = vec![0];
-        starts.extend(source.bytes().enumerate().filter(|&(_, b)| b == b'\n').map(|(at, _)| at + 1));
+        starts.extend(
+            source
+                .bytes()
+                .enumerate()
+                .filter(|&(_, b)| b == b'\n')
+                .map(|(at, _)| at + 1),
+        );
         LineIndex { starts }
     }
 
     fn line_of(&self, byte: usize) -> u32 {
         self.starts.partition_point(|&start| start <= byte) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::language::Language;
+    use crate::parse::{parse_file, parse_tree};
+    use crate::tags::extract_tags;
+
+    fn non_whitespace(text: &str) -> usize {
+        text.bytes().filter(|b| !b.is_ascii_whitespace()).count()
+    }
+
+    fn rust_function(name: &str, statements: usize) -> String {
+        let mut text = format!("/// Docs of {name}.\nfn {name}() {{\n");
+        for i in 0..statements {
+            text.push_str(&format!(
+                "    let value_{i} = compute_something_long({i});\n"
+            ));
+        }
+        text.push_str("}\n\n");
+        text
+    }
+
+    #[test]
+    fn small_functions_merge_and_large_ones_split_at_statements() {
+        let mut source = String::new();
+        for name in ["alpha", "beta", "gamma"] {
+            source.push_str(&rust_function(name, 2));
+        }
+        source.push_str(&rust_function("huge", 80));
+        let parsed = parse_file(Language::Rust, &source).unwrap();
+        let chunks = &parsed.chunks;
+
+        // The three small functions share one chunk; its main symbol is the first of them.
+        assert_eq!(chunks[0].defined_names, ["alpha", "beta", "gamma"]);
+        assert_eq!(chunks[0].symbol.as_deref(), Some("alpha"));
+        // The huge function is split; every piece stays within the maximum and knows its function.
+        let pieces: Vec<_> = chunks
+            .iter()
+            .filter(|c| c.symbol.as_deref() == Some("huge"))
+            .collect();
+        assert!(pieces.len() >= 3, "{} pieces", pieces.len());
+        for chunk in chunks {
+            assert!(
+                non_whitespace(&chunk.text) <= DEFAULT_SIZES.max + 80,
+                "{}",
+                chunk.text
+            );
+        }
+        // Chunks cover the file in order without gaps in line numbers.
+        for pair in chunks.windows(2) {
+            assert!(
+                pair[1].start_line >= pair[0].end_line,
+                "{:?}",
+                (pair[0].end_line, pair[1].start_line)
+            );
+            assert!(pair[1].start_line <= pair[0].end_line + 2);
+        }
+    }
+
+    #[test]
+    fn doc_comments_stay_with_the_function_they_document() {
+        let source = format!(
+            "{}{}",
+            rust_function("first", 20),
+            rust_function("second", 20)
+        );
+        let parsed = parse_file(Language::Rust, &source).unwrap();
+        let second = parsed
+            .chunks
+            .iter()
+            .find(|c| c.defined_names.contains(&"second".to_string()))
+            .unwrap();
+        assert!(
+            second.text.starts_with("/// Docs of second."),
+            "{}",
+            second.text
+        );
+        assert_eq!(second.comments, "/// Docs of second.\n");
+        assert_eq!(second.kind, Some(DefKind::Function));
+    }
+
+    #[test]
+    fn methods_carry_their_scope_chain() {
+        let mut source = String::from("mod store {\n    impl Store {\n");
+        for name in ["open", "close", "flush"] {
+            source.push_str(&format!("        pub fn {name}(&self) {{\n"));
+            for i in 0..25 {
+                source.push_str(&format!("            self.inner.{name}_step_{i}();\n"));
+            }
+            source.push_str("        }\n");
+        }
+        source.push_str("    }\n}\n");
+        let tree = parse_tree(Language::Rust, &source).unwrap().unwrap();
+        let tags = extract_tags(Language::Rust, &tree, &source).unwrap();
+        let chunks = chunk_code(&tree, &source, &tags);
+        let flush = chunks
+            .iter()
+            .find(|c| c.symbol.as_deref() == Some("flush"))
+            .unwrap();
+        assert_eq!(flush.scope, ["store", "impl Store"]);
+        assert_eq!(flush.kind, Some(DefKind::Method));
+    }
+
+    #[test]
+    fn text_is_chunked_by_paragraphs_and_headings() {
+        let mut source = String::from("# Title\n\nIntro paragraph.\n\n");
+        for section in 0..6 {
+            source.push_str(&format!("## Section {section}\n\n"));
+            for line in 0..8 {
+                source.push_str(&format!(
+                    "Sentence {line} of section {section} says something useful.\n"
+                ));
+            }
+            source.push('\n');
+        }
+        let chunks = chunk_text(&source);
+        assert!(chunks.len() >= 3);
+        assert!(
+            chunks
+                .iter()
+                .all(|c| non_whitespace(&c.text) <= DEFAULT_SIZES.max)
+        );
+        assert!(
+            chunks
+                .iter()
+                .skip(1)
+                .all(|c| c.text.starts_with("## ") || c.text.starts_with("Sentence"))
+        );
+        assert!(chunk_text("  \n\n ").is_empty());
     }
 }

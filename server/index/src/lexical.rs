@@ -9,11 +9,13 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-    Value,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
 };
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term, doc};
+use tantivy::{
+    Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term, doc,
+};
 
 use crate::catalog::ChunkRow;
 use crate::chunk::Chunk;
@@ -168,10 +170,18 @@ impl LexicalIndex {
             .and_then(|payload| payload.parse().ok()))
     }
 
-    fn with_writer<T>(&self, act: impl FnOnce(&mut IndexWriter, &Fields) -> Result<T, IndexError>) -> Result<T, IndexError> {
-        let mut slot = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn with_writer<T>(
+        &self,
+        act: impl FnOnce(&mut IndexWriter, &Fields) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let mut slot = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if slot.is_none() {
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(4);
             let writer = self
                 .index
                 .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)
@@ -255,7 +265,10 @@ impl LexicalIndex {
 
     /// Releases the writer lock, waiting for merges to finish.
     pub fn close_writer(&self) -> Result<(), IndexError> {
-        let mut slot = self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(writer) = slot.take() {
             writer.wait_merging_threads()?;
         }
@@ -299,11 +312,18 @@ impl LexicalIndex {
                 if boost <= 0.0 {
                     continue;
                 }
-                let term_query = TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(term_query), boost))));
+                let term_query = TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                );
+                should.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term_query), boost)),
+                ));
             }
         }
-        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
+        let mut must: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(should)))];
         if let Some(language) = &filter.language {
             must.push((
                 Occur::Must,

@@ -15,10 +15,10 @@ pub mod tags;
 
 pub use error::IndexError;
 pub use language::Language;
-pub mod scan;
-pub mod tokenizer;
 pub mod catalog;
 pub mod lexical;
+pub mod scan;
+pub mod tokenizer;
 pub mod workspace;
 pub use workspace::{RefreshProgress, RefreshStats, Workspace, WorkspaceOptions};
 pub mod search;

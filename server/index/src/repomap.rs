@@ -84,8 +84,9 @@ pub struct RepoMap {
 impl Workspace {
     /// Builds the repo map from the cached tags (nothing is parsed).
     pub fn repo_map(&self, request: &MapRequest) -> Result<RepoMap, IndexError> {
-        let (definitions, references) =
-            self.with_catalog(|catalog| Ok((catalog.all_definitions()?, catalog.reference_counts()?)))?;
+        let (definitions, references) = self.with_catalog(|catalog| {
+            Ok((catalog.all_definitions()?, catalog.reference_counts()?))
+        })?;
         build_map(definitions, &references, request)
     }
 }
@@ -132,7 +133,12 @@ pub fn build_map(
             continue;
         };
         let from = file_ids[path.as_str()];
-        let specificity = name_weight(name, files.len(), file_count, mentions.contains(name.as_str()));
+        let specificity = name_weight(
+            name,
+            files.len(),
+            file_count,
+            mentions.contains(name.as_str()),
+        );
         let weight = specificity * f64::from(*count).sqrt() / files.len() as f64;
         for &to in files {
             if to != from {
@@ -169,10 +175,15 @@ pub fn build_map(
 
     let mut candidates: Vec<(f64, &DefinitionRow)> = definitions
         .iter()
-        .filter(|def| !focus.contains(def.path.as_str()) && !HIDDEN_KINDS.contains(&def.kind.as_str()))
+        .filter(|def| {
+            !focus.contains(def.path.as_str()) && !HIDDEN_KINDS.contains(&def.kind.as_str())
+        })
         .map(|def| {
             let file = file_ids[def.path.as_str()];
-            let flowed = def_rank.get(&(file, def.name.as_str())).copied().unwrap_or(0.0);
+            let flowed = def_rank
+                .get(&(file, def.name.as_str()))
+                .copied()
+                .unwrap_or(0.0);
             // A small share of the file's own rank orders definitions nothing refers to yet.
             let mut score = flowed + rank[file] * 1e-3;
             if mentions.contains(def.name.as_str()) {
@@ -247,7 +258,10 @@ fn pagerank(nodes: usize, edges: &[(usize, usize, &str, f64)], personal: &[f64])
     }
     let mut rank = teleport.clone();
     for _ in 0..MAX_ITERATIONS {
-        let dangling: f64 = (0..nodes).filter(|&n| out_weight[n] == 0.0).map(|n| rank[n]).sum();
+        let dangling: f64 = (0..nodes)
+            .filter(|&n| out_weight[n] == 0.0)
+            .map(|n| rank[n])
+            .sum();
         let mut next: Vec<f64> = teleport
             .iter()
             .map(|t| (1.0 - DAMPING) * t + DAMPING * dangling * t)
@@ -274,7 +288,10 @@ fn render(
 ) -> (Vec<MapFile>, String) {
     let mut by_file: HashMap<&str, Vec<(f64, &DefinitionRow)>> = HashMap::new();
     for &(score, def) in chosen {
-        by_file.entry(def.path.as_str()).or_default().push((score, def));
+        by_file
+            .entry(def.path.as_str())
+            .or_default()
+            .push((score, def));
     }
     let mut paths: Vec<&str> = by_file.keys().copied().collect();
     paths.sort();
@@ -292,7 +309,9 @@ fn render(
                 if let Some(parent) = in_file
                     .iter()
                     .filter(|p| {
-                        p.scope.len() == depth && p.start_line <= def.start_line && p.end_line >= def.end_line
+                        p.scope.len() == depth
+                            && p.start_line <= def.start_line
+                            && p.end_line >= def.end_line
                     })
                     .min_by_key(|p| p.end_line - p.start_line)
                 {

@@ -64,7 +64,11 @@ pub struct Scan {
 /// the configured excludes. Symlinks are followed only while they resolve inside `root`.
 pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
     let mut overrides = OverrideBuilder::new(root);
-    for pattern in DEFAULT_EXCLUDES.iter().copied().chain(options.exclude.iter().map(String::as_str)) {
+    for pattern in DEFAULT_EXCLUDES
+        .iter()
+        .copied()
+        .chain(options.exclude.iter().map(String::as_str))
+    {
         overrides
             .add(&format!("!{pattern}"))
             .map_err(|e| IndexError::Glob {
@@ -141,7 +145,9 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
             WalkState::Continue
         })
     });
-    let mut files = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut files = found
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     files.dedup_by(|a, b| a.rel_path == b.rel_path);
     Ok(Scan {
@@ -153,7 +159,10 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
 /// `path` relative to `root` with `/` separators, or `None` when it is outside or not UTF-8.
 pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
     let relative = path.strip_prefix(root).ok()?;
-    let parts: Option<Vec<&str>> = relative.components().map(|c| c.as_os_str().to_str()).collect();
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
     let joined = parts?.join("/");
     (!joined.is_empty()).then_some(joined)
 }

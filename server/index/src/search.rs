@@ -98,7 +98,12 @@ impl Workspace {
             Some(glob) => {
                 let matcher = path_matcher(glob)?;
                 let files = self.with_catalog(|catalog| catalog.files())?;
-                Some(files.into_keys().filter(|path| matcher.is_match(path)).collect())
+                Some(
+                    files
+                        .into_keys()
+                        .filter(|path| matcher.is_match(path))
+                        .collect(),
+                )
             }
             None => None,
         };
@@ -106,12 +111,15 @@ impl Workspace {
             language: request.language.map(|l| l.name().to_string()),
             paths,
         };
-        let ranked = self
-            .lexical()
-            .search(&request.query, &filter, DEFAULT_BOOSTS, request.limit)?;
+        let ranked =
+            self.lexical()
+                .search(&request.query, &filter, DEFAULT_BOOSTS, request.limit)?;
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
-        let query_terms: Vec<String> = code_tokens(&request.query).into_iter().map(|t| t.text).collect();
+        let query_terms: Vec<String> = code_tokens(&request.query)
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
             let Some(mut row) = rows.remove(&id) else {
@@ -206,7 +214,9 @@ impl Workspace {
 /// Compiles a user's path glob with gitignore-like anchoring.
 pub fn path_matcher(glob: &str) -> Result<GlobMatcher, IndexError> {
     let anchored = if glob.contains('/') {
-        glob.trim_start_matches("./").trim_start_matches('/').to_string()
+        glob.trim_start_matches("./")
+            .trim_start_matches('/')
+            .to_string()
     } else {
         format!("**/{glob}")
     };
@@ -277,7 +287,10 @@ fn best_matching_name<'n>(query_terms: &[String], names: &'n [String]) -> Option
         .iter()
         .map(|name| {
             let parts: Vec<String> = code_tokens(name).into_iter().map(|t| t.text).collect();
-            let shared = query_terms.iter().filter(|term| parts.contains(term)).count();
+            let shared = query_terms
+                .iter()
+                .filter(|term| parts.contains(term))
+                .count();
             (shared, std::cmp::Reverse(parts.len()), name)
         })
         .filter(|(shared, _, _)| *shared > 0)
@@ -296,11 +309,17 @@ fn snippet(text: &str, query_terms: &[String]) -> String {
         .enumerate()
         .map(|(at, line)| {
             let tokens: Vec<String> = code_tokens(line).into_iter().map(|t| t.text).collect();
-            let hits = query_terms.iter().filter(|term| tokens.contains(term)).count();
+            let hits = query_terms
+                .iter()
+                .filter(|term| tokens.contains(term))
+                .count();
             (hits, std::cmp::Reverse(at))
         })
         .max()
-        .map_or(0, |(hits, std::cmp::Reverse(at))| if hits == 0 { 0 } else { at });
+        .map_or(
+            0,
+            |(hits, std::cmp::Reverse(at))| if hits == 0 { 0 } else { at },
+        );
     let mut start = best.saturating_sub(1);
     while start < best && lines[start].trim().is_empty() {
         start += 1;
@@ -333,10 +352,22 @@ mod tests {
     #[test]
     fn names_match_in_order_of_preference() {
         assert_eq!(match_name("Index", "Index"), Some((NameMatch::Exact, 0)));
-        assert_eq!(match_name("index", "Index"), Some((NameMatch::ExactIgnoringCase, 0)));
-        assert_eq!(match_name("Ind", "IndexWriter").map(|m| m.0), Some(NameMatch::Prefix));
-        assert_eq!(match_name("writer", "IndexWriter").map(|m| m.0), Some(NameMatch::Substring));
-        assert_eq!(match_name("idxwr", "IndexWriter").map(|m| m.0), Some(NameMatch::Fuzzy));
+        assert_eq!(
+            match_name("index", "Index"),
+            Some((NameMatch::ExactIgnoringCase, 0))
+        );
+        assert_eq!(
+            match_name("Ind", "IndexWriter").map(|m| m.0),
+            Some(NameMatch::Prefix)
+        );
+        assert_eq!(
+            match_name("writer", "IndexWriter").map(|m| m.0),
+            Some(NameMatch::Substring)
+        );
+        assert_eq!(
+            match_name("idxwr", "IndexWriter").map(|m| m.0),
+            Some(NameMatch::Fuzzy)
+        );
         assert_eq!(match_name("zzz", "IndexWriter"), None);
     }
 
@@ -354,7 +385,8 @@ mod tests {
 
     #[test]
     fn snippet_centres_on_the_best_line() {
-        let text = "fn a() {\n    one();\n    two();\n    parse_config();\n    three();\n    four();\n}";
+        let text =
+            "fn a() {\n    one();\n    two();\n    parse_config();\n    three();\n    four();\n}";
         let snip = snippet(text, &["parse".to_string(), "config".to_string()]);
         assert_eq!(snip, "two();\nparse_config();\nthree();\nfour();");
     }

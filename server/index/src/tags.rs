@@ -196,7 +196,10 @@ pub(crate) fn tags_query(language: Language) -> Result<Option<&'static Query>, I
             .filter_map(|lang| {
                 let grammar = lang.grammar()?;
                 let source = lang.tags_query_source()?;
-                Some((lang, Query::new(&grammar, source).map_err(|e| e.to_string())))
+                Some((
+                    lang,
+                    Query::new(&grammar, source).map_err(|e| e.to_string()),
+                ))
             })
             .collect()
     });
@@ -289,7 +292,8 @@ struct RawRef {
 fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) -> FileTags {
     // Outer definitions first when two start at the same byte.
     raw_defs.sort_by(|a, b| {
-        (a.node_start, std::cmp::Reverse(a.node_end)).cmp(&(b.node_start, std::cmp::Reverse(b.node_end)))
+        (a.node_start, std::cmp::Reverse(a.node_end))
+            .cmp(&(b.node_start, std::cmp::Reverse(b.node_end)))
     });
     raw_defs.dedup_by(|later, earlier| {
         later.node_start == earlier.node_start

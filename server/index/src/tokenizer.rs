@@ -49,7 +49,9 @@ pub fn code_tokens(text: &str) -> Vec<CodeToken> {
         position = push_word(word, start, position, &mut tokens);
 
         kebab = match kebab {
-            Some((kebab_start, count, kebab_position)) if bytes.get(start.wrapping_sub(1)) == Some(&b'-') => {
+            Some((kebab_start, count, kebab_position))
+                if bytes.get(start.wrapping_sub(1)) == Some(&b'-') =>
+            {
                 Some((kebab_start, count + 1, kebab_position))
             }
             previous => {
@@ -57,8 +59,8 @@ pub fn code_tokens(text: &str) -> Vec<CodeToken> {
                 Some((start, 1, word_position))
             }
         };
-        let continues_kebab = bytes.get(at) == Some(&b'-')
-            && text[at + 1..].chars().next().is_some_and(is_word_char);
+        let continues_kebab =
+            bytes.get(at) == Some(&b'-') && text[at + 1..].chars().next().is_some_and(is_word_char);
         if !continues_kebab {
             flush_kebab(text, kebab.take(), at, &mut tokens);
         }
@@ -67,7 +69,12 @@ pub fn code_tokens(text: &str) -> Vec<CodeToken> {
     tokens
 }
 
-fn flush_kebab(text: &str, kebab: Option<(usize, usize, usize)>, end: usize, tokens: &mut Vec<CodeToken>) {
+fn flush_kebab(
+    text: &str,
+    kebab: Option<(usize, usize, usize)>,
+    end: usize,
+    tokens: &mut Vec<CodeToken>,
+) {
     if let Some((start, count, position)) = kebab
         && count > 1
         && end - start <= MAX_TOKEN_BYTES
@@ -88,7 +95,12 @@ fn is_word_char(ch: char) -> bool {
 
 /// Emits the parts of one identifier, then the identifier itself when it has several parts.
 /// Returns the next free position.
-fn push_word(word: &str, offset: usize, first_position: usize, tokens: &mut Vec<CodeToken>) -> usize {
+fn push_word(
+    word: &str,
+    offset: usize,
+    first_position: usize,
+    tokens: &mut Vec<CodeToken>,
+) -> usize {
     let parts = identifier_parts(word);
     let mut position = first_position;
     for &(start, end) in &parts {
@@ -103,7 +115,10 @@ fn push_word(word: &str, offset: usize, first_position: usize, tokens: &mut Vec<
         position += 1;
     }
     let trimmed = word.trim_matches('_');
-    if (parts.len() > 1 || trimmed.len() != word.len()) && !trimmed.is_empty() && word.len() <= MAX_TOKEN_BYTES {
+    if (parts.len() > 1 || trimmed.len() != word.len())
+        && !trimmed.is_empty()
+        && word.len() <= MAX_TOKEN_BYTES
+    {
         tokens.push(CodeToken {
             text: word.to_lowercase(),
             start: offset,
@@ -208,7 +223,10 @@ mod tests {
     fn splits_camel_pascal_and_snake_case_and_keeps_the_whole() {
         assert_eq!(texts("getUserName"), ["get", "user", "name", "getusername"]);
         assert_eq!(texts("HTTPServer"), ["http", "server", "httpserver"]);
-        assert_eq!(texts("parse_config_file"), ["parse", "config", "file", "parse_config_file"]);
+        assert_eq!(
+            texts("parse_config_file"),
+            ["parse", "config", "file", "parse_config_file"]
+        );
         assert_eq!(texts("Index"), ["index"]);
         assert_eq!(texts("utf8Decode"), ["utf8", "decode", "utf8decode"]);
     }
@@ -217,20 +235,32 @@ mod tests {
     fn separators_split_paths_and_kebab_words_are_kept_whole() {
         assert_eq!(texts("std::io::Read"), ["std", "io", "read"]);
         assert_eq!(texts("src/main.rs"), ["src", "main", "rs"]);
-        assert_eq!(texts("max-line-length"), ["max", "line", "length", "max-line-length"]);
+        assert_eq!(
+            texts("max-line-length"),
+            ["max", "line", "length", "max-line-length"]
+        );
     }
 
     #[test]
     fn whole_identifier_shares_the_position_of_its_first_part() {
         let tokens = code_tokens("fooBar baz");
-        let positions: Vec<_> = tokens.iter().map(|t| (t.text.as_str(), t.position)).collect();
-        assert_eq!(positions, [("foo", 0), ("bar", 1), ("foobar", 0), ("baz", 2)]);
+        let positions: Vec<_> = tokens
+            .iter()
+            .map(|t| (t.text.as_str(), t.position))
+            .collect();
+        assert_eq!(
+            positions,
+            [("foo", 0), ("bar", 1), ("foobar", 0), ("baz", 2)]
+        );
     }
 
     #[test]
     fn drops_overlong_runs_and_survives_unicode() {
         let blob = "a".repeat(200);
         assert!(texts(&blob).is_empty());
-        assert_eq!(texts("größeÄnderung"), ["größe", "änderung", "größeänderung"]);
+        assert_eq!(
+            texts("größeÄnderung"),
+            ["größe", "änderung", "größeänderung"]
+        );
     }
 }

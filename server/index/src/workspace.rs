@@ -164,10 +164,15 @@ impl Workspace {
 
     fn catalog(&self) -> MutexGuard<'_, Catalog> {
         // A panic while holding the lock leaves SQLite consistent (the transaction rolls back).
-        self.catalog.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.catalog
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(crate) fn with_catalog<T>(&self, read: impl FnOnce(&Catalog) -> Result<T, IndexError>) -> Result<T, IndexError> {
+    pub(crate) fn with_catalog<T>(
+        &self,
+        read: impl FnOnce(&Catalog) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
         read(&self.catalog())
     }
 
@@ -177,7 +182,10 @@ impl Workspace {
 
     /// Brings the index up to date with the files on disk: parses new and changed files, drops
     /// deleted ones, and leaves unchanged ones alone (an unchanged workspace parses nothing).
-    pub fn refresh(&self, progress: &(dyn Fn(RefreshProgress) + Sync)) -> Result<RefreshStats, IndexError> {
+    pub fn refresh(
+        &self,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<RefreshStats, IndexError> {
         self.lexical.acquire_writer()?;
         let result = self.refresh_locked(progress);
         let closed = self.lexical.close_writer();
@@ -186,7 +194,10 @@ impl Workspace {
         Ok(stats)
     }
 
-    fn refresh_locked(&self, progress: &(dyn Fn(RefreshProgress) + Sync)) -> Result<RefreshStats, IndexError> {
+    fn refresh_locked(
+        &self,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<RefreshStats, IndexError> {
         let found = scan(&self.root, &self.scan_options)?;
         let catalog = self.catalog();
         let known = catalog.files()?;
@@ -208,7 +219,9 @@ impl Workspace {
             .iter()
             .filter(|file| {
                 known.get(&file.rel_path).is_none_or(|record| {
-                    record.size != file.size || record.mtime_ns != file.mtime_ns || file.mtime_ns == 0
+                    record.size != file.size
+                        || record.mtime_ns != file.mtime_ns
+                        || file.mtime_ns == 0
                 })
             })
             .collect();
@@ -256,9 +269,13 @@ impl Workspace {
                     write_error = Some(error);
                     continue;
                 }
-                progress(RefreshProgress { done: done + 1, total });
+                progress(RefreshProgress {
+                    done: done + 1,
+                    total,
+                });
                 since_checkpoint += 1;
-                if (since_checkpoint >= self.checkpoint_files || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
+                if (since_checkpoint >= self.checkpoint_files
+                    || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
                     && let Some(open) = batch.take()
                 {
                     let checkpoint = open
@@ -298,8 +315,20 @@ impl Workspace {
         stats: &mut RefreshStats,
     ) -> Result<(), IndexError> {
         match outcome {
-            FileOutcome::Parsed { hash, parsed, bytes } => {
-                self.store_parsed(batch, &file.rel_path, file.language, file.size, file.mtime_ns, hash, &parsed)?;
+            FileOutcome::Parsed {
+                hash,
+                parsed,
+                bytes,
+            } => {
+                self.store_parsed(
+                    batch,
+                    &file.rel_path,
+                    file.language,
+                    file.size,
+                    file.mtime_ns,
+                    hash,
+                    &parsed,
+                )?;
                 stats.parsed += 1;
                 stats.parsed_bytes += bytes;
             }
@@ -334,7 +363,12 @@ impl Workspace {
         let ids = batch.put_file(rel_path, language, size, mtime_ns, hash, parsed)?;
         self.lexical.delete_file(rel_path)?;
         for (id, chunk) in ids.into_iter().zip(&parsed.chunks) {
-            self.lexical.add_chunk(&LexicalDoc::from_chunk(id, rel_path, language.name(), chunk))?;
+            self.lexical.add_chunk(&LexicalDoc::from_chunk(
+                id,
+                rel_path,
+                language.name(),
+                chunk,
+            ))?;
         }
         Ok(())
     }
@@ -352,7 +386,15 @@ impl Workspace {
             let catalog = self.catalog();
             let mut batch = catalog.begin()?;
             // mtime 0 means "unknown": the next refresh compares the file on disk by hash.
-            self.store_parsed(&mut batch, &rel_path, language, contents.len() as u64, 0, content_hash(contents), &parsed)?;
+            self.store_parsed(
+                &mut batch,
+                &rel_path,
+                language,
+                contents.len() as u64,
+                0,
+                content_hash(contents),
+                &parsed,
+            )?;
             let generation = batch.commit()?;
             self.lexical.commit(generation)
         })();
@@ -437,7 +479,11 @@ fn reconcile(catalog: &Catalog, lexical: &LexicalIndex) -> Result<Option<String>
 
 /// What reading and parsing one candidate file produced.
 enum FileOutcome {
-    Parsed { hash: u64, parsed: ParsedFile, bytes: u64 },
+    Parsed {
+        hash: u64,
+        parsed: ParsedFile,
+        bytes: u64,
+    },
     Unchanged,
     Binary,
     Unreadable,
@@ -466,11 +512,13 @@ fn read_and_parse(file: &ScannedFile, known_hash: Option<u64>, max_bytes: u64) -
 fn ensure_ignored(index_dir: &Path) -> Result<(), IndexError> {
     let marker = index_dir.join(".gitignore");
     if !marker.exists() {
-        fs::write(&marker, "# lode's index: rebuilt on demand, never committed\n*\n").map_err(|source| {
-            IndexError::Write {
-                path: marker.clone(),
-                source,
-            }
+        fs::write(
+            &marker,
+            "# lode's index: rebuilt on demand, never committed\n*\n",
+        )
+        .map_err(|source| IndexError::Write {
+            path: marker.clone(),
+            source,
         })?;
     }
     Ok(())

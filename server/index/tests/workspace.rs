@@ -60,7 +60,11 @@ fn sample_workspace() -> tempfile::TempDir {
     write(dir.path(), "src/lib.rs", LIB_RS);
     write(dir.path(), "src/main.rs", MAIN_RS);
     write(dir.path(), "tools/pool.py", TOOL_PY);
-    write(dir.path(), "README.md", "# Sample\n\nA sample workspace about connection pools.\n");
+    write(
+        dir.path(),
+        "README.md",
+        "# Sample\n\nA sample workspace about connection pools.\n",
+    );
     dir
 }
 
@@ -76,13 +80,26 @@ fn refresh_indexes_then_reparses_only_what_changed() {
     assert_eq!((again.parsed, again.unchanged, again.removed), (0, 4, 0));
     assert_eq!(again.total_chunks, first.total_chunks);
 
-    write(dir.path(), "tools/pool.py", &TOOL_PY.replace("drain_pool", "empty_pool"));
+    write(
+        dir.path(),
+        "tools/pool.py",
+        &TOOL_PY.replace("drain_pool", "empty_pool"),
+    );
     fs::remove_file(dir.path().join("README.md")).unwrap();
     let changed = workspace.refresh(&no_progress).unwrap();
     assert_eq!((changed.parsed, changed.removed, changed.files), (1, 1, 3));
     assert!(workspace.symbols("drain_pool", 5).unwrap().is_empty());
-    assert_eq!(workspace.symbols("empty_pool", 5).unwrap()[0].path, "tools/pool.py");
-    assert!(workspace.search(&SearchRequest::new("sample workspace")).unwrap().iter().all(|h| h.path != "README.md"));
+    assert_eq!(
+        workspace.symbols("empty_pool", 5).unwrap()[0].path,
+        "tools/pool.py"
+    );
+    assert!(
+        workspace
+            .search(&SearchRequest::new("sample workspace"))
+            .unwrap()
+            .iter()
+            .all(|h| h.path != "README.md")
+    );
 }
 
 #[test]
@@ -103,11 +120,17 @@ fn search_ranks_the_defining_chunk_first_and_filters() {
     let workspace = open(dir.path());
     workspace.refresh(&no_progress).unwrap();
 
-    let hits = workspace.search(&SearchRequest::new("parseConfigFile")).unwrap();
+    let hits = workspace
+        .search(&SearchRequest::new("parseConfigFile"))
+        .unwrap();
     assert_eq!(hits[0].path, "src/lib.rs");
     assert_eq!(hits[0].symbol.as_deref(), Some("parse_config_file"));
     assert_eq!(hits[0].language, "rust");
-    assert!(hits[0].snippet.contains("parse_config_file"), "{}", hits[0].snippet);
+    assert!(
+        hits[0].snippet.contains("parse_config_file"),
+        "{}",
+        hits[0].snippet
+    );
 
     let python_only = workspace
         .search(&SearchRequest {
@@ -143,7 +166,10 @@ fn symbols_and_references_by_name() {
     assert_eq!(exact[0].scope, vec!["impl Config".to_string()]);
 
     let fuzzy = workspace.symbols("parsecfg", 10).unwrap();
-    assert_eq!(fuzzy.first().map(|h| h.name.as_str()), Some("parse_config_file"));
+    assert_eq!(
+        fuzzy.first().map(|h| h.name.as_str()),
+        Some("parse_config_file")
+    );
 
     let refs = workspace.references("parse_config_file", 10).unwrap();
     assert_eq!(refs.len(), 1);
@@ -159,16 +185,35 @@ fn update_and_remove_single_files_publish_at_once() {
 
     // An editor buffer that is not saved: the index sees it, the disk does not.
     let buffer = "pub fn unsaved_buffer_function() -> u32 { 42 }\n";
-    assert!(workspace.update_file(Path::new("src/lib.rs"), buffer).unwrap());
-    let hits = workspace.search(&SearchRequest::new("unsaved buffer function")).unwrap();
+    assert!(
+        workspace
+            .update_file(Path::new("src/lib.rs"), buffer)
+            .unwrap()
+    );
+    let hits = workspace
+        .search(&SearchRequest::new("unsaved buffer function"))
+        .unwrap();
     assert_eq!(hits[0].path, "src/lib.rs");
-    assert!(workspace.symbols("parse_config_file", 5).unwrap().is_empty());
+    assert!(
+        workspace
+            .symbols("parse_config_file", 5)
+            .unwrap()
+            .is_empty()
+    );
 
     // Absolute paths work too; unknown file kinds are declined.
-    assert!(workspace.remove_file(&dir.path().join("tools/pool.py")).unwrap());
+    assert!(
+        workspace
+            .remove_file(&dir.path().join("tools/pool.py"))
+            .unwrap()
+    );
     assert!(workspace.symbols("ConnectionPool", 5).unwrap().is_empty());
     assert!(!workspace.update_file(Path::new("image.png"), "x").unwrap());
-    assert!(workspace.update_file(Path::new("/elsewhere/x.rs"), "fn x() {}").is_err());
+    assert!(
+        workspace
+            .update_file(Path::new("/elsewhere/x.rs"), "fn x() {}")
+            .is_err()
+    );
 
     // A later refresh restores what is on disk.
     let stats = workspace.refresh(&no_progress).unwrap();
@@ -184,7 +229,11 @@ fn scanning_skips_ignored_binary_large_and_escaping_files() {
     write(root, "generated/out.rs", "fn generated_code() {}");
     write(root, "vendor/dep.rs", "fn vendored_code() {}");
     fs::write(root.join("blob.rs"), b"fn x() {}\0\0binary").unwrap();
-    write(root, "huge.rs", &format!("fn huge_file() {{}}\n// {}\n", "x".repeat(4096)));
+    write(
+        root,
+        "huge.rs",
+        &format!("fn huge_file() {{}}\n// {}\n", "x".repeat(4096)),
+    );
     fs::write(root.join("latin1.py"), b"def caf\xe9_latin():\n    pass\n").unwrap();
     let outside = tempfile::tempdir().unwrap();
     write(outside.path(), "secret.rs", "fn outside_secret() {}");
@@ -201,14 +250,33 @@ fn scanning_skips_ignored_binary_large_and_escaping_files() {
     assert_eq!(stats.skipped_binary, 1);
     assert_eq!(stats.skipped_too_large, 1);
 
-    for absent in ["generated_code", "vendored_code", "huge_file", "outside_secret", "x"] {
-        assert!(workspace.symbols(absent, 5).unwrap().iter().all(|h| h.name != absent), "{absent} indexed");
+    for absent in [
+        "generated_code",
+        "vendored_code",
+        "huge_file",
+        "outside_secret",
+        "x",
+    ] {
+        assert!(
+            workspace
+                .symbols(absent, 5)
+                .unwrap()
+                .iter()
+                .all(|h| h.name != absent),
+            "{absent} indexed"
+        );
     }
     // Invalid UTF-8 is read lossily: the file is indexed, not fatal.
     let lossy = workspace.search(&SearchRequest::new("latin")).unwrap();
     assert!(lossy.iter().any(|h| h.path == "latin1.py"));
     // A symlink that stays inside the root is followed.
-    assert!(workspace.symbols("parse_config_file", 5).unwrap().iter().any(|h| h.path == "inside_link/lib.rs"));
+    assert!(
+        workspace
+            .symbols("parse_config_file", 5)
+            .unwrap()
+            .iter()
+            .any(|h| h.path == "inside_link/lib.rs")
+    );
 }
 
 #[test]
@@ -222,13 +290,23 @@ fn a_lexical_index_behind_the_catalog_is_rebuilt_on_open() {
     }
     // Simulate a crash between the catalog commit and the lexical commit.
     let conn = rusqlite::Connection::open(index_dir.join("catalog.sqlite")).unwrap();
-    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'", []).unwrap();
+    conn.execute(
+        "UPDATE meta SET value = value + 1 WHERE key = 'generation'",
+        [],
+    )
+    .unwrap();
     drop(conn);
 
     let workspace = open(dir.path());
     assert_eq!(workspace.repairs().len(), 1, "{:?}", workspace.repairs());
     assert!(workspace.repairs()[0].contains("rebuilt"));
-    assert_eq!(workspace.search(&SearchRequest::new("parse_config_file")).unwrap()[0].path, "src/lib.rs");
+    assert_eq!(
+        workspace
+            .search(&SearchRequest::new("parse_config_file"))
+            .unwrap()[0]
+            .path,
+        "src/lib.rs"
+    );
     // Healthy now: a second open repairs nothing.
     drop(workspace);
     assert!(open(dir.path()).repairs().is_empty());
@@ -246,18 +324,36 @@ fn a_corrupt_catalog_or_lexical_index_is_detected_and_rebuilt() {
     fs::write(index_dir.join("lexical/meta.json"), b"{ not json").unwrap();
     let workspace = open(dir.path());
     assert!(!workspace.repairs().is_empty());
-    assert!(!workspace.search(&SearchRequest::new("ConnectionPool")).unwrap().is_empty());
+    assert!(
+        !workspace
+            .search(&SearchRequest::new("ConnectionPool"))
+            .unwrap()
+            .is_empty()
+    );
     drop(workspace);
 
     for suffix in ["-wal", "-shm"] {
-        let _ = fs::remove_file(format!("{}{suffix}", index_dir.join("catalog.sqlite").display()));
+        let _ = fs::remove_file(format!(
+            "{}{suffix}",
+            index_dir.join("catalog.sqlite").display()
+        ));
     }
     fs::write(index_dir.join("catalog.sqlite"), vec![0x42u8; 8192]).unwrap();
     let workspace = open(dir.path());
-    assert!(workspace.repairs().iter().any(|r| r.contains("catalog")), "{:?}", workspace.repairs());
+    assert!(
+        workspace.repairs().iter().any(|r| r.contains("catalog")),
+        "{:?}",
+        workspace.repairs()
+    );
     let stats = workspace.refresh(&no_progress).unwrap();
     assert_eq!(stats.parsed, 4);
-    assert_eq!(workspace.search(&SearchRequest::new("ConnectionPool")).unwrap()[0].path, "tools/pool.py");
+    assert_eq!(
+        workspace
+            .search(&SearchRequest::new("ConnectionPool"))
+            .unwrap()[0]
+            .path,
+        "tools/pool.py"
+    );
 }
 
 #[test]
@@ -271,7 +367,9 @@ fn readers_see_the_writes_of_another_handle() {
         .unwrap();
     // The second handle sees the first one's commit once it reloads (the CLI opens fresh).
     second.reload().unwrap();
-    let hits = second.search(&SearchRequest::new("freshly written by first")).unwrap();
+    let hits = second
+        .search(&SearchRequest::new("freshly written by first"))
+        .unwrap();
     assert_eq!(hits[0].path, "src/lib.rs");
 }
 
@@ -279,10 +377,26 @@ fn readers_see_the_writes_of_another_handle() {
 fn repo_map_prefers_what_the_focus_file_uses_and_fits_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "src/storage.rs", "pub struct BlockStorage;\nimpl BlockStorage {\n    pub fn write_block(&self) {}\n    pub fn read_block(&self) {}\n}\n");
-    write(root, "src/network.rs", "pub struct PeerConnection;\nimpl PeerConnection {\n    pub fn send_frame(&self) {}\n}\npub fn dial_peer() -> PeerConnection { PeerConnection }\n");
-    write(root, "src/sync.rs", "use crate::storage::BlockStorage;\npub fn sync_blocks(store: &BlockStorage) {\n    store.write_block();\n    store.read_block();\n}\n");
-    write(root, "src/gossip.rs", "use crate::network::PeerConnection;\npub fn gossip(peer: &PeerConnection) {\n    peer.send_frame();\n    let _ = crate::network::dial_peer();\n}\n");
+    write(
+        root,
+        "src/storage.rs",
+        "pub struct BlockStorage;\nimpl BlockStorage {\n    pub fn write_block(&self) {}\n    pub fn read_block(&self) {}\n}\n",
+    );
+    write(
+        root,
+        "src/network.rs",
+        "pub struct PeerConnection;\nimpl PeerConnection {\n    pub fn send_frame(&self) {}\n}\npub fn dial_peer() -> PeerConnection { PeerConnection }\n",
+    );
+    write(
+        root,
+        "src/sync.rs",
+        "use crate::storage::BlockStorage;\npub fn sync_blocks(store: &BlockStorage) {\n    store.write_block();\n    store.read_block();\n}\n",
+    );
+    write(
+        root,
+        "src/gossip.rs",
+        "use crate::network::PeerConnection;\npub fn gossip(peer: &PeerConnection) {\n    peer.send_frame();\n    let _ = crate::network::dial_peer();\n}\n",
+    );
     let workspace = open(root);
     workspace.refresh(&no_progress).unwrap();
 
@@ -295,8 +409,17 @@ fn repo_map_prefers_what_the_focus_file_uses_and_fits_the_budget() {
         .unwrap();
     assert!(map.tokens <= 40, "{} tokens", map.tokens);
     assert!(map.text.contains("src/storage.rs:"), "{}", map.text);
-    assert!(!map.text.contains("src/sync.rs:"), "focus files are left out:\n{}", map.text);
-    let first_file = &map.files.iter().max_by(|a, b| a.rank.total_cmp(&b.rank)).unwrap().path;
+    assert!(
+        !map.text.contains("src/sync.rs:"),
+        "focus files are left out:\n{}",
+        map.text
+    );
+    let first_file = &map
+        .files
+        .iter()
+        .max_by(|a, b| a.rank.total_cmp(&b.rank))
+        .unwrap()
+        .path;
     assert_eq!(first_file, "src/storage.rs");
 
     let mentioned = workspace
@@ -308,7 +431,16 @@ fn repo_map_prefers_what_the_focus_file_uses_and_fits_the_budget() {
         .unwrap();
     assert!(mentioned.text.contains("dial_peer"), "{}", mentioned.text);
 
-    let big = workspace.repo_map(&MapRequest { max_tokens: 10_000, ..MapRequest::default() }).unwrap();
-    assert!(big.text.contains("│    pub fn write_block(&self) {}"), "methods sit under their impl:\n{}", big.text);
+    let big = workspace
+        .repo_map(&MapRequest {
+            max_tokens: 10_000,
+            ..MapRequest::default()
+        })
+        .unwrap();
+    assert!(
+        big.text.contains("│    pub fn write_block(&self) {}"),
+        "methods sit under their impl:\n{}",
+        big.text
+    );
     assert!(big.text.contains("│impl BlockStorage {"), "{}", big.text);
 }
