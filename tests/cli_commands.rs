@@ -8,10 +8,26 @@ use support::{run, stderr, stdout, write};
 fn sample() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(root, "src/lib.rs", "pub mod store;\n\n/// Opens the key value store at a path.\npub fn open_store(path: &str) -> store::KeyValueStore {\n    store::KeyValueStore::open(path)\n}\n");
-    write(root, "src/store.rs", "pub struct KeyValueStore {\n    path: String,\n}\n\nimpl KeyValueStore {\n    pub fn open(path: &str) -> Self {\n        KeyValueStore { path: path.to_string() }\n    }\n\n    pub fn compact_segments(&mut self) {\n        println!(\"compacting {}\", self.path);\n    }\n}\n");
-    write(root, "scripts/load.py", "def bulk_load(store, rows):\n    for row in rows:\n        store.put(row)\n");
-    write(root, "docs/guide.md", "# Guide\n\nCompaction merges segments of the key value store.\n");
+    write(
+        root,
+        "src/lib.rs",
+        "pub mod store;\n\n/// Opens the key value store at a path.\npub fn open_store(path: &str) -> store::KeyValueStore {\n    store::KeyValueStore::open(path)\n}\n",
+    );
+    write(
+        root,
+        "src/store.rs",
+        "pub struct KeyValueStore {\n    path: String,\n}\n\nimpl KeyValueStore {\n    pub fn open(path: &str) -> Self {\n        KeyValueStore { path: path.to_string() }\n    }\n\n    pub fn compact_segments(&mut self) {\n        println!(\"compacting {}\", self.path);\n    }\n}\n",
+    );
+    write(
+        root,
+        "scripts/load.py",
+        "def bulk_load(store, rows):\n    for row in rows:\n        store.put(row)\n",
+    );
+    write(
+        root,
+        "docs/guide.md",
+        "# Guide\n\nCompaction merges segments of the key value store.\n",
+    );
     dir
 }
 
@@ -22,18 +38,28 @@ fn index_prints_a_summary_on_stderr_and_nothing_on_stdout() {
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(stdout(&first).is_empty());
     let summary = stderr(&first);
-    assert!(summary.contains("indexed 4 files (4 parsed, 0 unchanged"), "{summary}");
+    assert!(
+        summary.contains("indexed 4 files (4 parsed, 0 unchanged"),
+        "{summary}"
+    );
     assert!(dir.path().join(".lode/index/catalog.sqlite").exists());
 
     let second = run(dir.path(), &["index"]);
-    assert!(stderr(&second).contains("(0 parsed, 4 unchanged, 0 removed"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("(0 parsed, 4 unchanged, 0 removed"),
+        "{}",
+        stderr(&second)
+    );
 }
 
 #[test]
 fn search_json_lines_follow_the_documented_contract() {
     let dir = sample();
     // No explicit `lode index`: search builds the missing index itself.
-    let output = run(dir.path(), &["search", "compact segments", "--json", "--limit", "3"]);
+    let output = run(
+        dir.path(),
+        &["search", "compact segments", "--json", "--limit", "3"],
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let lines: Vec<Value> = stdout(&output)
         .lines()
@@ -56,21 +82,39 @@ fn search_json_lines_follow_the_documented_contract() {
     assert_eq!(lines[0]["language"], "rust");
 
     let scores: Vec<f64> = lines.iter().map(|h| h["score"].as_f64().unwrap()).collect();
-    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "ranked best first: {scores:?}");
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "ranked best first: {scores:?}"
+    );
 }
 
 #[test]
 fn search_filters_by_language_and_path_and_prints_text() {
     let dir = sample();
-    let markdown = run(dir.path(), &["search", "segments", "--lang", "text", "--json"]);
+    let markdown = run(
+        dir.path(),
+        &["search", "segments", "--lang", "text", "--json"],
+    );
     let paths: Vec<String> = stdout(&markdown)
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["path"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["path"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(paths, vec!["docs/guide.md".to_string()]);
 
-    let scripts = run(dir.path(), &["search", "store", "--path", "scripts/**", "--json"]);
-    assert!(stdout(&scripts).lines().all(|l| l.contains("\"path\":\"scripts/load.py\"")));
+    let scripts = run(
+        dir.path(),
+        &["search", "store", "--path", "scripts/**", "--json"],
+    );
+    assert!(
+        stdout(&scripts)
+            .lines()
+            .all(|l| l.contains("\"path\":\"scripts/load.py\""))
+    );
 
     let text = run(dir.path(), &["search", "open store"]);
     let first_line = stdout(&text).lines().next().unwrap_or_default().to_string();
@@ -92,7 +136,10 @@ fn exit_codes_distinguish_no_results_usage_errors_and_failures() {
     assert_eq!(bad_language.status.code(), Some(3));
     let message = stderr(&bad_language);
     assert_eq!(message.trim().lines().count(), 1, "{message}");
-    assert!(message.starts_with("lode: unknown language \"cobol\""), "{message}");
+    assert!(
+        message.starts_with("lode: unknown language \"cobol\""),
+        "{message}"
+    );
 
     let missing_root = run(dir.path(), &["index", "/no/such/dir"]);
     assert_eq!(missing_root.status.code(), Some(3));
@@ -100,7 +147,11 @@ fn exit_codes_distinguish_no_results_usage_errors_and_failures() {
 
     let bad_glob = run(dir.path(), &["search", "x", "--path", "a/[b"]);
     assert_eq!(bad_glob.status.code(), Some(3));
-    assert!(stderr(&bad_glob).contains("invalid glob"), "{}", stderr(&bad_glob));
+    assert!(
+        stderr(&bad_glob).contains("invalid glob"),
+        "{}",
+        stderr(&bad_glob)
+    );
 }
 
 #[test]
@@ -119,8 +170,15 @@ fn symbols_and_refs_print_json_lines() {
     assert_eq!(first["name"], "compact_segments");
 
     let refs = run(dir.path(), &["refs", "KeyValueStore", "--json"]);
-    let refs: Vec<Value> = stdout(&refs).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(refs.iter().any(|r| r["path"] == "src/lib.rs" && r["kind"] == "type"), "{refs:?}");
+    let refs: Vec<Value> = stdout(&refs)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        refs.iter()
+            .any(|r| r["path"] == "src/lib.rs" && r["kind"] == "type"),
+        "{refs:?}"
+    );
 
     let no_refs = run(dir.path(), &["refs", "never_referenced_anywhere"]);
     assert_eq!(no_refs.status.code(), Some(1));
@@ -140,8 +198,15 @@ fn map_fits_its_budget_and_no_refresh_answers_from_the_index_as_it_is() {
     assert!(text.contains("KeyValueStore"), "{text}");
     assert!(!text.contains("src/lib.rs:"), "{text}");
 
-    write(dir.path(), "src/lib.rs", "pub fn renamed_entry_point() {}\n");
-    let stale = run(dir.path(), &["symbols", "renamed_entry_point", "--no-refresh"]);
+    write(
+        dir.path(),
+        "src/lib.rs",
+        "pub fn renamed_entry_point() {}\n",
+    );
+    let stale = run(
+        dir.path(),
+        &["symbols", "renamed_entry_point", "--no-refresh"],
+    );
     assert_eq!(stale.status.code(), Some(1));
     let fresh = run(dir.path(), &["symbols", "renamed_entry_point"]);
     assert_eq!(fresh.status.code(), Some(0));
@@ -154,4 +219,42 @@ fn the_workspace_root_is_found_from_a_subdirectory() {
     let output = run(&dir.path().join("src"), &["search", "bulk_load", "--json"]);
     let first: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
     assert_eq!(first["path"], "scripts/load.py");
+}
+
+#[test]
+fn oversized_and_odd_input_gets_an_answer_not_a_crash() {
+    let dir = sample();
+    // A pasted 90 KB as a query (near the OS limit of one argument): searched by its first distinct terms.
+    let huge_query =
+        "segments ".repeat(5_000) + &(0..5000).map(|i| format!("word{i} ")).collect::<String>();
+    let output = run(dir.path(), &["search", &huge_query, "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"path\""));
+
+    let long_name = "x".repeat(10_000);
+    let symbols = run(dir.path(), &["symbols", &long_name]);
+    assert_eq!(symbols.status.code(), Some(3));
+    assert!(
+        stderr(&symbols).contains("at most 512 bytes"),
+        "{}",
+        stderr(&symbols)
+    );
+
+    // Punctuation only, empty, and non-ASCII queries.
+    assert_eq!(
+        run(dir.path(), &["search", "::->{}"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(run(dir.path(), &["search", ""]).status.code(), Some(1));
+    assert_eq!(run(dir.path(), &["symbols", "   "]).status.code(), Some(3));
+    assert!(matches!(
+        run(dir.path(), &["search", "größe 数据 🦀"]).status.code(),
+        Some(0 | 1)
+    ));
+    assert_eq!(
+        run(dir.path(), &["search", "x", "--limit", "0"])
+            .status
+            .code(),
+        Some(1)
+    );
 }

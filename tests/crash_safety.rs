@@ -11,10 +11,22 @@ use support::{generate_rust_tree, lode, run, stderr, write};
 /// Parses "N chunks, N symbols, N references" out of the summary line.
 fn totals(summary: &str) -> (u64, u64, u64) {
     let number_before = |word: &str| -> u64 {
-        let at = summary.find(word).unwrap_or_else(|| panic!("no {word} in {summary}"));
-        summary[..at].trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+        let at = summary
+            .find(word)
+            .unwrap_or_else(|| panic!("no {word} in {summary}"));
+        summary[..at]
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
     };
-    (number_before(" chunks"), number_before(" symbols"), number_before(" references"))
+    (
+        number_before(" chunks"),
+        number_before(" symbols"),
+        number_before(" references"),
+    )
 }
 
 #[test]
@@ -26,7 +38,9 @@ fn killing_lode_index_at_any_moment_leaves_a_repairable_index() {
     // Kill moments from "while scanning" to "late in the run"; checkpoints every 50 files make
     // kills land between the catalog commit and the lexical commit too.
     let mut repairs_seen = 0;
-    let delays_ms = [15u64, 40, 90, 160, 250, 400, 600, 900, 1300, 1800, 2500, 3500];
+    let delays_ms = [
+        15u64, 40, 90, 160, 250, 400, 600, 900, 1300, 1800, 2500, 3500,
+    ];
     for (round, delay) in delays_ms.iter().enumerate() {
         for k in 0..3 {
             let n = (round * 97 + k * 31) % 1200;
@@ -60,7 +74,10 @@ fn killing_lode_index_at_any_moment_leaves_a_repairable_index() {
     }
 
     // How many kills landed between the two commits depends on timing; report it.
-    eprintln!("kills that needed a repair: {repairs_seen} of {}", delays_ms.len());
+    eprintln!(
+        "kills that needed a repair: {repairs_seen} of {}",
+        delays_ms.len()
+    );
 
     let finished = run(root, &["index"]);
     assert!(finished.status.success(), "{}", stderr(&finished));
@@ -71,7 +88,10 @@ fn killing_lode_index_at_any_moment_leaves_a_repairable_index() {
         for k in 0..3 {
             let name = format!("crash_marker_{round}_{k}");
             let found = run(root, &["symbols", &name, "--no-refresh", "--json"]);
-            assert!(support::stdout(&found).contains(&format!("\"name\":\"{name}\"")), "{name} lost");
+            assert!(
+                support::stdout(&found).contains(&format!("\"name\":\"{name}\"")),
+                "{name} lost"
+            );
         }
     }
 
@@ -90,13 +110,31 @@ fn killing_lode_index_at_any_moment_leaves_a_repairable_index() {
         command.args(["search", query, "--json", "--no-refresh", "--limit", "1"]);
         command.args(extra);
         let output = command.output().unwrap();
-        let line = support::stdout(&output).lines().next().unwrap_or_default().to_string();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("no hit for {query}"));
-        (v["path"].as_str().unwrap().to_string(), v["start_line"].as_u64().unwrap(), v["symbol"].clone())
+        let line = support::stdout(&output)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("no hit for {query}"));
+        (
+            v["path"].as_str().unwrap().to_string(),
+            v["start_line"].as_u64().unwrap(),
+            v["symbol"].clone(),
+        )
     };
     let fresh_dir_arg = fresh_dir.path().to_str().unwrap().to_string();
-    for query in ["compute_3_for_777", "build_widget_42", "crash_marker_7_2", "Widget1100 label"] {
-        assert_eq!(top_hit(query, &[]), top_hit(query, &["--index-dir", &fresh_dir_arg]), "{query}");
+    for query in [
+        "compute_3_for_777",
+        "build_widget_42",
+        "crash_marker_7_2",
+        "Widget1100 label",
+    ] {
+        assert_eq!(
+            top_hit(query, &[]),
+            top_hit(query, &["--index-dir", &fresh_dir_arg]),
+            "{query}"
+        );
     }
 
     write(root, "src/extra.rs", "pub fn after_the_storm() {}\n");

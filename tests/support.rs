@@ -59,8 +59,14 @@ pub fn fixtures() -> PathBuf {
 /// A generated Rust crate of `files` modules, each with a few functions, a struct and an impl.
 pub fn generate_rust_tree(root: &Path, files: usize) {
     for n in 0..files {
-        let mut text = format!("//! Module {n} of a generated crate.\n\nuse crate::module_{}::Widget{};\n\n", (n + 1) % files, (n + 1) % files);
-        text.push_str(&format!("pub struct Widget{n} {{\n    pub id: u64,\n    pub label: String,\n}}\n\n"));
+        let mut text = format!(
+            "//! Module {n} of a generated crate.\n\nuse crate::module_{}::Widget{};\n\n",
+            (n + 1) % files,
+            (n + 1) % files
+        );
+        text.push_str(&format!(
+            "pub struct Widget{n} {{\n    pub id: u64,\n    pub label: String,\n}}\n\n"
+        ));
         text.push_str(&format!("impl Widget{n} {{\n"));
         for m in 0..6 {
             text.push_str(&format!(

@@ -25,6 +25,9 @@ use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer, code_tokens};
 /// Memory the tantivy writer may use before flushing a segment.
 const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 
+/// At most this many distinct terms of a query are searched; the rest are ignored.
+pub const MAX_QUERY_TERMS: usize = 64;
+
 /// Per-field weights of the BM25 score, tuned on the retrieval benchmark (`bench/`).
 #[derive(Clone, Copy, Debug)]
 pub struct FieldBoosts {
@@ -294,9 +297,16 @@ impl LexicalIndex {
         boosts: FieldBoosts,
         limit: usize,
     ) -> Result<Vec<(i64, f32)>, IndexError> {
-        let mut terms: Vec<String> = code_tokens(query).into_iter().map(|t| t.text).collect();
-        terms.sort();
-        terms.dedup();
+        // Distinct terms in query order, capped: a pasted file must not become a million clauses.
+        let mut terms: Vec<String> = Vec::new();
+        for token in code_tokens(query) {
+            if terms.len() == MAX_QUERY_TERMS {
+                break;
+            }
+            if !terms.contains(&token.text) {
+                terms.push(token.text);
+            }
+        }
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }

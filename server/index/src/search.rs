@@ -88,6 +88,9 @@ pub struct ReferenceHit {
     pub language: String,
 }
 
+/// Longest name `symbols` and `references` accept.
+pub const MAX_NAME_BYTES: usize = 512;
+
 /// Lines of context in a snippet.
 const SNIPPET_LINES: usize = 4;
 
@@ -158,6 +161,12 @@ impl Workspace {
         if query.is_empty() {
             return Err(IndexError::InvalidQuery("the symbol name is empty".into()));
         }
+        if query.len() > MAX_NAME_BYTES {
+            return Err(IndexError::InvalidQuery(format!(
+                "a symbol name is at most {MAX_NAME_BYTES} bytes, this one has {}",
+                query.len()
+            )));
+        }
         let names = self.with_catalog(|catalog| catalog.definition_names())?;
         let mut matched: Vec<(NameMatch, usize, String)> = names
             .into_iter()
@@ -194,6 +203,12 @@ impl Workspace {
         let name = name.trim();
         if name.is_empty() {
             return Err(IndexError::InvalidQuery("the name is empty".into()));
+        }
+        if name.len() > MAX_NAME_BYTES {
+            return Err(IndexError::InvalidQuery(format!(
+                "a name is at most {MAX_NAME_BYTES} bytes, this one has {}",
+                name.len()
+            )));
         }
         let rows = self.with_catalog(|catalog| catalog.references_named(name, limit))?;
         Ok(rows
