@@ -1,0 +1,1 @@
+//! Intentionally empty: this crate only exists so `cargo vendor` has a dependency graph.
