@@ -406,6 +406,10 @@ def main() -> int:
                     help="reuse existing stripped copies and their .lode index (queries are rebuilt only if missing)")
     ap.add_argument("--queries-only", action="store_true", help="build the copies and the query file, then stop")
     ap.add_argument("--out", default=str(OUT / "retrieval.json"))
+    ap.add_argument("--search-arg", action="append", default=[],
+                    help="extra argument for `lode search` (repeatable), e.g. --search-arg=--boosts=2,1,1,1")
+    ap.add_argument("--index-arg", action="append", default=[],
+                    help="extra argument for `lode index` (repeatable), e.g. --index-arg=--chunk-sizes=600,1200,100")
     a = ap.parse_args()
 
     crates = read_crates(Path(a.crates))
@@ -427,14 +431,15 @@ def main() -> int:
             return 0
         for c in crates:
             t0 = time.perf_counter()
-            p = subprocess.run([str(LODE), "index", str(work / c)], capture_output=True, text=True)
+            shutil.rmtree(work / c / ".lode", ignore_errors=True)
+            p = subprocess.run([str(LODE), "index", *a.index_arg, str(work / c)], capture_output=True, text=True)
             if p.returncode != 0:
                 die(f"lode index {work / c} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
             if not (work / c / ".lode").exists():
                 die(f"`lode index` created no {work / c}/.lode; is {LODE} the real lode binary?")
             print(f"  indexed {c} in {time.perf_counter() - t0:.2f}s  [{last_line(p.stderr)}]")
 
-    extra = ["--mode", a.mode] if a.mode else []
+    extra = (["--mode", a.mode] if a.mode else []) + a.search_arg
     rows, lat = [], []
     t_all = time.perf_counter()
     for i, q in enumerate(queries):

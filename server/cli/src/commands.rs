@@ -6,6 +6,8 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use lode_index::chunk::ChunkSizes;
+use lode_index::lexical::FieldBoosts;
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
 use lode_index::{
     IndexError, Language, MapRequest, RefreshStats, SearchRequest, Workspace, WorkspaceOptions,
@@ -40,6 +42,42 @@ pub struct WorkspaceArgs {
     /// Skip files larger than this many bytes.
     #[arg(long, global = true, value_name = "BYTES", default_value_t = DEFAULT_MAX_FILE_BYTES)]
     pub max_file_size: u64,
+    /// Benchmark knob: chunk sizes in non-whitespace bytes as TARGET,MAX,MIN.
+    #[arg(long, global = true, hide = true, value_name = "T,M,m", value_parser = parse_chunk_sizes)]
+    pub chunk_sizes: Option<ChunkSizes>,
+}
+
+fn parse_numbers<const N: usize>(text: &str) -> Result<[f64; N], String> {
+    let numbers: Vec<f64> = text
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .parse::<f64>()
+                .map_err(|e| format!("{part:?}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    numbers
+        .try_into()
+        .map_err(|_| format!("expected {N} comma-separated numbers"))
+}
+
+fn parse_chunk_sizes(text: &str) -> Result<ChunkSizes, String> {
+    let [target, max, min] = parse_numbers::<3>(text)?;
+    Ok(ChunkSizes {
+        target: target as usize,
+        max: max as usize,
+        min: min as usize,
+    })
+}
+
+fn parse_boosts(text: &str) -> Result<FieldBoosts, String> {
+    let [symbols, path, content, comments] = parse_numbers::<4>(text)?;
+    Ok(FieldBoosts {
+        symbols: symbols as f32,
+        path: path as f32,
+        content: content as f32,
+        comments: comments as f32,
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -61,6 +99,9 @@ pub enum Command {
         /// Only files in this language (rust, python, javascript, typescript, tsx, go, text).
         #[arg(long, value_name = "LANG")]
         lang: Option<String>,
+        /// Benchmark knob: field weights as SYMBOLS,PATH,CONTENT,COMMENTS.
+        #[arg(long, hide = true, value_parser = parse_boosts)]
+        boosts: Option<FieldBoosts>,
         #[command(flatten)]
         common: QueryArgs,
     },
@@ -130,6 +171,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             path,
             lang,
+            boosts,
             common,
         } => {
             let language = match lang {
@@ -144,6 +186,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit,
                 path_glob: path,
                 language,
+                boosts,
             };
             let hits = workspace.search(&request)?;
             if common.json {
@@ -276,6 +319,9 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
     let mut options = WorkspaceOptions::new(&root);
     options.index_dir = args.index_dir.clone();
     options.scan = scan_options(args);
+    if let Some(sizes) = args.chunk_sizes {
+        options.chunk_sizes = sizes;
+    }
     if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
         .ok()
         .and_then(|v| v.parse().ok())

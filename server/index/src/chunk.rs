@@ -334,14 +334,25 @@ fn group_units(
     merged
 }
 
+/// Byte ranges of every comment, in order, by one walk of the tree with a single cursor.
 fn collect_comments(node: Node, out: &mut Vec<(usize, usize)>) {
-    if is_comment(node) {
-        out.push((node.start_byte(), node.end_byte()));
-        return;
-    }
     let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        collect_comments(child, out);
+    loop {
+        let current = cursor.node();
+        if is_comment(current) {
+            out.push((current.start_byte(), current.end_byte()));
+        } else if cursor.goto_first_child() {
+            continue;
+        }
+        // Next sibling, or the next sibling of the nearest ancestor that has one.
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
     }
 }
 

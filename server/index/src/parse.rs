@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use tree_sitter::{Parser, Tree};
 
-use crate::chunk::{Chunk, chunk_code, chunk_text};
+use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with, chunk_text_with};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::tags::{FileTags, extract_tags};
@@ -39,17 +39,26 @@ pub fn parse_tree(language: Language, source: &str) -> Result<Option<Tree>, Inde
     })
 }
 
-/// Tags and chunks for one file.
+/// Tags and chunks for one file, with the default chunk sizes.
 pub fn parse_file(language: Language, source: &str) -> Result<ParsedFile, IndexError> {
+    parse_file_with(language, source, DEFAULT_SIZES)
+}
+
+/// Tags and chunks for one file.
+pub fn parse_file_with(
+    language: Language,
+    source: &str,
+    sizes: ChunkSizes,
+) -> Result<ParsedFile, IndexError> {
     match parse_tree(language, source)? {
         Some(tree) => {
             let tags = extract_tags(language, &tree, source)?;
-            let chunks = chunk_code(&tree, source, &tags);
+            let chunks = chunk_code_with(&tree, source, &tags, sizes);
             Ok(ParsedFile { tags, chunks })
         }
         None => Ok(ParsedFile {
             tags: FileTags::default(),
-            chunks: chunk_text(source),
+            chunks: chunk_text_with(source, sizes),
         }),
     }
 }

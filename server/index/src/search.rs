@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::error::IndexError;
 use crate::language::Language;
-use crate::lexical::{DEFAULT_BOOSTS, LexicalFilter};
+use crate::lexical::{DEFAULT_BOOSTS, FieldBoosts, LexicalFilter};
 use crate::tokenizer::code_tokens;
 use crate::workspace::Workspace;
 
@@ -18,6 +18,8 @@ pub struct SearchRequest {
     /// at any depth (`*.rs`), one with `/` matches from the root (`src/**/*.rs`).
     pub path_glob: Option<String>,
     pub language: Option<Language>,
+    /// Field weights; `None` uses the tuned defaults (for benchmarks and experiments).
+    pub boosts: Option<FieldBoosts>,
 }
 
 impl SearchRequest {
@@ -27,6 +29,7 @@ impl SearchRequest {
             limit: 10,
             path_glob: None,
             language: None,
+            boosts: None,
         }
     }
 }
@@ -114,9 +117,12 @@ impl Workspace {
             language: request.language.map(|l| l.name().to_string()),
             paths,
         };
-        let ranked =
-            self.lexical()
-                .search(&request.query, &filter, DEFAULT_BOOSTS, request.limit)?;
+        let ranked = self.lexical().search(
+            &request.query,
+            &filter,
+            request.boosts.unwrap_or(DEFAULT_BOOSTS),
+            request.limit,
+        )?;
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
         let query_terms: Vec<String> = code_tokens(&request.query)

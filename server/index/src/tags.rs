@@ -187,26 +187,27 @@ pub struct FileTags {
     pub references: Vec<Reference>,
 }
 
-/// The compiled tags query of a language, built once per process.
+/// The compiled tags query of a language, built on first use (compiling costs tens of
+/// milliseconds per language, so a process pays only for the languages it parses).
 pub(crate) fn tags_query(language: Language) -> Result<Option<&'static Query>, IndexError> {
-    static QUERIES: OnceLock<Vec<(Language, Result<Query, String>)>> = OnceLock::new();
-    let queries = QUERIES.get_or_init(|| {
-        Language::ALL
-            .into_iter()
-            .filter_map(|lang| {
-                let grammar = lang.grammar()?;
-                let source = lang.tags_query_source()?;
-                Some((
-                    lang,
-                    Query::new(&grammar, source).map_err(|e| e.to_string()),
-                ))
-            })
-            .collect()
+    static QUERIES: [OnceLock<Option<Result<Query, String>>>; Language::ALL.len()] =
+        [const { OnceLock::new() }; Language::ALL.len()];
+    let slot = Language::ALL
+        .iter()
+        .position(|&lang| lang == language)
+        .map(|index| &QUERIES[index]);
+    let Some(slot) = slot else {
+        return Ok(None);
+    };
+    let compiled = slot.get_or_init(|| {
+        let grammar = language.grammar()?;
+        let source = language.tags_query_source()?;
+        Some(Query::new(&grammar, source).map_err(|e| e.to_string()))
     });
-    match queries.iter().find(|(lang, _)| *lang == language) {
+    match compiled {
         None => Ok(None),
-        Some((_, Ok(query))) => Ok(Some(query)),
-        Some((_, Err(message))) => Err(IndexError::Query {
+        Some(Ok(query)) => Ok(Some(query)),
+        Some(Err(message)) => Err(IndexError::Query {
             language: language.name(),
             message: message.clone(),
         }),

@@ -21,16 +21,38 @@ pub struct CodeToken {
     pub position: usize,
 }
 
+/// Where a token lies in the text; its text is that slice, lowercased.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenSpan {
+    pub start: usize,
+    pub end: usize,
+    pub position: usize,
+}
+
 /// Splits `text` into lowercase search tokens.
 pub fn code_tokens(text: &str) -> Vec<CodeToken> {
-    let mut tokens = Vec::new();
-    let mut position = 0usize;
+    let mut spans = Vec::new();
+    token_spans(text, &mut spans);
+    spans
+        .into_iter()
+        .map(|span| CodeToken {
+            text: text[span.start..span.end].to_lowercase(),
+            start: span.start,
+            end: span.end,
+            position: span.position,
+        })
+        .collect()
+}
+
+/// Appends the spans of `text`'s tokens to `spans` (allocation-free when `spans` has room).
+pub fn token_spans(text: &str, spans: &mut Vec<TokenSpan>) {
     let bytes = text.as_bytes();
+    let mut position = 0usize;
     let mut at = 0usize;
-    // Start of a run of words joined by single hyphens (kebab-case), and how many words it has.
-    let mut kebab: Option<(usize, usize, usize)> = None; // (start, word count, position)
-    while at < text.len() {
-        let Some(ch) = text[at..].chars().next() else {
+    // The current run of words joined by single hyphens: (start, word count, position).
+    let mut kebab: Option<(usize, usize, usize)> = None;
+    while at < bytes.len() {
+        let Some(ch) = next_char(text, at) else {
             break;
         };
         if !is_word_char(ch) {
@@ -38,91 +60,79 @@ pub fn code_tokens(text: &str) -> Vec<CodeToken> {
             continue;
         }
         let start = at;
-        while at < text.len() {
-            match text[at..].chars().next() {
+        while at < bytes.len() {
+            match next_char(text, at) {
                 Some(c) if is_word_char(c) => at += c.len_utf8(),
                 _ => break,
             }
         }
-        let word = &text[start..at];
         let word_position = position;
-        position = push_word(word, start, position, &mut tokens);
+        position = push_word(text, start, at, position, spans);
 
+        let continues_previous = kebab.is_some() && start > 0 && bytes[start - 1] == b'-';
         kebab = match kebab {
-            Some((kebab_start, count, kebab_position))
-                if bytes.get(start.wrapping_sub(1)) == Some(&b'-') =>
-            {
+            Some((kebab_start, count, kebab_position)) if continues_previous => {
                 Some((kebab_start, count + 1, kebab_position))
             }
-            previous => {
-                flush_kebab(text, previous, start, &mut tokens);
-                Some((start, 1, word_position))
-            }
+            _ => Some((start, 1, word_position)),
         };
-        let continues_kebab =
-            bytes.get(at) == Some(&b'-') && text[at + 1..].chars().next().is_some_and(is_word_char);
-        if !continues_kebab {
-            flush_kebab(text, kebab.take(), at, &mut tokens);
+        let continues_next =
+            bytes.get(at) == Some(&b'-') && next_char(text, at + 1).is_some_and(is_word_char);
+        if !continues_next
+            && let Some((kebab_start, count, kebab_position)) = kebab.take()
+            && count > 1
+            && at - kebab_start <= MAX_TOKEN_BYTES
+        {
+            spans.push(TokenSpan {
+                start: kebab_start,
+                end: at,
+                position: kebab_position,
+            });
         }
     }
-    flush_kebab(text, kebab, text.len(), &mut tokens);
-    tokens
 }
 
-fn flush_kebab(
-    text: &str,
-    kebab: Option<(usize, usize, usize)>,
-    end: usize,
-    tokens: &mut Vec<CodeToken>,
-) {
-    if let Some((start, count, position)) = kebab
-        && count > 1
-        && end - start <= MAX_TOKEN_BYTES
-    {
-        let whole = text[start..end].trim_end_matches('-');
-        tokens.push(CodeToken {
-            text: whole.to_lowercase(),
-            start,
-            end: start + whole.len(),
-            position,
-        });
+fn next_char(text: &str, at: usize) -> Option<char> {
+    let byte = *text.as_bytes().get(at)?;
+    if byte.is_ascii() {
+        return Some(byte as char);
     }
+    text.get(at..)?.chars().next()
 }
 
 fn is_word_char(ch: char) -> bool {
     ch == '_' || ch.is_alphanumeric()
 }
 
-/// Emits the parts of one identifier, then the identifier itself when it has several parts.
-/// Returns the next free position.
+/// Emits the parts of the identifier `text[start..end]`, then the identifier itself when it has
+/// several parts (or surrounding underscores). Returns the next free position.
 fn push_word(
-    word: &str,
-    offset: usize,
+    text: &str,
+    start: usize,
+    end: usize,
     first_position: usize,
-    tokens: &mut Vec<CodeToken>,
+    spans: &mut Vec<TokenSpan>,
 ) -> usize {
-    let parts = identifier_parts(word);
+    let word = &text[start..end];
     let mut position = first_position;
-    for &(start, end) in &parts {
-        if end - start <= MAX_TOKEN_BYTES {
-            tokens.push(CodeToken {
-                text: word[start..end].to_lowercase(),
-                start: offset + start,
-                end: offset + end,
+    let mut parts = 0usize;
+    for_each_part(word, |part_start, part_end| {
+        if part_end - part_start <= MAX_TOKEN_BYTES {
+            spans.push(TokenSpan {
+                start: start + part_start,
+                end: start + part_end,
                 position,
             });
         }
         position += 1;
-    }
-    let trimmed = word.trim_matches('_');
-    if (parts.len() > 1 || trimmed.len() != word.len())
-        && !trimmed.is_empty()
-        && word.len() <= MAX_TOKEN_BYTES
+        parts += 1;
+    });
+    let trimmed_len = word.trim_matches('_').len();
+    if (parts > 1 || trimmed_len != word.len()) && trimmed_len > 0 && word.len() <= MAX_TOKEN_BYTES
     {
-        tokens.push(CodeToken {
-            text: word.to_lowercase(),
-            start: offset,
-            end: offset + word.len(),
+        spans.push(TokenSpan {
+            start,
+            end,
             position: first_position,
         });
     }
@@ -133,81 +143,101 @@ fn push_word(
 /// (`parseHTTPRequest` -> `parse`, `HTTP`, `Request`). Digits stay with what precedes them.
 pub fn identifier_parts(word: &str) -> Vec<(usize, usize)> {
     let mut parts = Vec::new();
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut part_start: Option<usize> = None;
-    for (i, &(at, ch)) in chars.iter().enumerate() {
-        if ch == '_' {
-            if let Some(start) = part_start.take() {
-                parts.push((start, at));
-            }
-            continue;
-        }
-        let Some(start) = part_start else {
-            part_start = Some(at);
-            continue;
-        };
-        let previous = chars[i - 1].1;
-        let next = chars.get(i + 1).map(|&(_, c)| c);
-        let hump = ch.is_uppercase()
-            && (previous.is_lowercase()
-                || previous.is_ascii_digit()
-                || (previous.is_uppercase() && next.is_some_and(|n| n.is_lowercase())));
-        if hump {
-            parts.push((start, at));
-            part_start = Some(at);
-        }
-    }
-    if let Some(start) = part_start {
-        parts.push((start, word.len()));
-    }
+    for_each_part(word, |start, end| parts.push((start, end)));
     parts
 }
 
-/// The tantivy face of [`code_tokens`].
-#[derive(Clone, Default)]
-pub struct CodeTokenizer;
+fn for_each_part(word: &str, mut emit: impl FnMut(usize, usize)) {
+    let mut part_start: Option<usize> = None;
+    let mut previous: Option<char> = None;
+    let mut chars = word.char_indices().peekable();
+    while let Some((at, ch)) = chars.next() {
+        let next = chars.peek().map(|&(_, c)| c);
+        if ch == '_' {
+            if let Some(start) = part_start.take() {
+                emit(start, at);
+            }
+            previous = Some(ch);
+            continue;
+        }
+        match (part_start, previous) {
+            (Some(start), Some(prev)) => {
+                let hump = ch.is_uppercase()
+                    && (prev.is_lowercase()
+                        || prev.is_ascii_digit()
+                        || (prev.is_uppercase() && next.is_some_and(|n| n.is_lowercase())));
+                if hump {
+                    emit(start, at);
+                    part_start = Some(at);
+                }
+            }
+            _ => part_start = Some(at),
+        }
+        previous = Some(ch);
+    }
+    if let Some(start) = part_start {
+        emit(start, word.len());
+    }
+}
 
-/// Token stream over pre-computed tokens.
-pub struct CodeTokenStream {
-    tokens: Vec<Token>,
+/// The tantivy face of [`token_spans`]; reuses its buffers across texts.
+#[derive(Clone, Default)]
+pub struct CodeTokenizer {
+    spans: Vec<TokenSpan>,
+}
+
+/// Token stream over the spans of one text; each token's text is written into one reused buffer.
+pub struct CodeTokenStream<'a> {
+    text: &'a str,
+    spans: &'a [TokenSpan],
     next: usize,
+    token: Token,
 }
 
 impl Tokenizer for CodeTokenizer {
-    type TokenStream<'a> = CodeTokenStream;
+    type TokenStream<'a> = CodeTokenStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream {
-        let tokens = code_tokens(text)
-            .into_iter()
-            .map(|t| Token {
-                offset_from: t.start,
-                offset_to: t.end,
-                position: t.position,
-                text: t.text,
-                position_length: 1,
-            })
-            .collect();
-        CodeTokenStream { tokens, next: 0 }
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
+        self.spans.clear();
+        token_spans(text, &mut self.spans);
+        CodeTokenStream {
+            text,
+            spans: &self.spans,
+            next: 0,
+            token: Token::default(),
+        }
     }
 }
 
-impl TokenStream for CodeTokenStream {
+impl TokenStream for CodeTokenStream<'_> {
     fn advance(&mut self) -> bool {
-        if self.next < self.tokens.len() {
-            self.next += 1;
-            true
+        let Some(span) = self.spans.get(self.next) else {
+            return false;
+        };
+        self.next += 1;
+        let slice = &self.text[span.start..span.end];
+        self.token.text.clear();
+        if slice.is_ascii() {
+            self.token.text.push_str(slice);
+            self.token.text.make_ascii_lowercase();
         } else {
-            false
+            self.token
+                .text
+                .extend(slice.chars().flat_map(char::to_lowercase));
         }
+        self.token.offset_from = span.start;
+        self.token.offset_to = span.end;
+        self.token.position = span.position;
+        self.token.position_length = 1;
+        true
     }
 
     fn token(&self) -> &Token {
-        // `advance` returned true before any call, so `next >= 1` and in range.
-        &self.tokens[self.next - 1]
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        &mut self.tokens[self.next - 1]
+        &mut self.token
     }
 }
 
@@ -252,6 +282,22 @@ mod tests {
             positions,
             [("foo", 0), ("bar", 1), ("foobar", 0), ("baz", 2)]
         );
+    }
+
+    #[test]
+    fn the_tantivy_stream_yields_the_same_tokens() {
+        let text = "parseHTTPRequest max-line-length Größe";
+        let mut tokenizer = CodeTokenizer::default();
+        let mut stream = tokenizer.token_stream(text);
+        let mut streamed = Vec::new();
+        while stream.advance() {
+            streamed.push((stream.token().text.clone(), stream.token().position));
+        }
+        let direct: Vec<_> = code_tokens(text)
+            .into_iter()
+            .map(|t| (t.text, t.position))
+            .collect();
+        assert_eq!(streamed, direct);
     }
 
     #[test]

@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, CatalogBatch, content_hash};
+use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::lexical::{LexicalDoc, LexicalIndex};
-use crate::parse::{ParsedFile, parse_file};
+use crate::parse::{ParsedFile, parse_file_with};
 use crate::scan::{ScanOptions, ScannedFile, read_source, relative_path, scan};
 
 /// Where the index lives when no directory is configured: `<root>/.lode/index`.
@@ -37,6 +38,9 @@ pub struct WorkspaceOptions {
     /// A refresh publishes (commits) its progress after this many files, and at least every
     /// ten seconds, so an interrupted run keeps what it finished.
     pub checkpoint_files: usize,
+    /// Chunk sizes; changing them only affects files parsed afterwards (re-index from scratch
+    /// to apply them everywhere).
+    pub chunk_sizes: ChunkSizes,
 }
 
 impl WorkspaceOptions {
@@ -46,6 +50,7 @@ impl WorkspaceOptions {
             index_dir: None,
             scan: ScanOptions::default(),
             checkpoint_files: DEFAULT_CHECKPOINT_FILES,
+            chunk_sizes: DEFAULT_SIZES,
         }
     }
 }
@@ -86,6 +91,7 @@ pub struct Workspace {
     index_dir: PathBuf,
     scan_options: ScanOptions,
     checkpoint_files: usize,
+    chunk_sizes: ChunkSizes,
     catalog: Mutex<Catalog>,
     lexical: LexicalIndex,
     repairs: Vec<String>,
@@ -141,6 +147,7 @@ impl Workspace {
             index_dir,
             scan_options: options.scan,
             checkpoint_files: options.checkpoint_files.max(1),
+            chunk_sizes: options.chunk_sizes,
             catalog: Mutex::new(catalog),
             lexical,
             repairs,
@@ -234,6 +241,11 @@ impl Workspace {
             return Ok(stats);
         }
 
+        // A cold build loads without secondary indexes and builds them once at the end.
+        let bulk_load = known.is_empty();
+        if bulk_load {
+            catalog.drop_indexes()?;
+        }
         let mut batch = Some(catalog.begin()?);
         for path in &deleted {
             let Some(batch) = batch.as_mut() else { break };
@@ -244,6 +256,7 @@ impl Workspace {
 
         let total = candidates.len();
         let max_bytes = self.scan_options.max_file_bytes;
+        let sizes = self.chunk_sizes;
         let (sender, receiver) = mpsc::sync_channel::<(&ScannedFile, FileOutcome)>(256);
         let mut last_checkpoint = Instant::now();
         let mut since_checkpoint = 0usize;
@@ -252,7 +265,7 @@ impl Workspace {
             threads.spawn(move || {
                 candidates.par_iter().for_each_with(sender, |sender, file| {
                     let known_hash = known.get(&file.rel_path).map(|record| record.hash);
-                    let outcome = read_and_parse(file, known_hash, max_bytes);
+                    let outcome = read_and_parse(file, known_hash, max_bytes, sizes);
                     // The receiver only goes away after an error; then the rest is moot.
                     let _ = sender.send((*file, outcome));
                 });
@@ -293,6 +306,9 @@ impl Workspace {
         });
         if let Some(error) = write_error {
             return Err(error);
+        }
+        if bulk_load {
+            catalog.create_indexes()?;
         }
         if let Some(open) = batch {
             let generation = open.commit()?;
@@ -380,7 +396,7 @@ impl Workspace {
         let Some(language) = Language::from_path(Path::new(&rel_path)) else {
             return Ok(false);
         };
-        let parsed = parse_file(language, contents)?;
+        let parsed = parse_file_with(language, contents, self.chunk_sizes)?;
         self.lexical.acquire_writer()?;
         let result = (|| {
             let catalog = self.catalog();
@@ -489,7 +505,12 @@ enum FileOutcome {
     Unreadable,
 }
 
-fn read_and_parse(file: &ScannedFile, known_hash: Option<u64>, max_bytes: u64) -> FileOutcome {
+fn read_and_parse(
+    file: &ScannedFile,
+    known_hash: Option<u64>,
+    max_bytes: u64,
+    sizes: ChunkSizes,
+) -> FileOutcome {
     let text = match read_source(&file.abs_path, max_bytes) {
         Ok(Some(text)) => text,
         Ok(None) => return FileOutcome::Binary,
@@ -499,7 +520,7 @@ fn read_and_parse(file: &ScannedFile, known_hash: Option<u64>, max_bytes: u64) -
     if known_hash == Some(hash) {
         return FileOutcome::Unchanged;
     }
-    match parse_file(file.language, &text) {
+    match parse_file_with(file.language, &text, sizes) {
         Ok(parsed) => FileOutcome::Parsed {
             hash,
             parsed,
@@ -524,10 +545,10 @@ fn ensure_ignored(index_dir: &Path) -> Result<(), IndexError> {
     Ok(())
 }
 
+/// Opens the catalog and reads from it once, so a file SQLite cannot read fails here.
 fn open_checked_catalog(path: &Path) -> Result<Catalog, IndexError> {
     let catalog = Catalog::open(path)?;
     catalog.generation()?;
-    catalog.counts()?;
     Ok(catalog)
 }
 
