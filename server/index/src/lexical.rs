@@ -12,7 +12,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::tokenizer::{Stemmer, TextAnalyzer, TokenStream};
+use tantivy::tokenizer::{TextAnalyzer, TokenStream};
 use tantivy::{
     Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term, doc,
 };
@@ -28,9 +28,7 @@ const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
 /// The analyzer of every text field: code-aware splitting, then English stemming of each part
 /// (so `matches`, `matching` and `matched` meet `match`).
 pub fn code_analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(CodeTokenizer::default())
-        .filter(Stemmer::default())
-        .build()
+    TextAnalyzer::from(CodeTokenizer::default())
 }
 
 /// Words dropped from natural-language queries: they carry no meaning in code search and match

@@ -4,6 +4,8 @@
 //! `::`, `.`, `/` and `-` as separators, keeps the whole identifier (and whole `kebab-case`
 //! words) as an extra token at the position of their first part, and lowercases everything.
 
+use std::collections::HashMap;
+
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// The name the tokenizer is registered under in the tantivy index.
@@ -180,16 +182,61 @@ fn for_each_part(word: &str, mut emit: impl FnMut(usize, usize)) {
     }
 }
 
-/// The tantivy face of [`token_spans`]; reuses its buffers across texts.
+/// Stems at most this many distinct words before the cache starts over.
+const STEM_CACHE_ENTRIES: usize = 100_000;
+
+/// Lowercase word -> stem, remembered per tokenizer (one per indexing thread).
+#[derive(Clone)]
+struct StemCache {
+    stemmer: frostem::Stemmer,
+    stems: HashMap<String, String>,
+}
+
+impl Default for StemCache {
+    fn default() -> Self {
+        StemCache {
+            stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
+            stems: HashMap::new(),
+        }
+    }
+}
+
+impl StemCache {
+    /// Replaces `word` (lowercase) with its stem.
+    fn stem_in_place(&mut self, word: &mut String) {
+        if let Some(stem) = self.stems.get(word.as_str()) {
+            word.clear();
+            word.push_str(stem);
+            return;
+        }
+        let stem = self.stemmer.stem(word).into_owned();
+        if self.stems.len() >= STEM_CACHE_ENTRIES {
+            self.stems.clear();
+        }
+        self.stems
+            .insert(std::mem::replace(word, stem.clone()), stem);
+    }
+}
+
+/// Stems one lowercase word (what the index does to every token).
+pub fn stem(word: &str) -> String {
+    frostem::Stemmer::new(frostem::Algorithm::English)
+        .stem(word)
+        .into_owned()
+}
+
+/// The tantivy face of [`token_spans`] plus stemming; reuses its buffers across texts.
 #[derive(Clone, Default)]
 pub struct CodeTokenizer {
     spans: Vec<TokenSpan>,
+    stems: StemCache,
 }
 
 /// Token stream over the spans of one text; each token's text is written into one reused buffer.
 pub struct CodeTokenStream<'a> {
     text: &'a str,
     spans: &'a [TokenSpan],
+    stems: &'a mut StemCache,
     next: usize,
     token: Token,
 }
@@ -198,11 +245,13 @@ impl Tokenizer for CodeTokenizer {
     type TokenStream<'a> = CodeTokenStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
-        self.spans.clear();
-        token_spans(text, &mut self.spans);
+        let CodeTokenizer { spans, stems } = self;
+        spans.clear();
+        token_spans(text, spans);
         CodeTokenStream {
             text,
-            spans: &self.spans,
+            spans,
+            stems,
             next: 0,
             token: Token::default(),
         }
@@ -225,6 +274,7 @@ impl TokenStream for CodeTokenStream<'_> {
                 .text
                 .extend(slice.chars().flat_map(char::to_lowercase));
         }
+        self.stems.stem_in_place(&mut self.token.text);
         self.token.offset_from = span.start;
         self.token.offset_to = span.end;
         self.token.position = span.position;
@@ -285,8 +335,8 @@ mod tests {
     }
 
     #[test]
-    fn the_tantivy_stream_yields_the_same_tokens() {
-        let text = "parseHTTPRequest max-line-length Größe";
+    fn the_tantivy_stream_yields_the_same_tokens_stemmed() {
+        let text = "parseHTTPRequest max-line-length Größe matches matching matched";
         let mut tokenizer = CodeTokenizer::default();
         let mut stream = tokenizer.token_stream(text);
         let mut streamed = Vec::new();
@@ -295,9 +345,18 @@ mod tests {
         }
         let direct: Vec<_> = code_tokens(text)
             .into_iter()
-            .map(|t| (t.text, t.position))
+            .map(|t| (stem(&t.text), t.position))
             .collect();
         assert_eq!(streamed, direct);
+        let matching: Vec<_> = streamed
+            .iter()
+            .filter(|(text, _)| text == "match")
+            .collect();
+        assert_eq!(
+            matching.len(),
+            3,
+            "matches, matching, matched share one stem"
+        );
     }
 
     #[test]
