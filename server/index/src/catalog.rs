@@ -15,7 +15,7 @@ use crate::parse::ParsedFile;
 use crate::tags::{DefKind, RefKind};
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "2";
+pub const SCHEMA_VERSION: &str = "3";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS chunks(
 CREATE TABLE IF NOT EXISTS defs(
     file_id INTEGER NOT NULL,
     name TEXT NOT NULL,
+    name_lower TEXT NOT NULL,
     kind TEXT NOT NULL,
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
@@ -68,7 +69,7 @@ CREATE TABLE IF NOT EXISTS refs(
 /// times faster than keeping them up to date row by row.
 const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
-CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name);
+CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name_lower);
 CREATE INDEX IF NOT EXISTS defs_by_file ON defs(file_id);
 CREATE INDEX IF NOT EXISTS refs_by_name ON refs(name);
 CREATE INDEX IF NOT EXISTS refs_by_file ON refs(file_id);
@@ -152,8 +153,6 @@ impl Catalog {
         // stay in memory during a cold index instead of thrashing.
         conn.pragma_update(None, "cache_size", -256_000)?;
         conn.execute_batch(SCHEMA)?;
-        // Also restores indexes a cold build dropped if it was interrupted.
-        conn.execute_batch(INDEXES)?;
         let catalog = Catalog { conn };
         match catalog.meta("schema")? {
             None => catalog.set_meta("schema", SCHEMA_VERSION)?,
@@ -239,7 +238,8 @@ impl Catalog {
         Ok(())
     }
 
-    /// Builds the secondary indexes (a no-op when they exist).
+    /// Builds the secondary indexes (a no-op when they exist; restores those an interrupted
+    /// cold build dropped). Writers call it; readers work without them, only slower.
     pub fn create_indexes(&self) -> Result<(), IndexError> {
         self.conn.execute_batch(INDEXES)?;
         Ok(())
@@ -283,6 +283,23 @@ impl Catalog {
         Ok(found)
     }
 
+    /// Distinct defined names whose lowercase form starts with `prefix` (lowercase), at most
+    /// `limit`, using the name index.
+    pub fn definition_names_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, IndexError> {
+        let mut upper = prefix.to_string();
+        upper.push(char::MAX);
+        let mut statement = self.conn.prepare_cached(
+            "SELECT DISTINCT name FROM defs WHERE name_lower >= ?1 AND name_lower < ?2
+             ORDER BY name_lower LIMIT ?3",
+        )?;
+        let names = statement.query_map(params![prefix, upper, limit as i64], |row| row.get(0))?;
+        Ok(names.collect::<Result<_, _>>()?)
+    }
+
     /// Every distinct defined name.
     pub fn definition_names(&self) -> Result<Vec<String>, IndexError> {
         let mut statement = self.conn.prepare("SELECT DISTINCT name FROM defs")?;
@@ -293,9 +310,9 @@ impl Catalog {
     /// Definitions with exactly this name.
     pub fn definitions_named(&self, name: &str) -> Result<Vec<DefinitionRow>, IndexError> {
         let mut statement = self.conn.prepare_cached(&format!(
-            "{DEF_SELECT} WHERE d.name = ?1 ORDER BY f.path, d.start_line"
+            "{DEF_SELECT} WHERE d.name_lower = ?1 AND d.name = ?2 ORDER BY f.path, d.start_line"
         ))?;
-        let rows = statement.query_map([name], definition_from_row)?;
+        let rows = statement.query_map(params![name.to_lowercase(), name], definition_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -527,13 +544,14 @@ impl CatalogBatch<'_> {
         drop(insert_chunk);
 
         let mut insert_def = self.tx.prepare_cached(
-            "INSERT INTO defs(file_id, name, kind, start_line, end_line, scope, signature)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO defs(file_id, name, name_lower, kind, start_line, end_line, scope, signature)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for def in &parsed.tags.definitions {
             insert_def.execute(params![
                 file_id,
                 def.name,
+                def.name.to_lowercase(),
                 def.kind.name(),
                 def.start_line,
                 def.end_line,

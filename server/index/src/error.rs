@@ -29,6 +29,13 @@ pub enum IndexError {
         language: &'static str,
         message: String,
     },
+    #[error(
+        "the index was written by another version of lode (catalog schema {found}, this version uses {expected})"
+    )]
+    SchemaChanged {
+        found: String,
+        expected: &'static str,
+    },
     #[error("index catalog (SQLite) error: {0}")]
     Catalog(#[from] rusqlite::Error),
     #[error("lexical index (tantivy) error: {0}")]

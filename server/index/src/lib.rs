@@ -25,3 +25,4 @@ pub mod search;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 pub mod repomap;
 pub use repomap::{MapRequest, RepoMap};
+pub mod lock;

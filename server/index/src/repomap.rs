@@ -23,8 +23,10 @@ const MAX_ITERATIONS: usize = 50;
 const CONVERGED: f64 = 1e-9;
 /// Weight multiplier for names the request mentions.
 const MENTION_BOOST: f64 = 10.0;
-/// Definition kinds that are too fine-grained for a map.
-const HIDDEN_KINDS: &[&str] = &["field", "variable"];
+/// Definition kinds never listed on their own: too fine-grained (fields, variables), or not
+/// a definition of their name (an `impl` block names a type defined elsewhere; it appears as
+/// the header of the methods it holds).
+const HIDDEN_KINDS: &[&str] = &["field", "variable", "impl"];
 
 /// What to map.
 #[derive(Clone, Debug)]
@@ -118,7 +120,7 @@ pub fn build_map(
 
     // Which files define each name.
     let mut definers: HashMap<&str, Vec<usize>> = HashMap::new();
-    for def in &definitions {
+    for def in definitions.iter().filter(|def| def.kind != "impl") {
         let file = file_ids[def.path.as_str()];
         let entry = definers.entry(def.name.as_str()).or_default();
         if entry.last() != Some(&file) && !entry.contains(&file) {

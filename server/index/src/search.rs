@@ -173,7 +173,17 @@ impl Workspace {
                 query.len()
             )));
         }
-        let names = self.with_catalog(|catalog| catalog.definition_names())?;
+        // Exact, case-insensitive and prefix matches come from the name index; the full scan
+        // for substring and fuzzy matches runs only when those do not fill the limit.
+        let lower = query.to_lowercase();
+        let indexed = self.with_catalog(|catalog| {
+            catalog.definition_names_with_prefix(&lower, limit.max(1) * 8)
+        })?;
+        let names = if indexed.len() >= limit {
+            indexed
+        } else {
+            self.with_catalog(|catalog| catalog.definition_names())?
+        };
         let mut matched: Vec<(NameMatch, usize, String)> = names
             .into_iter()
             .filter_map(|name| {

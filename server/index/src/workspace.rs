@@ -16,6 +16,7 @@ use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::lexical::{LexicalDoc, LexicalIndex};
+use crate::lock::WriterLock;
 use crate::parse::{ParsedFile, parse_file_with};
 use crate::scan::{ScanOptions, ScannedFile, read_source, relative_path, scan};
 
@@ -125,7 +126,13 @@ impl Workspace {
         let catalog = match open_checked_catalog(&catalog_path) {
             Ok(catalog) => catalog,
             Err(error) => {
-                repairs.push(format!("catalog unreadable ({error}); recreated it empty"));
+                // Deleting files another process is writing would lose its work: only the
+                // writer-lock holder repairs.
+                let _lock = WriterLock::try_acquire(&index_dir)?;
+                repairs.push(match error {
+                    IndexError::SchemaChanged { .. } => format!("{error}; rebuilding it"),
+                    _ => format!("catalog unreadable ({error}); recreated it empty"),
+                });
                 remove_catalog_files(&catalog_path)?;
                 remove_dir_if_exists(&lexical_dir)?;
                 Catalog::open(&catalog_path)?
@@ -134,12 +141,13 @@ impl Workspace {
         let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
             Ok(lexical) => lexical,
             Err(error) => {
+                let _lock = WriterLock::try_acquire(&index_dir)?;
                 repairs.push(format!("lexical index unreadable ({error}); rebuilt it"));
                 remove_dir_if_exists(&lexical_dir)?;
                 LexicalIndex::open_or_create(&lexical_dir)?
             }
         };
-        if let Some(repair) = reconcile(&catalog, &lexical)? {
+        if let Some(repair) = reconcile(&index_dir, &catalog, &lexical)? {
             repairs.push(repair);
         }
         Ok(Workspace {
@@ -193,6 +201,7 @@ impl Workspace {
         &self,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
+        let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
         let result = self.refresh_locked(progress);
         let closed = self.lexical.close_writer();
@@ -245,6 +254,8 @@ impl Workspace {
         let bulk_load = known.is_empty();
         if bulk_load {
             catalog.drop_indexes()?;
+        } else {
+            catalog.create_indexes()?;
         }
         let mut batch = Some(catalog.begin()?);
         for path in &deleted {
@@ -397,6 +408,7 @@ impl Workspace {
             return Ok(false);
         };
         let parsed = parse_file_with(language, contents, self.chunk_sizes)?;
+        let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
         let result = (|| {
             let catalog = self.catalog();
@@ -423,6 +435,7 @@ impl Workspace {
     /// Drops one file from the index at once. Returns whether it was indexed.
     pub fn remove_file(&self, path: &Path) -> Result<bool, IndexError> {
         let rel_path = self.relative(path)?;
+        let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
         let result = (|| -> Result<bool, IndexError> {
             let catalog = self.catalog();
@@ -468,18 +481,28 @@ impl Workspace {
 
 /// Compares generations and rebuilds the lexical index from the catalog when they differ.
 /// Returns a description of the repair, if one was made.
-fn reconcile(catalog: &Catalog, lexical: &LexicalIndex) -> Result<Option<String>, IndexError> {
+fn reconcile(
+    index_dir: &Path,
+    catalog: &Catalog,
+    lexical: &LexicalIndex,
+) -> Result<Option<String>, IndexError> {
     let catalog_generation = catalog.generation()?;
     let lexical_generation = lexical.generation()?.unwrap_or(0);
     if catalog_generation == lexical_generation {
         return Ok(None);
     }
-    match lexical.acquire_writer() {
-        // Another process holds the writer: it is between its two commits and will publish
-        // the matching lexical generation itself.
+    let _lock = match WriterLock::try_acquire(index_dir) {
+        // Another process is writing: it is between its two commits and will publish the
+        // matching lexical generation itself.
         Err(IndexError::Locked { .. }) => return Ok(None),
         other => other?,
+    };
+    // Re-read under the lock: a writer may have finished in between.
+    let catalog_generation = catalog.generation()?;
+    if lexical.generation()?.unwrap_or(0) == catalog_generation {
+        return Ok(None);
     }
+    lexical.acquire_writer()?;
     let rebuilt = (|| {
         lexical.delete_all()?;
         catalog.for_each_chunk(|chunk| lexical.add_chunk(&LexicalDoc::from_row(&chunk)))?;

@@ -444,3 +444,30 @@ fn repo_map_prefers_what_the_focus_file_uses_and_fits_the_budget() {
     );
     assert!(big.text.contains("│impl BlockStorage {"), "{}", big.text);
 }
+
+#[test]
+fn a_second_writer_is_refused_while_a_reader_is_never_blocked() {
+    let dir = sample_workspace();
+    let workspace = open(dir.path());
+    workspace.refresh(&no_progress).unwrap();
+    // Another process holding the writer lock (simulated with the same lock the library uses).
+    let held = lode_index::lock::WriterLock::try_acquire(workspace.index_dir()).unwrap();
+    assert!(matches!(
+        workspace.refresh(&no_progress),
+        Err(lode_index::IndexError::Locked { .. })
+    ));
+    assert!(matches!(
+        workspace.update_file(Path::new("src/lib.rs"), "fn x() {}"),
+        Err(lode_index::IndexError::Locked { .. })
+    ));
+    // Reading goes on, and a fresh open of a healthy index needs no lock.
+    assert!(
+        !workspace
+            .search(&SearchRequest::new("config"))
+            .unwrap()
+            .is_empty()
+    );
+    assert!(open(dir.path()).repairs().is_empty());
+    drop(held);
+    assert!(workspace.refresh(&no_progress).is_ok());
+}
