@@ -1,0 +1,97 @@
+"""Static embedding table: file format, identifier splitting and text embedding.
+
+Shared by scripts/embeddings/distill.py (writer) and bench/semantic/eval.py (reader).
+The file format is documented in scripts/embeddings/README.md; keep the two in sync.
+Needs numpy and tokenizers.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"LODESEMB"
+VERSION = 1
+HEADER = struct.Struct("<8sIIIIII")  # magic, version, dims, rows, n_base, n_extra, flags
+
+# ------------------------------------------------------------------ words
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*|[0-9]+")
+# camelCase / PascalCase / ACRONYMWord / digits boundaries
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def split_words(text: str) -> list[str]:
+    """Text or code -> lower-case words. Identifiers are split at `_`, camelCase
+    humps, acronym ends (`HTTPServer` -> http server) and letter/digit boundaries.
+    Punctuation is dropped; pure numbers are dropped."""
+    out = []
+    for tok in _WORD.findall(text):
+        if tok.isdigit():
+            continue
+        for w in _CAMEL.findall(tok):
+            if not w.isdigit():
+                out.append(w.lower())
+    return out
+
+
+# ------------------------------------------------------------------ file format
+def write_table(path: Path, q: np.ndarray, scales: np.ndarray, weights: np.ndarray,
+                n_base: int, extra_words: list[str], flags: int = 0) -> None:
+    rows, dims = q.shape
+    assert q.dtype == np.int8 and rows == n_base + len(extra_words)
+    with open(path, "wb") as f:
+        f.write(HEADER.pack(MAGIC, VERSION, dims, rows, n_base, len(extra_words), flags))
+        f.write(scales.astype("<f4").tobytes())
+        f.write(weights.astype("<f4").tobytes())
+        f.write(q.tobytes())
+        for w in extra_words:
+            b = w.encode("utf-8")
+            f.write(struct.pack("<H", len(b)))
+            f.write(b)
+
+
+class Table:
+    def __init__(self, path: Path, tokenizer_path: Path | None = None):
+        from tokenizers import Tokenizer
+        data = Path(path).read_bytes()
+        magic, ver, dims, rows, n_base, n_extra, flags = HEADER.unpack_from(data, 0)
+        assert magic == MAGIC and ver == VERSION, "not a lode static embedding table"
+        off = HEADER.size
+        self.scales = np.frombuffer(data, "<f4", rows, off); off += 4 * rows
+        self.weights = np.frombuffer(data, "<f4", rows, off); off += 4 * rows
+        q = np.frombuffer(data, np.int8, rows * dims, off).reshape(rows, dims); off += rows * dims
+        extra = []
+        for _ in range(n_extra):
+            (n,) = struct.unpack_from("<H", data, off); off += 2
+            extra.append(data[off:off + n].decode("utf-8")); off += n
+        assert off == len(data), "trailing bytes"
+        self.dims, self.n_base, self.size = dims, n_base, len(data)
+        # dequantised rows with the token weight folded in
+        self.mat = (q.astype(np.float32) * (self.scales * self.weights)[:, None]).astype(np.float32)
+        self.extra = {w: n_base + i for i, w in enumerate(extra)}
+        tp = tokenizer_path or Path(str(path).removesuffix(".bin") + ".tokenizer.json")
+        self.tok = Tokenizer.from_file(str(tp))
+        self.memo: dict[str, list[int]] = dict((w, [r]) for w, r in self.extra.items())
+
+    def word_ids(self, words: list[str]) -> list[int]:
+        new = [w for w in set(words) if w not in self.memo]
+        if new:
+            for w, enc in zip(new, self.tok.encode_batch(new, add_special_tokens=False)):
+                self.memo[w] = enc.ids
+        ids = []
+        for w in words:
+            ids.extend(self.memo[w])
+        return ids
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dims), np.float32)
+        for i, t in enumerate(texts):
+            ids = self.word_ids(split_words(t))
+            if ids:
+                v = self.mat[ids].sum(0)
+                n = np.linalg.norm(v)
+                if n > 0:
+                    out[i] = v / n
+        return out
