@@ -10,7 +10,8 @@ use lode_index::chunk::ChunkSizes;
 use lode_index::lexical::FieldBoosts;
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
 use lode_index::{
-    IndexError, Language, MapRequest, RefreshStats, SearchRequest, Workspace, WorkspaceOptions,
+    IndexError, Language, MapRequest, RefreshMode, RefreshStats, SearchRequest, Workspace,
+    WorkspaceOptions,
 };
 
 use crate::EXIT_NO_RESULTS;
@@ -162,7 +163,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Index { path } => {
             let workspace = open(&args, path.as_deref())?;
             let started = Instant::now();
-            let stats = refresh(&workspace)?;
+            let stats = refresh(&workspace, RefreshMode::Full)?;
             eprintln!("{}", summary(&stats, started.elapsed().as_secs_f64()));
             Ok(ExitCode::SUCCESS)
         }
@@ -340,7 +341,7 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
 fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspace> {
     let workspace = open(args, None)?;
     if !query.no_refresh {
-        match refresh(&workspace) {
+        match refresh(&workspace, RefreshMode::Quick) {
             Ok(_) => {}
             // Another lode is writing: answer from the index as it stands.
             Err(error)
@@ -357,9 +358,9 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspa
     Ok(workspace)
 }
 
-fn refresh(workspace: &Workspace) -> anyhow::Result<RefreshStats> {
+fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshStats> {
     let bar = progress_bar("indexing");
-    let stats = workspace.refresh(&|progress| {
+    let stats = workspace.refresh_with(mode, &|progress| {
         bar.set_length(progress.total as u64);
         bar.set_position(progress.done as u64);
     });

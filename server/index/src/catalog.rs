@@ -12,10 +12,11 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::parse::ParsedFile;
+use crate::scan::DirStamp;
 use crate::tags::{DefKind, RefKind};
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "3";
+pub const SCHEMA_VERSION: &str = "4";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
@@ -33,6 +34,11 @@ CREATE TABLE IF NOT EXISTS files(
     def_count INTEGER NOT NULL,
     ref_count INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS dirs(
+    path TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL,
+    ignore_mtime_ns INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks(
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL,
@@ -212,6 +218,53 @@ impl Catalog {
             files.insert(record.path.clone(), record);
         }
         Ok(files)
+    }
+
+    /// The directories of the last full walk and the scan settings it used, if one finished.
+    pub fn walk_stamps(&self) -> Result<Option<(String, Vec<DirStamp>)>, IndexError> {
+        let Some(fingerprint) = self.meta("scan_fingerprint")? else {
+            return Ok(None);
+        };
+        let mut statement = self
+            .conn
+            .prepare("SELECT path, mtime_ns, ignore_mtime_ns FROM dirs ORDER BY path")?;
+        let rows = statement.query_map([], |row| {
+            Ok(DirStamp {
+                rel_path: row.get(0)?,
+                mtime_ns: row.get(1)?,
+                ignore_mtime_ns: row.get(2)?,
+            })
+        })?;
+        let dirs: Vec<DirStamp> = rows.collect::<Result<_, _>>()?;
+        Ok((!dirs.is_empty()).then_some((fingerprint, dirs)))
+    }
+
+    /// Records the directories of a finished full walk. Call only after the walk's file
+    /// changes are committed: a stamp newer than the files it vouches for would hide them.
+    pub fn set_walk_stamps(&self, fingerprint: &str, dirs: &[DirStamp]) -> Result<(), IndexError> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute("DELETE FROM dirs", [])?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO dirs(path, mtime_ns, ignore_mtime_ns) VALUES (?1, ?2, ?3)",
+            )?;
+            for dir in dirs {
+                insert.execute(params![dir.rel_path, dir.mtime_ns, dir.ignore_mtime_ns])?;
+            }
+        }
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES ('scan_fingerprint', ?1)
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [fingerprint],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forgets the walk stamps, so the next quick refresh walks in full.
+    pub fn clear_walk_stamps(&self) -> Result<(), IndexError> {
+        self.conn.execute("DELETE FROM dirs", [])?;
+        Ok(())
     }
 
     /// Counts of files, chunks, definitions and references.

@@ -51,6 +51,17 @@ pub struct ScannedFile {
     pub language: Language,
 }
 
+/// A directory the walk entered, with what tells whether its listing or its ignore rules
+/// changed since: its own mtime (entries added, removed, renamed) and the newest mtime of its
+/// `.gitignore` / `.ignore` (rules edited in place).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirStamp {
+    /// Relative to the root, `/`-separated; empty for the root itself.
+    pub rel_path: String,
+    pub mtime_ns: i64,
+    pub ignore_mtime_ns: i64,
+}
+
 /// The result of a walk.
 #[derive(Debug, Default)]
 pub struct Scan {
@@ -58,6 +69,36 @@ pub struct Scan {
     pub files: Vec<ScannedFile>,
     /// Files skipped for exceeding the size cap.
     pub skipped_too_large: usize,
+    /// Every directory entered, sorted by `rel_path`.
+    pub dirs: Vec<DirStamp>,
+}
+
+/// Modification time in nanoseconds since the epoch (0 when unknown).
+pub fn mtime_ns(metadata: &fs::Metadata) -> i64 {
+    metadata
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// The stamp of directory `dir` (absolute), or `None` when it is gone.
+pub fn stamp_dir(dir: &Path, rel_path: String) -> Option<DirStamp> {
+    let metadata = fs::metadata(dir).ok()?;
+    if !metadata.is_dir() {
+        return None;
+    }
+    let ignore_mtime_ns = [".gitignore", ".ignore"]
+        .iter()
+        .filter_map(|name| fs::metadata(dir.join(name)).ok())
+        .map(|m| mtime_ns(&m))
+        .max()
+        .unwrap_or(0);
+    Some(DirStamp {
+        rel_path,
+        mtime_ns: mtime_ns(&metadata),
+        ignore_mtime_ns,
+    })
 }
 
 /// Walks `root` (which must be canonical) honouring .gitignore, .ignore, global git excludes and
@@ -102,14 +143,25 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
         .build_parallel();
 
     let found: Mutex<Vec<ScannedFile>> = Mutex::new(Vec::new());
+    let dirs: Mutex<Vec<DirStamp>> = Mutex::new(Vec::new());
     let too_large = std::sync::atomic::AtomicUsize::new(0);
     walker.run(|| {
         let found = &found;
+        let dirs = &dirs;
         let too_large = &too_large;
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
+            if entry.file_type().is_some_and(|t| t.is_dir()) {
+                let rel_path = relative_path(root, entry.path()).unwrap_or_default();
+                if let Some(stamp) = stamp_dir(entry.path(), rel_path)
+                    && let Ok(mut dirs) = dirs.lock()
+                {
+                    dirs.push(stamp);
+                }
+                return WalkState::Continue;
+            }
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
@@ -127,11 +179,7 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
             let Some(rel_path) = relative_path(root, path) else {
                 return WalkState::Continue;
             };
-            let mtime_ns = metadata
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as i64);
+            let mtime_ns = mtime_ns(&metadata);
             let file = ScannedFile {
                 rel_path,
                 abs_path: path.to_path_buf(),
@@ -150,9 +198,15 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     files.dedup_by(|a, b| a.rel_path == b.rel_path);
+    let mut dirs = dirs
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    dirs.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    dirs.dedup_by(|a, b| a.rel_path == b.rel_path);
     Ok(Scan {
         files,
         skipped_too_large: too_large.into_inner(),
+        dirs,
     })
 }
 

@@ -18,7 +18,9 @@ use crate::language::Language;
 use crate::lexical::{LexicalDoc, LexicalIndex};
 use crate::lock::WriterLock;
 use crate::parse::{ParsedFile, parse_file_with};
-use crate::scan::{ScanOptions, ScannedFile, read_source, relative_path, scan};
+use crate::scan::{
+    Scan, ScanOptions, ScannedFile, mtime_ns, read_source, relative_path, scan, stamp_dir,
+};
 
 /// Where the index lives when no directory is configured: `<root>/.lode/index`.
 pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
@@ -56,9 +58,23 @@ impl WorkspaceOptions {
     }
 }
 
+/// How a refresh finds what changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefreshMode {
+    /// Walk the whole tree with the ignore rules (what `lode index` does).
+    Full,
+    /// Stat the directories and files the last full walk recorded, and walk in full only when
+    /// a directory's entries or ignore files changed (what query commands do before answering).
+    /// A file edited in place is caught by its size and mtime; a file added, removed or renamed
+    /// changes its directory's mtime.
+    Quick,
+}
+
 /// What a refresh did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RefreshStats {
+    /// Whether the tree was walked in full (always for [`RefreshMode::Full`]).
+    pub walked: bool,
     /// Indexable files found by the walk.
     pub files: usize,
     /// Files read and parsed because they are new or changed.
@@ -68,6 +84,7 @@ pub struct RefreshStats {
     /// Files dropped from the index because they are gone (or now binary / too large).
     pub removed: usize,
     pub skipped_binary: usize,
+    /// Known only after a full walk (0 otherwise).
     pub skipped_too_large: usize,
     /// Files that could not be read (permissions, vanished mid-walk).
     pub unreadable: usize,
@@ -201,9 +218,18 @@ impl Workspace {
         &self,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
+        self.refresh_with(RefreshMode::Full, progress)
+    }
+
+    /// [`Workspace::refresh`] with a choice of how changes are found.
+    pub fn refresh_with(
+        &self,
+        mode: RefreshMode,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<RefreshStats, IndexError> {
         let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
-        let result = self.refresh_locked(progress);
+        let result = self.refresh_locked(mode, progress);
         let closed = self.lexical.close_writer();
         let stats = result?;
         closed?;
@@ -212,12 +238,23 @@ impl Workspace {
 
     fn refresh_locked(
         &self,
+        mode: RefreshMode,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
-        let found = scan(&self.root, &self.scan_options)?;
         let catalog = self.catalog();
         let known = catalog.files()?;
+        let fingerprint = self.scan_fingerprint();
+        let quick = match mode {
+            RefreshMode::Quick => self.quick_scan(&catalog, &known, &fingerprint)?,
+            RefreshMode::Full => None,
+        };
+        let walked = quick.is_none();
+        let found = match quick {
+            Some(found) => found,
+            None => scan(&self.root, &self.scan_options)?,
+        };
         let mut stats = RefreshStats {
+            walked,
             files: found.files.len(),
             skipped_too_large: found.skipped_too_large,
             ..RefreshStats::default()
@@ -243,6 +280,9 @@ impl Workspace {
             .collect();
         stats.unchanged = found.files.len() - candidates.len();
         if deleted.is_empty() && candidates.is_empty() {
+            if walked {
+                catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
+            }
             let counts = catalog.counts()?;
             stats.total_chunks = counts.chunks;
             stats.total_definitions = counts.definitions;
@@ -325,6 +365,10 @@ impl Workspace {
             let generation = open.commit()?;
             self.lexical.commit(generation)?;
         }
+        // Only now that the files it vouches for are committed.
+        if walked {
+            catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
+        }
         let counts = catalog.counts()?;
         stats.total_chunks = counts.chunks;
         stats.total_definitions = counts.definitions;
@@ -334,6 +378,75 @@ impl Workspace {
 }
 
 impl Workspace {
+    /// Identifies the scan settings, so a quick refresh never trusts a walk made with others.
+    fn scan_fingerprint(&self) -> String {
+        let settings = format!(
+            "{}|{}|{:?}",
+            env!("CARGO_PKG_VERSION"),
+            self.scan_options.max_file_bytes,
+            self.scan_options.exclude
+        );
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(settings.as_bytes()))
+    }
+
+    /// The known files with fresh sizes and mtimes, when no directory of the last full walk
+    /// changed; `None` when a full walk is needed.
+    fn quick_scan(
+        &self,
+        catalog: &Catalog,
+        known: &std::collections::HashMap<String, crate::catalog::FileRecord>,
+        fingerprint: &str,
+    ) -> Result<Option<Scan>, IndexError> {
+        let Some((stored_fingerprint, dirs)) = catalog.walk_stamps()? else {
+            return Ok(None);
+        };
+        if stored_fingerprint != fingerprint {
+            return Ok(None);
+        }
+        let unchanged = dirs.par_iter().all(|stamp| {
+            let dir = if stamp.rel_path.is_empty() {
+                self.root.clone()
+            } else {
+                self.root.join(&stamp.rel_path)
+            };
+            stamp_dir(&dir, String::new()).is_some_and(|now| {
+                now.mtime_ns == stamp.mtime_ns && now.ignore_mtime_ns == stamp.ignore_mtime_ns
+            })
+        });
+        if !unchanged {
+            return Ok(None);
+        }
+        let max_bytes = self.scan_options.max_file_bytes;
+        let records: Vec<&crate::catalog::FileRecord> = known.values().collect();
+        let files: Option<Vec<ScannedFile>> = records
+            .par_iter()
+            .map(|record| {
+                let abs_path = self.root.join(&record.path);
+                // Gone, replaced or grown past the cap: let a full walk sort it out.
+                let metadata = fs::metadata(&abs_path).ok().filter(|m| m.is_file())?;
+                if metadata.len() > max_bytes {
+                    return None;
+                }
+                Some(ScannedFile {
+                    language: Language::from_path(Path::new(&record.path))?,
+                    rel_path: record.path.clone(),
+                    abs_path,
+                    size: metadata.len(),
+                    mtime_ns: mtime_ns(&metadata),
+                })
+            })
+            .collect();
+        let Some(mut files) = files else {
+            return Ok(None);
+        };
+        files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Ok(Some(Scan {
+            files,
+            skipped_too_large: 0,
+            dirs,
+        }))
+    }
+
     fn apply_outcome(
         &self,
         batch: &mut CatalogBatch<'_>,

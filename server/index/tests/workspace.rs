@@ -471,3 +471,77 @@ fn a_second_writer_is_refused_while_a_reader_is_never_blocked() {
     drop(held);
     assert!(workspace.refresh(&no_progress).is_ok());
 }
+
+#[test]
+fn quick_refresh_sees_edits_without_walking_and_walks_when_the_tree_changes() {
+    use lode_index::RefreshMode::{Full, Quick};
+    let dir = sample_workspace();
+    let root = dir.path();
+    let workspace = open(root);
+
+    // No full walk recorded yet: quick falls back to walking.
+    assert!(workspace.refresh_with(Quick, &no_progress).unwrap().walked);
+    let nothing = workspace.refresh_with(Quick, &no_progress).unwrap();
+    assert!(!nothing.walked);
+    assert_eq!((nothing.parsed, nothing.unchanged), (0, 4));
+
+    // An in-place edit: found by stat, no walk.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(
+        root,
+        "tools/pool.py",
+        &TOOL_PY.replace("drain_pool", "flush_pool"),
+    );
+    let edited = workspace.refresh_with(Quick, &no_progress).unwrap();
+    assert!(!edited.walked);
+    assert_eq!(edited.parsed, 1);
+    assert_eq!(
+        workspace.symbols("flush_pool", 5).unwrap()[0].path,
+        "tools/pool.py"
+    );
+
+    // A new file changes its directory: walk.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(root, "src/extra.rs", "pub fn brand_new_function() {}\n");
+    let added = workspace.refresh_with(Quick, &no_progress).unwrap();
+    assert!(added.walked);
+    assert_eq!(added.parsed, 1);
+
+    // A deleted file: walk, and it is gone.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::remove_file(root.join("src/extra.rs")).unwrap();
+    let removed = workspace.refresh_with(Quick, &no_progress).unwrap();
+    assert!(removed.walked);
+    assert_eq!(removed.removed, 1);
+    assert!(
+        workspace
+            .symbols("brand_new_function", 5)
+            .unwrap()
+            .is_empty()
+    );
+
+    // An ignore rule edited in place (the directory's mtime may not change): walk.
+    write(root, ".gitignore", "# nothing yet\n");
+    workspace.refresh_with(Quick, &no_progress).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let gitignore = root.join(".gitignore");
+    let mut text = fs::read_to_string(&gitignore).unwrap();
+    text.push_str("tools/\n");
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&gitignore)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    fs::write(&gitignore, text).unwrap();
+    let ignored = workspace.refresh_with(Quick, &no_progress).unwrap();
+    assert!(ignored.walked);
+    assert!(workspace.symbols("ConnectionPool", 5).unwrap().is_empty());
+
+    // Other scan settings never trust a walk made with different ones.
+    let mut options = WorkspaceOptions::new(root);
+    options.scan.exclude = vec!["README.md".into()];
+    let other = Workspace::open(options).unwrap();
+    assert!(other.refresh_with(Quick, &no_progress).unwrap().walked);
+    assert!(other.refresh_with(Full, &no_progress).unwrap().walked);
+}
