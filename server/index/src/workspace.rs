@@ -484,6 +484,7 @@ impl Workspace {
                 stats.skipped_binary += 1;
             }
             FileOutcome::Unreadable => stats.unreadable += 1,
+            FileOutcome::Failed(error) => return Err(error),
         }
         Ok(())
     }
@@ -639,6 +640,8 @@ enum FileOutcome {
     Unchanged,
     Binary,
     Unreadable,
+    /// lode itself failed (a grammar or query that does not load): stop, do not skip.
+    Failed(IndexError),
 }
 
 fn read_and_parse(
@@ -662,7 +665,7 @@ fn read_and_parse(
             parsed,
             bytes: text.len() as u64,
         },
-        Err(_) => FileOutcome::Unreadable,
+        Err(error) => FileOutcome::Failed(error),
     }
 }
 
