@@ -2,8 +2,10 @@
 """Distil all-MiniLM-L6-v2 into a static (model2vec-style) embedding table for lode.
 
     python3 scripts/embeddings/distill.py --out assets/embeddings/static-minilm.bin
-        [--dims 256] [--weighting sif-code|zipf-code|zipf-vocab|none] [--extra-vocab 0]
-        [--freq-corpus bench/corpus/rust-vendor] [--freq-sample 25] [--check]
+        [--dims 256] [--weighting sif-code|zipf-code|zipf-vocab|none] [--extra-vocab 4000]
+        [--remove-pc 5] [--freq-corpus bench/corpus/rust-vendor] [--freq-sample 25] [--check]
+
+The defaults are the recommended recipe (see README.md for the measurements).
 
 Steps (numpy only, no torch):
   1. every tokenizer vocabulary entry t is run through MiniLM as `[CLS] t [SEP]`
@@ -18,6 +20,9 @@ Steps (numpy only, no torch):
      log(1+rank) by that frequency; zipf-vocab = log(1+rank) with rank taken from the
      BERT vocabulary order (frequency ordered English); none = 1. Special and [unusedN]
      tokens get weight 0;
+  4b. --remove-pc N: the top N principal directions of (weighted, normalised) embeddings of
+     a sample of code chunks of --freq-corpus are projected out of every row (SIF
+     common-component removal, baked into the table: nothing to do at query time);
   5. int8 per-row symmetric quantisation (scale = max|row|/127);
   6. writes OUT (format in README.md) and OUT minus .bin plus .tokenizer.json.
 
@@ -29,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sqlite3
 import sys
 import time
@@ -182,15 +186,21 @@ def main() -> int:
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--weighting", default="sif-code", choices=["sif-code", "zipf-code", "zipf-vocab", "none"])
     ap.add_argument("--sif-a", type=float, default=1e-3)
-    ap.add_argument("--extra-vocab", type=int, default=0, help="whole-word rows for frequent multi-piece code words")
+    ap.add_argument("--extra-vocab", type=int, default=4000, help="whole-word rows for frequent multi-piece code words")
     ap.add_argument("--freq-corpus", default=str(ROOT / "bench" / "corpus" / "rust-vendor"))
     ap.add_argument("--freq-sample", type=int, default=25, help="use every Nth chunk of the corpus index")
+    ap.add_argument("--normalize-rows", action="store_true", help="unit-normalise token rows before PCA")
+    ap.add_argument("--remove-pc", type=int, default=5,
+                    help="project the top N principal directions of weighted code-chunk embeddings "
+                         "(sample of --freq-corpus) out of every row (SIF common-component removal)")
     ap.add_argument("--check", action="store_true", help="sanity-check the numpy forward pass first")
     a = ap.parse_args()
 
     from tokenizers import Tokenizer
     mdir = model_dir()
     tok = Tokenizer.from_file(str(mdir / "tokenizer.json"))
+    tok.no_padding()  # the packaged tokenizer.json pads/truncates to 128
+    tok.no_truncation()
     model = MiniLM(mdir)
     if a.check:
         check(model, tok)
@@ -232,6 +242,8 @@ def main() -> int:
     else:
         xout = np.zeros((0, base.shape[1]), np.float32)
     rows = np.concatenate([base, xout])
+    if a.normalize_rows:
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
     n_rows = len(rows)
 
     # token counts (over rows: extra words take their own row)
@@ -267,6 +279,31 @@ def main() -> int:
         wts /= wts.max()
     wts[special] = 0.0
 
+    # 4b. common-component removal, baked into the rows (linear, so equivalent to removing
+    # it from every text embedding before normalisation)
+    if a.remove_pc:
+        db = Path(a.freq_corpus) / ".lode" / "index" / "catalog.sqlite"
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        texts = [t for (t,) in con.execute("SELECT text FROM chunks WHERE id % 97 = 0 LIMIT 6000")]
+        memo: dict[str, list[int]] = {w: [r] for w, r in extra_set.items()}
+        wred = red * wts[:, None]
+        embs = []
+        for t in texts:
+            ws = split_words(t)
+            new = [w for w in set(ws) if w not in memo]
+            for w, e in zip(new, tok.encode_batch(new, add_special_tokens=False) if new else []):
+                memo[w] = e.ids
+            ids = [i for w in ws for i in memo[w]]
+            if ids:
+                v = wred[ids].sum(0)
+                n = np.linalg.norm(v)
+                if n > 0:
+                    embs.append(v / n)
+        _, _, pc = np.linalg.svd(np.array(embs), full_matrices=False)
+        pc = pc[:a.remove_pc]
+        red = red - (red @ pc.T) @ pc
+        print(f"removed {a.remove_pc} common directions (from {len(embs)} chunks)", file=sys.stderr)
+
     # 5. quantise
     scales = np.abs(red).max(1) / 127.0
     scales[scales == 0] = 1.0
@@ -276,7 +313,10 @@ def main() -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     flags = {"none": 0, "sif-code": 1, "zipf-code": 2, "zipf-vocab": 3}[a.weighting]
     write_table(out, q, scales, wts, n_base, extra_words, flags)
-    shutil.copyfile(mdir / "tokenizer.json", str(out).removesuffix(".bin") + ".tokenizer.json")
+    tj = json.loads((mdir / "tokenizer.json").read_text())
+    tj["padding"] = None
+    tj["truncation"] = None
+    Path(str(out).removesuffix(".bin") + ".tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {n_rows} rows x {a.dims}, "
           f"weighting={a.weighting}, {time.time() - t0:.0f}s)", file=sys.stderr)
     return 0

@@ -73,6 +73,8 @@ class Table:
         self.extra = {w: n_base + i for i, w in enumerate(extra)}
         tp = tokenizer_path or Path(str(path).removesuffix(".bin") + ".tokenizer.json")
         self.tok = Tokenizer.from_file(str(tp))
+        self.tok.no_padding()
+        self.tok.no_truncation()
         self.memo: dict[str, list[int]] = dict((w, [r]) for w, r in self.extra.items())
 
     def word_ids(self, words: list[str]) -> list[int]:
