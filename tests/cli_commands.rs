@@ -258,3 +258,38 @@ fn oversized_and_odd_input_gets_an_answer_not_a_crash() {
         Some(1)
     );
 }
+
+#[test]
+fn an_empty_or_binary_only_workspace_answers_calmly() {
+    let dir = tempfile::tempdir().unwrap();
+    // Commands before any index exists, on nothing indexable.
+    assert_eq!(
+        run(dir.path(), &["search", "anything"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        run(dir.path(), &["symbols", "anything"]).status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        run(dir.path(), &["refs", "anything"]).status.code(),
+        Some(1)
+    );
+    let map = run(dir.path(), &["map", "--json"]);
+    assert!(map.status.success(), "{}", stderr(&map));
+    let map: Value = serde_json::from_str(&stdout(&map)).unwrap();
+    assert_eq!(map["files"].as_array().unwrap().len(), 0);
+
+    std::fs::write(
+        dir.path().join("image.rs"),
+        b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR",
+    )
+    .unwrap();
+    let index = run(dir.path(), &["index"]);
+    assert!(index.status.success());
+    assert!(
+        stderr(&index).contains("indexed 1 files (0 parsed, 0 unchanged, 0 removed, 1 skipped)"),
+        "{}",
+        stderr(&index)
+    );
+}
