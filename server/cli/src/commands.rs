@@ -87,6 +87,9 @@ pub enum Command {
     Index {
         /// The workspace root (overrides --root).
         path: Option<PathBuf>,
+        /// Also print how long each phase took.
+        #[arg(long, short = 'v')]
+        verbose: bool,
     },
     /// Ranked code chunks for a query (words or identifiers).
     Search {
@@ -160,11 +163,20 @@ pub struct QueryArgs {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let args = cli.workspace;
     match cli.command {
-        Command::Index { path } => {
+        Command::Index { path, verbose } => {
             let workspace = open(&args, path.as_deref())?;
             let started = Instant::now();
             let stats = refresh(&workspace, RefreshMode::Full)?;
             eprintln!("{}", summary(&stats, started.elapsed().as_secs_f64()));
+            if verbose {
+                let t = stats.timings;
+                eprintln!(
+                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s",
+                    t.scan.as_secs_f64(),
+                    t.parse_and_write.as_secs_f64(),
+                    t.commit.as_secs_f64()
+                );
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Search {

@@ -20,7 +20,9 @@ pub mod lexical;
 pub mod scan;
 pub mod tokenizer;
 pub mod workspace;
-pub use workspace::{RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions};
+pub use workspace::{
+    RefreshMode, RefreshProgress, RefreshStats, RefreshTimings, Workspace, WorkspaceOptions,
+};
 pub mod search;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 pub mod repomap;

@@ -94,6 +94,19 @@ pub struct RefreshStats {
     pub total_references: u64,
     /// Bytes of source parsed in this refresh.
     pub parsed_bytes: u64,
+    /// Where the time went.
+    pub timings: RefreshTimings,
+}
+
+/// Wall time of each phase of a refresh.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RefreshTimings {
+    /// Finding what changed: the walk, or the quick stat check.
+    pub scan: Duration,
+    /// Reading, parsing and writing changed files (parsing and writing overlap).
+    pub parse_and_write: Duration,
+    /// The final commit: secondary indexes, catalog and lexical commits.
+    pub commit: Duration,
 }
 
 /// Progress of a refresh, for progress bars.
@@ -241,6 +254,7 @@ impl Workspace {
         mode: RefreshMode,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
+        let started = Instant::now();
         let catalog = self.catalog();
         let known = catalog.files()?;
         let fingerprint = self.scan_fingerprint();
@@ -255,6 +269,10 @@ impl Workspace {
         };
         let mut stats = RefreshStats {
             walked,
+            timings: RefreshTimings {
+                scan: started.elapsed(),
+                ..RefreshTimings::default()
+            },
             files: found.files.len(),
             skipped_too_large: found.skipped_too_large,
             ..RefreshStats::default()
@@ -358,6 +376,7 @@ impl Workspace {
         if let Some(error) = write_error {
             return Err(error);
         }
+        stats.timings.parse_and_write = started.elapsed() - stats.timings.scan;
         if bulk_load {
             catalog.create_indexes()?;
         }
@@ -369,6 +388,8 @@ impl Workspace {
         if walked {
             catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
         }
+        stats.timings.commit =
+            started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
         let counts = catalog.counts()?;
         stats.total_chunks = counts.chunks;
         stats.total_definitions = counts.definitions;
