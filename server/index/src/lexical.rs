@@ -163,6 +163,7 @@ pub struct LexicalFilter {
 
 /// The on-disk BM25 index.
 pub struct LexicalIndex {
+    dir: std::path::PathBuf,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -194,6 +195,7 @@ impl LexicalIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
         Ok(LexicalIndex {
+            dir: dir.to_path_buf(),
             index,
             reader,
             fields,
@@ -227,7 +229,7 @@ impl LexicalIndex {
                 .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)
                 .map_err(|error| match error {
                     TantivyError::LockFailure(LockError::LockBusy, _) => IndexError::Locked {
-                        path: self.directory_hint(),
+                        path: self.dir.clone(),
                     },
                     other => IndexError::Lexical(other),
                 })?;
@@ -237,10 +239,6 @@ impl LexicalIndex {
             Some(writer) => act(writer, &self.fields),
             None => unreachable!("the writer slot was filled just above"),
         }
-    }
-
-    fn directory_hint(&self) -> std::path::PathBuf {
-        std::path::PathBuf::from(format!("{:?}", self.index.directory()))
     }
 
     /// Takes the writer lock now, so a concurrent writer is reported before any work starts.

@@ -125,10 +125,7 @@ impl Workspace {
         )?;
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
-        let query_terms: Vec<String> = code_tokens(&request.query)
-            .into_iter()
-            .map(|t| t.text)
-            .collect();
+        let query_terms = token_texts(&request.query);
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
             let Some(mut row) = rows.remove(&id) else {
@@ -312,12 +309,17 @@ fn fuzzy_gap(query: &str, name: &str) -> Option<usize> {
     (gaps <= wanted.len() * 2).then_some(gaps)
 }
 
+/// The lowercase (unstemmed) token texts of `text`.
+fn token_texts(text: &str) -> Vec<String> {
+    code_tokens(text).into_iter().map(|t| t.text).collect()
+}
+
 /// The defined name sharing the most identifier parts with the query, if any shares one.
 fn best_matching_name<'n>(query_terms: &[String], names: &'n [String]) -> Option<&'n str> {
     names
         .iter()
         .map(|name| {
-            let parts: Vec<String> = code_tokens(name).into_iter().map(|t| t.text).collect();
+            let parts = token_texts(name);
             let shared = query_terms
                 .iter()
                 .filter(|term| parts.contains(term))
@@ -339,7 +341,7 @@ fn snippet(text: &str, query_terms: &[String]) -> String {
         .iter()
         .enumerate()
         .map(|(at, line)| {
-            let tokens: Vec<String> = code_tokens(line).into_iter().map(|t| t.text).collect();
+            let tokens = token_texts(line);
             let hits = query_terms
                 .iter()
                 .filter(|term| tokens.contains(term))

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogBatch, content_hash};
+use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, content_hash};
 use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::error::IndexError;
 use crate::language::Language;
@@ -96,6 +96,14 @@ pub struct RefreshStats {
     pub parsed_bytes: u64,
     /// Where the time went.
     pub timings: RefreshTimings,
+}
+
+impl RefreshStats {
+    fn set_totals(&mut self, counts: CatalogCounts) {
+        self.total_chunks = counts.chunks;
+        self.total_definitions = counts.definitions;
+        self.total_references = counts.references;
+    }
 }
 
 /// Wall time of each phase of a refresh.
@@ -240,13 +248,22 @@ impl Workspace {
         mode: RefreshMode,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
+        self.with_write_locks(|| self.refresh_locked(mode, progress))
+    }
+
+    /// Runs `write` holding the index's writer lock and the lexical writer, and releases the
+    /// lexical writer afterwards whether `write` succeeded or not.
+    fn with_write_locks<T>(
+        &self,
+        write: impl FnOnce() -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
         let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
-        let result = self.refresh_locked(mode, progress);
+        let result = write();
         let closed = self.lexical.close_writer();
-        let stats = result?;
+        let value = result?;
         closed?;
-        Ok(stats)
+        Ok(value)
     }
 
     fn refresh_locked(
@@ -301,10 +318,7 @@ impl Workspace {
             if walked {
                 catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
             }
-            let counts = catalog.counts()?;
-            stats.total_chunks = counts.chunks;
-            stats.total_definitions = counts.definitions;
-            stats.total_references = counts.references;
+            stats.set_totals(catalog.counts()?);
             return Ok(stats);
         }
 
@@ -390,10 +404,7 @@ impl Workspace {
         }
         stats.timings.commit =
             started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
-        let counts = catalog.counts()?;
-        stats.total_chunks = counts.chunks;
-        stats.total_definitions = counts.definitions;
-        stats.total_references = counts.references;
+        stats.set_totals(catalog.counts()?);
         Ok(stats)
     }
 }
@@ -543,9 +554,7 @@ impl Workspace {
             return Ok(false);
         };
         let parsed = parse_file_with(language, contents, self.chunk_sizes)?;
-        let _lock = WriterLock::try_acquire(&self.index_dir)?;
-        self.lexical.acquire_writer()?;
-        let result = (|| {
+        self.with_write_locks(|| {
             let catalog = self.catalog();
             let mut batch = catalog.begin()?;
             // mtime 0 means "unknown": the next refresh compares the file on disk by hash.
@@ -560,19 +569,14 @@ impl Workspace {
             )?;
             let generation = batch.commit()?;
             self.lexical.commit(generation)
-        })();
-        let closed = self.lexical.close_writer();
-        result?;
-        closed?;
+        })?;
         Ok(true)
     }
 
     /// Drops one file from the index at once. Returns whether it was indexed.
     pub fn remove_file(&self, path: &Path) -> Result<bool, IndexError> {
         let rel_path = self.relative(path)?;
-        let _lock = WriterLock::try_acquire(&self.index_dir)?;
-        self.lexical.acquire_writer()?;
-        let result = (|| -> Result<bool, IndexError> {
+        self.with_write_locks(|| {
             let catalog = self.catalog();
             let mut batch = catalog.begin()?;
             let removed = batch.remove_file(&rel_path)?;
@@ -580,11 +584,7 @@ impl Workspace {
             let generation = batch.commit()?;
             self.lexical.commit(generation)?;
             Ok(removed)
-        })();
-        let closed = self.lexical.close_writer();
-        let removed = result?;
-        closed?;
-        Ok(removed)
+        })
     }
 
     /// Makes commits by other handles or processes visible to this one's searches.
