@@ -1,0 +1,14 @@
+//! lode's agent: the loop that runs behind every editor session.
+//!
+//! This crate owns LLM providers (`llm`), the tools the model calls (`tools`), the permission
+//! policy (`permission`), context assembly, sessions and their storage, and the events a turn
+//! emits (`event`). It reaches the code index through `lode_index::Workspace` and the front end
+//! through `host::SessionHost`.
+//!
+//! It must not know about ACP, LSP, JSON-RPC or terminals: the `acp`, `lsp` and `cli` crates adapt
+//! [`event::AgentEvent`]s and [`host::SessionHost`] to their protocol.
+
+pub mod event;
+pub mod host;
+pub mod llm;
+pub mod tools;

@@ -1,0 +1,130 @@
+//! The agent's tools. Each tool is a [`Tool`]: a spec the model sees, a presentation (title, kind,
+//! locations) the front end shows, a permission target the policy judges, and `run`.
+//!
+//! Tools never ask for permission themselves and never talk to a protocol: the loop checks the
+//! policy (see `permission`) before `run`, and tools reach the editor only through
+//! [`ToolContext::host`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::event::{Location, ToolContent, ToolKind};
+use crate::host::SessionHost;
+use crate::llm::ToolSpec;
+
+/// What a tool call will touch, for the permission policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PermissionTarget {
+    /// Reads only (files, the index): allowed in every mode.
+    Read,
+    /// Changes these files (workspace-relative paths).
+    Edit { paths: Vec<String> },
+    /// Runs this shell command line.
+    Command { command: String },
+    /// Something else with side effects (an MCP tool, a fetch): judged by tool name.
+    Other,
+}
+
+/// How a call will be presented before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPresentation {
+    pub title: String,
+    pub locations: Vec<Location>,
+}
+
+/// Why a tool call failed, in a form the model can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorCategory {
+    /// The arguments were missing, of the wrong type, or not JSON.
+    InvalidArguments,
+    NotFound,
+    /// A path resolved outside the workspace roots.
+    OutsideWorkspace,
+    /// The user or the policy said no.
+    PermissionDenied,
+    /// `edit_file`'s `old_string` matched zero or several times.
+    NoUniqueMatch,
+    Timeout,
+    Cancelled,
+    /// The tool ran and failed (I/O error, index error, command could not start).
+    Failed,
+}
+
+/// A tool failure. It goes back to the model as a short structured block, never a stack trace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{message}")]
+pub struct ToolError {
+    pub category: ToolErrorCategory,
+    pub message: String,
+    /// Whether calling again (perhaps with corrected arguments) may succeed.
+    pub retryable: bool,
+}
+
+impl ToolError {
+    pub fn new(category: ToolErrorCategory, message: impl Into<String>, retryable: bool) -> Self {
+        Self {
+            category,
+            message: message.into(),
+            retryable,
+        }
+    }
+
+    /// The block the model sees.
+    pub fn to_model_text(&self) -> String {
+        let category = serde_json::to_value(self.category)
+            .ok()
+            .and_then(|value| value.as_str().map(str::to_owned))
+            .unwrap_or_else(|| "failed".to_owned());
+        format!(
+            "<tool_error category=\"{category}\" retryable=\"{}\">\n{}\n</tool_error>",
+            self.retryable, self.message
+        )
+    }
+}
+
+/// A successful tool result.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// What the model sees (already capped by the tool, see `cap_output`).
+    pub model_text: String,
+    /// What a front end shows (diffs, terminal, text). Empty means "show `model_text`".
+    pub display: Vec<ToolContent>,
+    pub locations: Vec<Location>,
+    /// Structured output for `rawOutput` (exit code, match counts, …).
+    pub raw_output: Option<serde_json::Value>,
+}
+
+/// Everything a running tool may use.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// Canonical workspace roots; the first is the primary root. File tools are confined to them.
+    pub roots: Vec<PathBuf>,
+    /// The shared code index of the primary root.
+    pub index: Arc<lode_index::Workspace>,
+    pub host: Arc<dyn SessionHost>,
+    pub call_id: String,
+    pub cancel: CancellationToken,
+}
+
+/// One tool the model can call.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    fn kind(&self) -> ToolKind;
+    /// Read-only tools are the only ones offered in the `ask` and `architect` modes.
+    fn read_only(&self) -> bool;
+    /// Title and locations shown when the call starts (arguments may be malformed: never fail).
+    fn present(&self, arguments: &serde_json::Value, context: &ToolContext) -> ToolPresentation;
+    /// What the policy judges. Errors for malformed arguments are reported by `run`.
+    fn permission_target(&self, arguments: &serde_json::Value) -> PermissionTarget;
+    async fn run(
+        &self,
+        arguments: serde_json::Value,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError>;
+}
