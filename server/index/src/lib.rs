@@ -27,4 +27,5 @@ pub mod search;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 pub mod repomap;
 pub use repomap::{MapRequest, RepoMap};
+pub mod embed;
 pub mod lock;

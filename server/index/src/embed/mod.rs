@@ -1,0 +1,108 @@
+//! Embedders: turning chunk and query text into vectors.
+//!
+//! One trait, [`Embedder`], and its backends: the built-in static table ([`StaticEmbedder`], the
+//! default: no network, no model server) and the HTTP providers ([`OpenAiEmbedder`] for
+//! OpenAI-compatible `/v1/embeddings`, [`OllamaEmbedder`] for Ollama's `/api/embed`). This module
+//! also owns what text a chunk is embedded as ([`chunk_embedding_text`]) and the word splitting
+//! that identifiers go through before tokenization.
+//!
+//! Nothing here downloads model weights: the static table is compiled into the binary.
+
+mod static_table;
+mod text;
+mod wordpiece;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use static_table::StaticEmbedder;
+pub use text::{ChunkContext, chunk_embedding_text, import_lines, split_words};
+
+/// Which embedder produced a set of vectors. Stored with the index: a different identity means
+/// every chunk is embedded again.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EmbedderIdentity {
+    /// `static`, `openai`, `ollama`, `candle`, ...
+    pub backend: String,
+    /// The model name; for the static table, its name and content hash.
+    pub model: String,
+    /// Length of every vector.
+    pub dimension: usize,
+}
+
+impl std::fmt::Display for EmbedderIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{} ({} dims)",
+            self.backend, self.model, self.dimension
+        )
+    }
+}
+
+/// Everything that can go wrong while embedding.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("the embedding table is damaged: {0}")]
+    BadTable(String),
+    #[error("cannot reach the embedding service at {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("the embedding service at {url} answered {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("the embedding service at {url} sent an unusable answer: {message}")]
+    BadResponse { url: String, message: String },
+    #[error("the API key variable {0} is not set")]
+    MissingApiKey(String),
+    #[error("embedding configuration: {0}")]
+    Config(String),
+}
+
+/// Turns texts into vectors of one fixed dimension. Implementations are thread-safe and
+/// synchronous (HTTP backends block; call them from a blocking context in async code).
+pub trait Embedder: Send + Sync {
+    /// Backend, model and dimension.
+    fn identity(&self) -> &EmbedderIdentity;
+
+    /// One vector per text, in order, each `identity().dimension` long. Callers may pass any
+    /// number of texts; backends split them into requests of [`Embedder::batch_size`].
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// The vector of a search query (models with query prefixes override this).
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed_batch(&[query])?;
+        vectors
+            .pop()
+            .ok_or_else(|| EmbedError::Config("the embedder returned no vector".into()))
+    }
+
+    /// How many texts the index hands over per call (progress is reported between calls).
+    fn batch_size(&self) -> usize {
+        256
+    }
+
+    /// Whether the embedder splits identifiers into words itself. When it does not, chunk
+    /// texts carry the split words of their identifiers as an extra line.
+    fn splits_identifiers(&self) -> bool {
+        false
+    }
+}
+
+/// The default embedder: the built-in static table.
+pub fn default_embedder() -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(Arc::new(StaticEmbedder::builtin()?))
+}
+
+/// Scales `vector` to unit length in place (a zero vector stays zero).
+pub fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in vector.iter_mut() {
+            *x /= norm;
+        }
+    }
+}

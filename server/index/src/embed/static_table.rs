@@ -1,0 +1,283 @@
+//! The built-in static embedder: one int8 vector per WordPiece token (and per frequent code
+//! word), weighted, summed over a text's tokens and L2-normalised. No neural network runs.
+//!
+//! The table is distilled from all-MiniLM-L6-v2 by `scripts/embeddings/distill.py`; its file
+//! format is documented in `scripts/embeddings/README.md`. The default table is compiled into
+//! the binary (`assets/embeddings/`, Apache-2.0, see the NOTICE there).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+
+use super::text::for_each_word;
+use super::wordpiece::WordPiece;
+use super::{EmbedError, Embedder, EmbedderIdentity};
+
+static BUILTIN_TABLE: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../assets/embeddings/static-minilm.bin"
+));
+static BUILTIN_VOCAB: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../assets/embeddings/static-minilm.vocab.txt"
+));
+
+const MAGIC: &[u8; 8] = b"LODESEMB";
+const VERSION: u32 = 1;
+const HEADER_BYTES: usize = 32;
+
+/// A static embedding table with its tokenizer.
+pub struct StaticEmbedder {
+    identity: EmbedderIdentity,
+    dims: usize,
+    /// Per row: token weight times dequantisation scale (0 for tokens that do not count).
+    row_scale: Vec<f32>,
+    /// Row-major int8 vectors, `dims` per row (stored as bytes; read as `i8`).
+    rows: Cow<'static, [u8]>,
+    rows_offset: usize,
+    vocab: WordPiece,
+    /// Whole-word rows for frequent code words that WordPiece would split.
+    words: HashMap<Box<str>, u32, Xxh3DefaultBuilder>,
+}
+
+impl StaticEmbedder {
+    /// The table compiled into lode.
+    pub fn builtin() -> Result<StaticEmbedder, EmbedError> {
+        StaticEmbedder::from_parts(Cow::Borrowed(BUILTIN_TABLE), BUILTIN_VOCAB, "static-minilm")
+    }
+
+    /// A table and vocabulary from files (e.g. a table distilled with other settings).
+    pub fn from_files(table: &Path, vocabulary: &Path) -> Result<StaticEmbedder, EmbedError> {
+        let read = |path: &Path| {
+            std::fs::read(path).map_err(|e| EmbedError::Config(format!("{}: {e}", path.display())))
+        };
+        let vocab = String::from_utf8(read(vocabulary)?)
+            .map_err(|_| EmbedError::BadTable("the vocabulary is not UTF-8".into()))?;
+        let name = table
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("static")
+            .to_string();
+        StaticEmbedder::from_parts(Cow::Owned(read(table)?), &vocab, &name)
+    }
+
+    fn from_parts(
+        table: Cow<'static, [u8]>,
+        vocabulary: &str,
+        name: &str,
+    ) -> Result<StaticEmbedder, EmbedError> {
+        let bad = |what: &str| EmbedError::BadTable(what.to_string());
+        let u32_at = |at: usize| -> Result<u32, EmbedError> {
+            let bytes = table
+                .get(at..at + 4)
+                .ok_or_else(|| bad("the file is truncated"))?;
+            Ok(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+        };
+        if table.get(..8) != Some(MAGIC.as_slice()) {
+            return Err(bad("not a lode static embedding table (bad magic)"));
+        }
+        if u32_at(8)? != VERSION {
+            return Err(bad("unsupported table version"));
+        }
+        let dims = u32_at(12)? as usize;
+        let rows = u32_at(16)? as usize;
+        let n_base = u32_at(20)? as usize;
+        let n_extra = u32_at(24)? as usize;
+        if dims == 0 || rows != n_base + n_extra {
+            return Err(bad("inconsistent header"));
+        }
+        let f32s = |at: usize| -> Result<Vec<f32>, EmbedError> {
+            let bytes = table
+                .get(at..at + 4 * rows)
+                .ok_or_else(|| bad("the file is truncated"))?;
+            Ok(bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect())
+        };
+        let scales = f32s(HEADER_BYTES)?;
+        let weights = f32s(HEADER_BYTES + 4 * rows)?;
+        let rows_offset = HEADER_BYTES + 8 * rows;
+        let mut at = rows_offset + rows * dims;
+        let mut words = HashMap::with_capacity_and_hasher(n_extra, Xxh3DefaultBuilder::new());
+        for j in 0..n_extra {
+            let len = table
+                .get(at..at + 2)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+                .ok_or_else(|| bad("the word list is truncated"))?;
+            let word = table
+                .get(at + 2..at + 2 + len)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .ok_or_else(|| bad("a whole-word entry is truncated or not UTF-8"))?;
+            words.insert(word.into(), (n_base + j) as u32);
+            at += 2 + len;
+        }
+        if at != table.len() {
+            return Err(bad("trailing bytes after the word list"));
+        }
+        let vocab = WordPiece::from_lines(vocabulary)?;
+        if vocab.token_count() != n_base {
+            return Err(EmbedError::BadTable(format!(
+                "the vocabulary has {} tokens, the table {n_base} rows",
+                vocab.token_count()
+            )));
+        }
+        let row_scale = scales.iter().zip(&weights).map(|(s, w)| s * w).collect();
+        let hash = xxhash_rust::xxh3::xxh3_64(&table);
+        Ok(StaticEmbedder {
+            identity: EmbedderIdentity {
+                backend: "static".into(),
+                model: format!("{name}-{:08x}", hash as u32),
+                dimension: dims,
+            },
+            dims,
+            row_scale,
+            rows: table,
+            rows_offset,
+            vocab,
+            words,
+        })
+    }
+
+    /// The table rows `text` sums (exposed for tests and benchmarks).
+    pub fn token_rows(&self, text: &str) -> Vec<u32> {
+        let mut ids = Vec::new();
+        let mut scratch = String::new();
+        for_each_word(text, |word| self.word_rows(word, &mut scratch, &mut ids));
+        ids
+    }
+
+    fn word_rows(&self, word: &str, scratch: &mut String, out: &mut Vec<u32>) {
+        match self.words.get(word) {
+            Some(&row) => out.push(row),
+            None => self.vocab.tokenize(word, scratch, out),
+        }
+    }
+
+    /// Embeds one text into `out` (length `dims`), reusing the buffers.
+    fn embed_into(&self, text: &str, ids: &mut Vec<u32>, scratch: &mut String, out: &mut [f32]) {
+        ids.clear();
+        for_each_word(text, |word| self.word_rows(word, scratch, ids));
+        out.fill(0.0);
+        let table = &self.rows[self.rows_offset..];
+        for &id in ids.iter() {
+            let id = id as usize;
+            let scale = self.row_scale[id];
+            if scale == 0.0 {
+                continue;
+            }
+            let row = &table[id * self.dims..(id + 1) * self.dims];
+            for (sum, &q) in out.iter_mut().zip(row) {
+                *sum += scale * f32::from(q as i8);
+            }
+        }
+        super::normalize(out);
+    }
+}
+
+impl Embedder for StaticEmbedder {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut ids = Vec::with_capacity(512);
+        let mut scratch = String::new();
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0; self.dims];
+                self.embed_into(text, &mut ids, &mut scratch, &mut vector);
+                vector
+            })
+            .collect())
+    }
+
+    fn batch_size(&self) -> usize {
+        1024
+    }
+
+    fn splits_identifiers(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cosine(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn the_builtin_table_loads_and_embeds_unit_vectors() {
+        let embedder = StaticEmbedder::builtin().unwrap();
+        assert_eq!(embedder.identity().backend, "static");
+        assert_eq!(embedder.identity().dimension, 256);
+        let vectors = embedder
+            .embed_batch(&["read a file line by line", "", "1234 ++"])
+            .unwrap();
+        let norm = cosine(&vectors[0], &vectors[0]);
+        assert!((norm - 1.0).abs() < 1e-4, "{norm}");
+        assert!(
+            vectors[1].iter().all(|&x| x == 0.0),
+            "no tokens, zero vector"
+        );
+        assert!(vectors[2].iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn identifiers_embed_like_their_words() {
+        let embedder = StaticEmbedder::builtin().unwrap();
+        let v = embedder
+            .embed_batch(&[
+                "parseConfigFile",
+                "parse config file",
+                "tcp socket listener",
+            ])
+            .unwrap();
+        assert!(cosine(&v[0], &v[1]) > 0.999);
+        assert!(cosine(&v[0], &v[2]) < 0.9);
+    }
+
+    #[test]
+    fn related_texts_are_closer_than_unrelated_ones() {
+        let embedder = StaticEmbedder::builtin().unwrap();
+        let v = embedder
+            .embed_batch(&[
+                "open a tcp connection to the server",
+                "fn connect(addr: SocketAddr) -> TcpStream { TcpStream::connect(addr) }",
+                "fn sort_by_key(items: &mut [Item]) { items.sort_by(|a, b| a.key.cmp(&b.key)) }",
+            ])
+            .unwrap();
+        assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]));
+    }
+
+    #[test]
+    fn whole_word_rows_win_over_pieces() {
+        let embedder = StaticEmbedder::builtin().unwrap();
+        let rows = embedder.token_rows("usize");
+        assert_eq!(rows.len(), 1);
+        assert!(
+            rows[0] as usize >= embedder.vocab.token_count(),
+            "usize has its own row"
+        );
+    }
+
+    #[test]
+    fn damaged_tables_are_refused() {
+        let vocab = BUILTIN_VOCAB;
+        let truncated = Cow::Owned(BUILTIN_TABLE[..BUILTIN_TABLE.len() - 3].to_vec());
+        assert!(matches!(
+            StaticEmbedder::from_parts(truncated, vocab, "x"),
+            Err(EmbedError::BadTable(_))
+        ));
+        let mut wrong_magic = BUILTIN_TABLE[..64].to_vec();
+        wrong_magic[0] = b'X';
+        assert!(StaticEmbedder::from_parts(Cow::Owned(wrong_magic), vocab, "x").is_err());
+        assert!(StaticEmbedder::from_parts(Cow::Borrowed(BUILTIN_TABLE), "[UNK]\n", "x").is_err());
+    }
+}
