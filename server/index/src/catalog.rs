@@ -16,7 +16,8 @@ use crate::scan::DirStamp;
 use crate::tags::{DefKind, RefKind};
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
-pub const SCHEMA_VERSION: &str = "4";
+/// (5: chunk ids are never reused, so derived stores can diff by id.)
+pub const SCHEMA_VERSION: &str = "5";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
@@ -40,7 +41,7 @@ CREATE TABLE IF NOT EXISTS dirs(
     ignore_mtime_ns INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
     file_id INTEGER NOT NULL,
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
@@ -320,6 +321,39 @@ impl Catalog {
             visit(chunk_from_row(row)?)?;
         }
         Ok(())
+    }
+
+    /// Every chunk id, ascending.
+    pub fn chunk_ids(&self) -> Result<Vec<i64>, IndexError> {
+        let mut statement = self.conn.prepare("SELECT id FROM chunks ORDER BY id")?;
+        let ids = statement
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(ids)
+    }
+
+    /// The text of a file's first chunk (where its imports are), if the file is indexed.
+    pub fn first_chunk_text(&self, path: &str) -> Result<Option<String>, IndexError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id
+                 WHERE f.path = ?1 ORDER BY c.start_line, c.id LIMIT 1",
+            )?
+            .query_row([path], |row| row.get(0))
+            .optional()?)
+    }
+
+    /// The smallest chunk of `path` that contains `line`.
+    pub fn chunk_at_line(&self, path: &str, line: u32) -> Result<Option<ChunkRow>, IndexError> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "{CHUNK_SELECT} WHERE f.path = ?1 AND c.start_line <= ?2 AND c.end_line >= ?2
+                 ORDER BY c.end_line - c.start_line, c.id LIMIT 1"
+            ))?
+            .query_row(params![path, line], chunk_from_row)
+            .optional()?)
     }
 
     /// The chunks with these ids, in no particular order.

@@ -46,6 +46,12 @@ pub enum IndexError {
     InvalidQuery(String),
     #[error("token counter unavailable: {0}")]
     Tokenizer(String),
+    #[error("embedding failed: {0}")]
+    Embed(#[from] crate::embed::EmbedError),
+    #[error("vector store error: {0}")]
+    Vectors(#[from] crate::vectors::VectorError),
+    #[error("semantic search is unavailable: {0}")]
+    NoVectors(String),
     #[error("another lode process is writing this index ({path}); try again when it finishes")]
     Locked { path: PathBuf },
 }

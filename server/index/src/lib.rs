@@ -21,11 +21,15 @@ pub mod scan;
 pub mod tokenizer;
 pub mod workspace;
 pub use workspace::{
-    RefreshMode, RefreshProgress, RefreshStats, RefreshTimings, Workspace, WorkspaceOptions,
+    RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, RefreshTimings, Workspace,
+    WorkspaceOptions,
 };
 pub mod search;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 pub mod repomap;
 pub use repomap::{MapRequest, RepoMap};
 pub mod embed;
+pub mod hybrid;
+pub mod vectors;
+pub use hybrid::SearchMode;
 pub mod lock;

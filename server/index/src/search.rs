@@ -100,6 +100,16 @@ const SNIPPET_LINES: usize = 4;
 impl Workspace {
     /// Ranked chunks for a free-text or identifier query (BM25 over the code-aware fields).
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, IndexError> {
+        let ranked = self.lexical_ranked(request, request.limit)?;
+        self.hits_for(&request.query, ranked)
+    }
+
+    /// The BM25 ranking of `request` as (chunk id, score), at most `depth`.
+    pub(crate) fn lexical_ranked(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
         let paths = match &request.path_glob {
             Some(glob) => {
                 let matcher = path_matcher(glob)?;
@@ -117,15 +127,23 @@ impl Workspace {
             language: request.language.map(|l| l.name().to_string()),
             paths,
         };
-        let ranked = self.lexical().search(
+        self.lexical().search(
             &request.query,
             &filter,
             request.boosts.unwrap_or(DEFAULT_BOOSTS),
-            request.limit,
-        )?;
+            depth,
+        )
+    }
+
+    /// Search hits for ranked chunk ids (ids no longer in the catalog are skipped).
+    pub(crate) fn hits_for(
+        &self,
+        query: &str,
+        ranked: Vec<(i64, f32)>,
+    ) -> Result<Vec<SearchHit>, IndexError> {
         let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
         let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
-        let query_terms = token_texts(&request.query);
+        let query_terms = token_texts(query);
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
             let Some(mut row) = rows.remove(&id) else {

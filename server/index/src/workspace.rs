@@ -6,13 +6,14 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, content_hash};
 use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
+use crate::embed::Embedder;
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::lexical::{LexicalDoc, LexicalIndex};
@@ -21,6 +22,8 @@ use crate::parse::{ParsedFile, parse_file_with};
 use crate::scan::{
     Scan, ScanOptions, ScannedFile, mtime_ns, read_source, relative_path, scan, stamp_dir,
 };
+use crate::vectors::sync::{SyncStats, in_step, sync_store};
+use crate::vectors::{EmbeddedStore, VectorStore};
 
 /// Where the index lives when no directory is configured: `<root>/.lode/index`.
 pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
@@ -44,6 +47,12 @@ pub struct WorkspaceOptions {
     /// Chunk sizes; changing them only affects files parsed afterwards (re-index from scratch
     /// to apply them everywhere).
     pub chunk_sizes: ChunkSizes,
+    /// Embeds chunks for semantic search during refreshes (`None`: no vectors are made; an
+    /// existing vector store is kept as it is). [`crate::embed::default_embedder`] is the
+    /// built-in static one.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// Where vectors live; `None` uses the embedded store in `<index_dir>/vectors`.
+    pub vector_store: Option<Arc<dyn VectorStore>>,
 }
 
 impl WorkspaceOptions {
@@ -54,7 +63,15 @@ impl WorkspaceOptions {
             scan: ScanOptions::default(),
             checkpoint_files: DEFAULT_CHECKPOINT_FILES,
             chunk_sizes: DEFAULT_SIZES,
+            embedder: None,
+            vector_store: None,
         }
+    }
+
+    /// These options with chunks embedded by `embedder`.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
     }
 }
 
@@ -94,6 +111,8 @@ pub struct RefreshStats {
     pub total_references: u64,
     /// Bytes of source parsed in this refresh.
     pub parsed_bytes: u64,
+    /// What the vector sync did (all zero without an embedder).
+    pub vectors: SyncStats,
     /// Where the time went.
     pub timings: RefreshTimings,
 }
@@ -115,6 +134,8 @@ pub struct RefreshTimings {
     pub parse_and_write: Duration,
     /// The final commit: secondary indexes, catalog and lexical commits.
     pub commit: Duration,
+    /// Embedding changed chunks and publishing their vectors.
+    pub embed: Duration,
 }
 
 /// Progress of a refresh, for progress bars.
@@ -122,6 +143,17 @@ pub struct RefreshTimings {
 pub struct RefreshProgress {
     pub done: usize,
     pub total: usize,
+    /// Which phase `done` and `total` count.
+    pub phase: RefreshPhase,
+}
+
+/// The phases of a refresh that report progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefreshPhase {
+    /// Files read and parsed.
+    Parse,
+    /// Chunks embedded for semantic search.
+    Embed,
 }
 
 /// One indexed workspace.
@@ -133,6 +165,8 @@ pub struct Workspace {
     chunk_sizes: ChunkSizes,
     catalog: Mutex<Catalog>,
     lexical: LexicalIndex,
+    embedder: Option<Arc<dyn Embedder>>,
+    vectors: Option<Arc<dyn VectorStore>>,
     repairs: Vec<String>,
 }
 
@@ -173,6 +207,8 @@ impl Workspace {
                 });
                 remove_catalog_files(&catalog_path)?;
                 remove_dir_if_exists(&lexical_dir)?;
+                // Chunk ids start over with a new catalog: vectors keyed by the old ones go too.
+                remove_dir_if_exists(&index_dir.join(VECTORS_DIR))?;
                 Catalog::open(&catalog_path)?
             }
         };
@@ -188,6 +224,12 @@ impl Workspace {
         if let Some(repair) = reconcile(&index_dir, &catalog, &lexical)? {
             repairs.push(repair);
         }
+        let vectors = open_vectors(&index_dir, &options, &mut repairs)?;
+        if let (Some(store), Some(embedder)) = (&vectors, &options.embedder)
+            && let Some(repair) = reconcile_vectors(&index_dir, &catalog, &**store, &**embedder)?
+        {
+            repairs.push(repair);
+        }
         Ok(Workspace {
             root,
             index_dir,
@@ -196,6 +238,8 @@ impl Workspace {
             chunk_sizes: options.chunk_sizes,
             catalog: Mutex::new(catalog),
             lexical,
+            embedder: options.embedder,
+            vectors,
             repairs,
         })
     }
@@ -231,6 +275,47 @@ impl Workspace {
 
     pub(crate) fn lexical(&self) -> &LexicalIndex {
         &self.lexical
+    }
+
+    /// The embedder chunks and queries go through, if semantic search is configured.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// The vector store, if the index has one.
+    pub fn vector_store(&self) -> Option<&Arc<dyn VectorStore>> {
+        self.vectors.as_ref()
+    }
+
+    /// Whether semantic search can run: an embedder is configured and the store holds vectors
+    /// made by it (possibly a refresh behind the catalog).
+    pub fn has_vectors(&self) -> bool {
+        match (&self.embedder, &self.vectors) {
+            (Some(embedder), Some(store)) => {
+                let state = store.state();
+                state.count > 0 && state.identity.as_ref() == Some(embedder.identity())
+            }
+            _ => false,
+        }
+    }
+
+    /// Brings the vectors in step with the catalog (no-op without an embedder). The caller
+    /// holds the writer lock.
+    fn sync_vectors(
+        &self,
+        catalog: &Catalog,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<SyncStats, IndexError> {
+        let (Some(store), Some(embedder)) = (&self.vectors, &self.embedder) else {
+            return Ok(SyncStats::default());
+        };
+        sync_store(catalog, &**store, &**embedder, &|done, total| {
+            progress(RefreshProgress {
+                done,
+                total,
+                phase: RefreshPhase::Embed,
+            })
+        })
     }
 
     /// Brings the index up to date with the files on disk: parses new and changed files, drops
@@ -318,6 +403,9 @@ impl Workspace {
             if walked {
                 catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
             }
+            let embed_started = Instant::now();
+            stats.vectors = self.sync_vectors(&catalog, progress)?;
+            stats.timings.embed = embed_started.elapsed();
             stats.set_totals(catalog.counts()?);
             return Ok(stats);
         }
@@ -368,6 +456,7 @@ impl Workspace {
                 progress(RefreshProgress {
                     done: done + 1,
                     total,
+                    phase: RefreshPhase::Parse,
                 });
                 since_checkpoint += 1;
                 if (since_checkpoint >= self.checkpoint_files
@@ -404,6 +493,9 @@ impl Workspace {
         }
         stats.timings.commit =
             started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
+        let embed_started = Instant::now();
+        stats.vectors = self.sync_vectors(&catalog, progress)?;
+        stats.timings.embed = embed_started.elapsed();
         stats.set_totals(catalog.counts()?);
         Ok(stats)
     }
@@ -568,7 +660,9 @@ impl Workspace {
                 &parsed,
             )?;
             let generation = batch.commit()?;
-            self.lexical.commit(generation)
+            self.lexical.commit(generation)?;
+            self.sync_vectors(&catalog, &|_| {})?;
+            Ok(())
         })?;
         Ok(true)
     }
@@ -583,13 +677,18 @@ impl Workspace {
             self.lexical.delete_file(&rel_path)?;
             let generation = batch.commit()?;
             self.lexical.commit(generation)?;
+            self.sync_vectors(&catalog, &|_| {})?;
             Ok(removed)
         })
     }
 
     /// Makes commits by other handles or processes visible to this one's searches.
     pub fn reload(&self) -> Result<(), IndexError> {
-        self.lexical.reload()
+        self.lexical.reload()?;
+        if let Some(store) = &self.vectors {
+            store.reload()?;
+        }
+        Ok(())
     }
 
     /// A path (absolute, or relative to the root) as the index names it.
@@ -648,6 +747,63 @@ fn reconcile(
     closed?;
     Ok(Some(format!(
         "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
+    )))
+}
+
+/// The embedded vector store's directory inside the index directory.
+pub const VECTORS_DIR: &str = "vectors";
+
+/// The configured vector store, or the embedded one when an embedder is set or vectors exist.
+/// An embedded store that cannot be read is deleted and recreated empty (the next sync fills it).
+fn open_vectors(
+    index_dir: &Path,
+    options: &WorkspaceOptions,
+    repairs: &mut Vec<String>,
+) -> Result<Option<Arc<dyn VectorStore>>, IndexError> {
+    if let Some(store) = &options.vector_store {
+        return Ok(Some(Arc::clone(store)));
+    }
+    let dir = index_dir.join(VECTORS_DIR);
+    if options.embedder.is_none() && !dir.exists() {
+        return Ok(None);
+    }
+    match EmbeddedStore::open(&dir) {
+        Ok(store) => Ok(Some(Arc::new(store))),
+        Err(error) => {
+            let _lock = WriterLock::try_acquire(index_dir)?;
+            repairs.push(format!("vector store unreadable ({error}); rebuilt it"));
+            remove_dir_if_exists(&dir)?;
+            Ok(Some(Arc::new(EmbeddedStore::open(&dir)?)))
+        }
+    }
+}
+
+/// Brings vectors made by `embedder` but out of step with the catalog (a crash between the
+/// commits) up to date. Vectors of another embedder are left for the next refresh, which
+/// re-embeds everything with progress.
+fn reconcile_vectors(
+    index_dir: &Path,
+    catalog: &Catalog,
+    store: &dyn VectorStore,
+    embedder: &dyn Embedder,
+) -> Result<Option<String>, IndexError> {
+    let state = store.state();
+    if state.identity.as_ref() != Some(embedder.identity()) || in_step(catalog, store, embedder)? {
+        return Ok(None);
+    }
+    let _lock = match WriterLock::try_acquire(index_dir) {
+        Err(IndexError::Locked { .. }) => return Ok(None),
+        other => other?,
+    };
+    store.reload()?;
+    if in_step(catalog, store, embedder)? {
+        return Ok(None);
+    }
+    let catalog_generation = catalog.generation()?;
+    let stats = sync_store(catalog, store, embedder, &|_, _| {})?;
+    Ok(Some(format!(
+        "vectors were at generation {}, catalog at {catalog_generation}: updated them from the catalog ({} embedded, {} reused, {} dropped)",
+        state.generation, stats.embedded, stats.reused, stats.deleted
     )))
 }
 

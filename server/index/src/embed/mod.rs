@@ -92,6 +92,12 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+impl std::fmt::Debug for dyn Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Embedder({})", self.identity())
+    }
+}
+
 /// The default embedder: the built-in static table.
 pub fn default_embedder() -> Result<Arc<dyn Embedder>, EmbedError> {
     Ok(Arc::new(StaticEmbedder::builtin()?))

@@ -1,0 +1,328 @@
+//! Hybrid retrieval: BM25 hits, vector hits and symbol-name matches fused into one ranking.
+//!
+//! Fusion is weighted reciprocal rank fusion: a chunk at rank `r` (1-based) of a list adds
+//! `weight / (k + r)`. The query's shape sets the weights: an identifier (`parse_config`,
+//! `HashMap::new`) leans on BM25 and symbol names, a sentence (`read the config from disk`)
+//! gives the semantic list more say. The weights were tuned on `bench/retrieval.py`.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+
+use crate::error::IndexError;
+use crate::search::{NameMatch, SearchHit, SearchRequest, path_matcher};
+use crate::vectors::VectorFilter;
+use crate::workspace::Workspace;
+
+/// How `search_with_mode` ranks chunks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 over the code-aware fields only.
+    Lexical,
+    /// Nearest chunk vectors only.
+    Semantic,
+    /// BM25, vectors and symbol names fused.
+    #[default]
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMode::Lexical => "lexical",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl FromStr for SearchMode {
+    type Err = IndexError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "lexical" => Ok(SearchMode::Lexical),
+            "semantic" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(IndexError::InvalidQuery(format!(
+                "unknown search mode {other:?} (lexical, semantic, hybrid)"
+            ))),
+        }
+    }
+}
+
+/// What a query looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryShape {
+    /// One identifier or path-like token: `parse_config`, `HashMap::new`, `src/lib.rs`.
+    Identifier,
+    /// A few words, some of them identifiers.
+    Mixed,
+    /// A sentence of plain words.
+    NaturalLanguage,
+}
+
+/// Classifies a query by its words.
+pub fn query_shape(query: &str) -> QueryShape {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let identifier_like = |word: &str| {
+        let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        trimmed.contains('_')
+            || trimmed.contains("::")
+            || trimmed.contains('.')
+            || trimmed.contains('/')
+            || trimmed.contains('(')
+            || trimmed
+                .char_indices()
+                .skip(1)
+                .any(|(_, c)| c.is_uppercase())
+                && trimmed.chars().any(|c| c.is_lowercase())
+    };
+    let identifiers = words.iter().filter(|w| identifier_like(w)).count();
+    match words.len() {
+        0 => QueryShape::Mixed,
+        1 if identifiers == 1 => QueryShape::Identifier,
+        n if identifiers == 0 && n >= 3 => QueryShape::NaturalLanguage,
+        _ => QueryShape::Mixed,
+    }
+}
+
+/// Weights of the fused lists and the RRF constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FusionWeights {
+    pub lexical: f32,
+    pub semantic: f32,
+    pub symbols: f32,
+    /// The `k` of `1 / (k + rank)`.
+    pub k: f32,
+}
+
+impl FusionWeights {
+    /// The tuned weights for a query shape.
+    pub fn for_shape(shape: QueryShape) -> FusionWeights {
+        match shape {
+            QueryShape::Identifier => FusionWeights {
+                lexical: 1.0,
+                semantic: 0.2,
+                symbols: 1.0,
+                k: 60.0,
+            },
+            QueryShape::Mixed => FusionWeights {
+                lexical: 1.0,
+                semantic: 0.35,
+                symbols: 0.5,
+                k: 60.0,
+            },
+            QueryShape::NaturalLanguage => FusionWeights {
+                lexical: 1.0,
+                semantic: 0.3,
+                symbols: 0.3,
+                k: 60.0,
+            },
+        }
+    }
+}
+
+/// Candidates taken from each list: enough for fusion to reorder, few enough to stay fast.
+fn candidate_depth(limit: usize) -> usize {
+    (limit * 5).max(50)
+}
+
+impl Workspace {
+    /// Ranked chunks for `request` in the given mode. Semantic and hybrid need vectors
+    /// ([`Workspace::has_vectors`]); without them they fail with [`IndexError::NoVectors`].
+    pub fn search_with_mode(
+        &self,
+        request: &SearchRequest,
+        mode: SearchMode,
+    ) -> Result<Vec<SearchHit>, IndexError> {
+        match mode {
+            SearchMode::Lexical => self.search(request),
+            SearchMode::Semantic => {
+                let ranked = self.semantic_ranked(request, request.limit)?;
+                self.hits_for(&request.query, ranked)
+            }
+            SearchMode::Hybrid => self.search_hybrid(request),
+        }
+    }
+
+    /// Hybrid search with the weights for the query's shape. This is what the agent's
+    /// `search_code` tool and automatic context call.
+    pub fn search_hybrid(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, IndexError> {
+        let weights = FusionWeights::for_shape(query_shape(&request.query));
+        self.search_hybrid_with(request, weights)
+    }
+
+    /// Hybrid search with explicit fusion weights (benchmarks and experiments).
+    pub fn search_hybrid_with(
+        &self,
+        request: &SearchRequest,
+        weights: FusionWeights,
+    ) -> Result<Vec<SearchHit>, IndexError> {
+        let depth = candidate_depth(request.limit);
+        let lexical = self.lexical_ranked(request, depth)?;
+        let semantic = self.semantic_ranked(request, depth)?;
+        let symbols = if weights.symbols > 0.0 {
+            self.symbol_ranked(request)?
+        } else {
+            Vec::new()
+        };
+        let fused = fuse(
+            &[
+                (&lexical, weights.lexical),
+                (&semantic, weights.semantic),
+                (&symbols, weights.symbols),
+            ],
+            weights.k,
+            request.limit,
+        );
+        self.hits_for(&request.query, fused)
+    }
+
+    /// The chunks nearest to the query's vector, as (chunk id, similarity).
+    fn semantic_ranked(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
+        let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store()) else {
+            return Err(IndexError::NoVectors(
+                "no embedder is configured for this workspace".into(),
+            ));
+        };
+        let state = store.state();
+        if state.identity.as_ref() != Some(embedder.identity()) {
+            return Err(IndexError::NoVectors(match state.identity {
+                Some(stored) => format!(
+                    "the vectors were made by {stored}, not {}; refresh the index to re-embed",
+                    embedder.identity()
+                ),
+                None => "the index has no vectors yet; run `lode index`".into(),
+            }));
+        }
+        if request.query.trim().is_empty() {
+            return Err(IndexError::InvalidQuery("the query is empty".into()));
+        }
+        let vector = embedder.embed_query(&request.query)?;
+        let filter = VectorFilter {
+            language: request.language.map(|l| l.name().to_string()),
+            path_glob: request.path_glob.clone(),
+        };
+        Ok(store
+            .search(&vector, depth, &filter)?
+            .into_iter()
+            .map(|hit| (hit.id, hit.score))
+            .collect())
+    }
+
+    /// Chunks holding definitions whose names match the query's identifier-like words
+    /// (exactly, ignoring case, or by prefix), best matches first.
+    fn symbol_ranked(&self, request: &SearchRequest) -> Result<Vec<(i64, f32)>, IndexError> {
+        let matcher = request.path_glob.as_deref().map(path_matcher).transpose()?;
+        let language = request.language.map(|l| l.name());
+        let mut ranked: Vec<(i64, f32)> = Vec::new();
+        let names = request
+            .query
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|word| word.len() >= 3)
+            .take(4);
+        for name in names {
+            for hit in self.symbols(name, 10)? {
+                if hit.name_match > NameMatch::Prefix
+                    || language.is_some_and(|l| l != hit.language)
+                    || matcher.as_ref().is_some_and(|m| !m.is_match(&hit.path))
+                {
+                    continue;
+                }
+                let chunk =
+                    self.with_catalog(|catalog| catalog.chunk_at_line(&hit.path, hit.start_line))?;
+                if let Some(chunk) = chunk
+                    && !ranked.iter().any(|&(id, _)| id == chunk.id)
+                {
+                    ranked.push((chunk.id, 1.0));
+                }
+            }
+        }
+        Ok(ranked)
+    }
+}
+
+/// Weighted reciprocal rank fusion of ranked id lists; ties go to the better lexical rank,
+/// then the better rank in the later lists, then the lower id.
+pub fn fuse(lists: &[(&Vec<(i64, f32)>, f32)], k: f32, limit: usize) -> Vec<(i64, f32)> {
+    // id -> (fused score, best rank per list)
+    let mut scores: HashMap<i64, (f32, Vec<usize>)> = HashMap::new();
+    for (list_index, (list, weight)) in lists.iter().enumerate() {
+        if *weight <= 0.0 {
+            continue;
+        }
+        for (rank, &(id, _)) in list.iter().enumerate() {
+            let entry = scores
+                .entry(id)
+                .or_insert_with(|| (0.0, vec![usize::MAX; lists.len()]));
+            if entry.1[list_index] != usize::MAX {
+                continue; // listed twice: the first (better) rank counts
+            }
+            entry.0 += weight / (k + rank as f32 + 1.0);
+            entry.1[list_index] = rank;
+        }
+    }
+    let mut fused: Vec<(i64, f32, Vec<usize>)> = scores
+        .into_iter()
+        .map(|(id, (score, ranks))| (id, score, ranks))
+        .collect();
+    fused.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| a.2.cmp(&b.2))
+            .then(a.0.cmp(&b.0))
+    });
+    fused.truncate(limit);
+    fused
+        .into_iter()
+        .map(|(id, score, _)| (id, score))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_shapes() {
+        assert_eq!(query_shape("parse_config"), QueryShape::Identifier);
+        assert_eq!(query_shape("HashMap::new"), QueryShape::Identifier);
+        assert_eq!(query_shape("parseConfig"), QueryShape::Identifier);
+        assert_eq!(
+            query_shape("read the config file from disk"),
+            QueryShape::NaturalLanguage
+        );
+        assert_eq!(
+            query_shape("where is parse_config called"),
+            QueryShape::Mixed
+        );
+        assert_eq!(query_shape("spawn"), QueryShape::Mixed);
+        assert_eq!(query_shape("HTTP"), QueryShape::Mixed);
+    }
+
+    #[test]
+    fn modes_parse_by_name() {
+        assert_eq!("hybrid".parse::<SearchMode>().unwrap(), SearchMode::Hybrid);
+        assert_eq!("lexical".parse::<SearchMode>().unwrap().name(), "lexical");
+        assert!("fuzzy".parse::<SearchMode>().is_err());
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_and_respects_weights() {
+        let lexical = vec![(1, 9.0), (2, 8.0), (3, 7.0)];
+        let semantic = vec![(3, 0.9), (4, 0.8), (1, 0.7)];
+        let fused = fuse(&[(&lexical, 1.0), (&semantic, 1.0)], 60.0, 10);
+        let order: Vec<i64> = fused.iter().map(|&(id, _)| id).collect();
+        assert_eq!(order, [1, 3, 2, 4], "chunks on both lists come first");
+        let lexical_only = fuse(&[(&lexical, 1.0), (&semantic, 0.0)], 60.0, 2);
+        assert_eq!(
+            lexical_only.iter().map(|&(id, _)| id).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        let semantic_heavy = fuse(&[(&lexical, 0.1), (&semantic, 1.0)], 60.0, 1);
+        assert_eq!(semantic_heavy[0].0, 3);
+    }
+}

@@ -1,0 +1,878 @@
+//! The embedded vector store: int8 vectors in memory-mapped segment files under
+//! `<index>/vectors/`, searched exactly with a tight integer dot-product loop.
+//!
+//! Crash safety follows tantivy's design: a commit writes new segment files and a file of dead
+//! rows, flushes them, then atomically replaces `manifest.json` (write, fsync, rename, fsync of
+//! the directory). A crash before the rename leaves the previous manifest and its files intact;
+//! unreferenced files are removed by the next commit. Segments are never modified in place.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use serde::{Deserialize, Serialize};
+
+use super::segment::{
+    Segment, SegmentRow, is_store_file, quantize, segment_file_name, write_segment,
+};
+use super::{StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore};
+use crate::embed::EmbedderIdentity;
+
+const MANIFEST: &str = "manifest.json";
+const MANIFEST_FORMAT: u32 = 1;
+/// More segments than this are merged into one at the next commit.
+const MAX_SEGMENTS: usize = 8;
+
+/// The published state's description, the one file that is replaced atomically.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    generation: u64,
+    identity: Option<EmbedderIdentity>,
+    /// Number for the next file written (file names are never reused while referenced).
+    next_file: u64,
+    segments: Vec<String>,
+    /// File listing the dead rows of each segment (absent when none are dead).
+    dead: Option<String>,
+}
+
+/// What searches read: the manifest and its open segments with their live rows.
+#[derive(Default)]
+struct Published {
+    manifest: Manifest,
+    segments: Vec<Arc<Segment>>,
+    live: Vec<Vec<bool>>,
+    count: usize,
+}
+
+/// A staged, quantised record.
+struct StagedRow {
+    content_hash: u64,
+    path: String,
+    language: String,
+    scale: f32,
+    quantized: Vec<i8>,
+}
+
+#[derive(Default)]
+struct Staged {
+    reset: Option<EmbedderIdentity>,
+    upserts: HashMap<i64, StagedRow>,
+    deletes: HashSet<i64>,
+}
+
+/// The embedded vector store of one index.
+pub struct EmbeddedStore {
+    dir: PathBuf,
+    published: RwLock<Arc<Published>>,
+    staged: Mutex<Staged>,
+}
+
+impl EmbeddedStore {
+    /// Opens the store in `dir` (created if missing). A missing manifest is an empty store; a
+    /// damaged one, or a segment it names that is missing or damaged, is an error (the caller
+    /// deletes the directory and rebuilds from the catalog).
+    pub fn open(dir: &Path) -> Result<EmbeddedStore, VectorError> {
+        fs::create_dir_all(dir).map_err(|source| VectorError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let published = load(dir)?;
+        Ok(EmbeddedStore {
+            dir: dir.to_path_buf(),
+            published: RwLock::new(Arc::new(published)),
+            staged: Mutex::new(Staged::default()),
+        })
+    }
+
+    fn published(&self) -> Arc<Published> {
+        // A panic while holding the lock cannot leave `Arc<Published>` half-written.
+        Arc::clone(&self.published.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn staged(&self) -> MutexGuard<'_, Staged> {
+        self.staged.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn dims(&self, staged: &Staged) -> Option<usize> {
+        match &staged.reset {
+            Some(identity) => Some(identity.dimension),
+            None => self
+                .published()
+                .manifest
+                .identity
+                .as_ref()
+                .map(|i| i.dimension),
+        }
+    }
+}
+
+fn read_manifest(dir: &Path) -> Result<Option<Manifest>, VectorError> {
+    let path = dir.join(MANIFEST);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(VectorError::Io { path, source }),
+    };
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| VectorError::Corrupt {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    if manifest.format != MANIFEST_FORMAT {
+        return Err(VectorError::Corrupt {
+            path,
+            message: format!("manifest format {}", manifest.format),
+        });
+    }
+    Ok(Some(manifest))
+}
+
+fn load(dir: &Path) -> Result<Published, VectorError> {
+    let Some(manifest) = read_manifest(dir)? else {
+        return Ok(Published::default());
+    };
+    let mut segments = Vec::with_capacity(manifest.segments.len());
+    for name in &manifest.segments {
+        segments.push(Arc::new(Segment::open(&dir.join(name), name)?));
+    }
+    if let (Some(identity), Some(segment)) = (&manifest.identity, segments.first())
+        && segments.iter().any(|s| s.dims != identity.dimension)
+    {
+        return Err(VectorError::Corrupt {
+            path: dir.join(&segment.name),
+            message: format!(
+                "segment dimension differs from the embedder's {}",
+                identity.dimension
+            ),
+        });
+    }
+    let mut live: Vec<Vec<bool>> = segments.iter().map(|s| vec![true; s.rows]).collect();
+    if let Some(name) = &manifest.dead {
+        read_dead_rows(&dir.join(name), &mut live)?;
+    }
+    let count = live.iter().flatten().filter(|&&alive| alive).count();
+    Ok(Published {
+        manifest,
+        segments,
+        live,
+        count,
+    })
+}
+
+/// Dead-row file: per segment, u32 count then that many u32 row numbers.
+fn read_dead_rows(path: &Path, live: &mut [Vec<bool>]) -> Result<(), VectorError> {
+    let bytes = fs::read(path).map_err(|source| VectorError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let corrupt = || VectorError::Corrupt {
+        path: path.to_path_buf(),
+        message: "dead-row list does not match its segments".into(),
+    };
+    let mut words = bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    if bytes.len() % 4 != 0 {
+        return Err(corrupt());
+    }
+    for rows in live.iter_mut() {
+        let count = words.next().ok_or_else(corrupt)?;
+        for _ in 0..count {
+            let row = words.next().ok_or_else(corrupt)?;
+            *rows.get_mut(row).ok_or_else(corrupt)? = false;
+        }
+    }
+    if words.next().is_some() {
+        return Err(corrupt());
+    }
+    Ok(())
+}
+
+fn write_file_synced(path: &Path, bytes: &[u8]) -> Result<(), VectorError> {
+    let io = |source| VectorError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = fs::File::create(path).map_err(io)?;
+    file.write_all(bytes).map_err(io)?;
+    file.sync_all().map_err(io)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), VectorError> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|source| VectorError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })
+}
+
+/// An entry of the top-k heap, ordered so the heap's top is the worst kept hit.
+struct Ranked {
+    score: f32,
+    id: i64,
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Ranked {}
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Better = higher score, then lower id; the heap keeps the worst on top.
+        other
+            .score
+            .total_cmp(&self.score)
+            .then(self.id.cmp(&other.id))
+    }
+}
+
+/// Integer dot product of a quantised query with a stored row (written to vectorise).
+fn dot_i8(query: &[i8], row: &[u8]) -> i32 {
+    query
+        .iter()
+        .zip(row)
+        .map(|(&q, &r)| i32::from(q) * i32::from(r as i8))
+        .sum()
+}
+
+impl VectorStore for EmbeddedStore {
+    fn backend(&self) -> &'static str {
+        "embedded"
+    }
+
+    fn state(&self) -> StoreState {
+        let published = self.published();
+        StoreState {
+            identity: published.manifest.identity.clone(),
+            generation: published.manifest.generation,
+            count: published.count,
+        }
+    }
+
+    fn entries(&self) -> Result<Vec<(i64, u64)>, VectorError> {
+        let staged = self.staged();
+        let mut entries = Vec::new();
+        if staged.reset.is_none() {
+            let published = self.published();
+            for (segment, live) in published.segments.iter().zip(&published.live) {
+                for row in (0..segment.rows).filter(|&row| live[row]) {
+                    let id = segment.id(row);
+                    if !staged.deletes.contains(&id) && !staged.upserts.contains_key(&id) {
+                        entries.push((id, segment.content_hash(row)));
+                    }
+                }
+            }
+        }
+        entries.extend(
+            staged
+                .upserts
+                .iter()
+                .map(|(&id, row)| (id, row.content_hash)),
+        );
+        Ok(entries)
+    }
+
+    fn vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, VectorError> {
+        let wanted: HashSet<i64> = ids.iter().copied().collect();
+        let mut found = Vec::new();
+        {
+            let staged = self.staged();
+            for (&id, row) in staged.upserts.iter().filter(|(id, _)| wanted.contains(id)) {
+                found.push((
+                    id,
+                    row.quantized
+                        .iter()
+                        .map(|&q| row.scale * f32::from(q))
+                        .collect(),
+                ));
+            }
+        }
+        let published = self.published();
+        let mut have: HashSet<i64> = found.iter().map(|(id, _)| *id).collect();
+        for (segment, live) in published.segments.iter().zip(&published.live) {
+            for row in (0..segment.rows).filter(|&row| live[row]) {
+                let id = segment.id(row);
+                if wanted.contains(&id) && have.insert(id) {
+                    found.push((id, segment.vector(row)));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    fn reset(&self, identity: &EmbedderIdentity) -> Result<(), VectorError> {
+        let mut staged = self.staged();
+        *staged = Staged {
+            reset: Some(identity.clone()),
+            ..Staged::default()
+        };
+        Ok(())
+    }
+
+    fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), VectorError> {
+        let mut staged = self.staged();
+        let dims = self.dims(&staged).ok_or(VectorError::NoIdentity)?;
+        for record in records {
+            if record.vector.len() != dims {
+                return Err(VectorError::Dimension {
+                    expected: dims,
+                    found: record.vector.len(),
+                });
+            }
+            let mut quantized = Vec::with_capacity(dims);
+            let scale = quantize(&record.vector, &mut quantized);
+            staged.deletes.remove(&record.id);
+            staged.upserts.insert(
+                record.id,
+                StagedRow {
+                    content_hash: record.content_hash,
+                    path: record.path,
+                    language: record.language,
+                    scale,
+                    quantized,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn delete(&self, ids: &[i64]) -> Result<(), VectorError> {
+        let mut staged = self.staged();
+        for &id in ids {
+            staged.upserts.remove(&id);
+            staged.deletes.insert(id);
+        }
+        Ok(())
+    }
+
+    fn commit(&self, generation: u64) -> Result<(), VectorError> {
+        let mut staged = self.staged();
+        let current = self.published();
+        let staged_nothing =
+            staged.reset.is_none() && staged.upserts.is_empty() && staged.deletes.is_empty();
+        if staged_nothing && current.manifest.generation == generation {
+            return Ok(());
+        }
+        let mut manifest = current.manifest.clone();
+        manifest.format = MANIFEST_FORMAT;
+        manifest.generation = generation;
+        let (mut segments, mut live) = match &staged.reset {
+            Some(identity) => {
+                manifest.identity = Some(identity.clone());
+                (Vec::new(), Vec::new())
+            }
+            None => (current.segments.clone(), current.live.clone()),
+        };
+        let dims = manifest.identity.as_ref().map(|i| i.dimension);
+        // Rows replaced or deleted die.
+        for (segment, rows) in segments.iter().zip(live.iter_mut()) {
+            for (row, alive) in rows.iter_mut().enumerate() {
+                if *alive {
+                    let id = segment.id(row);
+                    if staged.deletes.contains(&id) || staged.upserts.contains_key(&id) {
+                        *alive = false;
+                    }
+                }
+            }
+        }
+        let mut new_rows: Vec<(i64, &StagedRow)> =
+            staged.upserts.iter().map(|(&id, row)| (id, row)).collect();
+        new_rows.sort_by_key(|&(id, _)| id);
+        let total: usize = live.iter().map(Vec::len).sum::<usize>() + new_rows.len();
+        let dead = live.iter().flatten().filter(|&&alive| !alive).count();
+        let merge = segments.len() + 1 > MAX_SEGMENTS || dead * 4 > total;
+
+        let mut rows: Vec<SegmentRow<'_>> = Vec::new();
+        let mut kept_quantized: Vec<Vec<i8>> = Vec::new();
+        if merge {
+            for (segment, alive) in segments.iter().zip(&live) {
+                for row in (0..segment.rows).filter(|&row| alive[row]) {
+                    kept_quantized.push(segment.quantized(row).iter().map(|&b| b as i8).collect());
+                }
+            }
+            let mut kept = kept_quantized.iter();
+            for (segment, alive) in segments.iter().zip(&live) {
+                for row in (0..segment.rows).filter(|&row| alive[row]) {
+                    let Some(quantized) = kept.next() else { break };
+                    rows.push(SegmentRow {
+                        id: segment.id(row),
+                        content_hash: segment.content_hash(row),
+                        path: &segment.paths[segment.path_index(row) as usize],
+                        language: &segment.languages[segment.language_index(row) as usize],
+                        scale: segment.scale(row),
+                        quantized,
+                    });
+                }
+            }
+        }
+        rows.extend(new_rows.iter().map(|(id, row)| SegmentRow {
+            id: *id,
+            content_hash: row.content_hash,
+            path: &row.path,
+            language: &row.language,
+            scale: row.scale,
+            quantized: &row.quantized,
+        }));
+        let mut new_segment = None;
+        if !rows.is_empty() {
+            let dims = dims.ok_or(VectorError::NoIdentity)?;
+            let name = segment_file_name(manifest.next_file);
+            manifest.next_file += 1;
+            write_segment(&self.dir.join(&name), dims, &rows)?;
+            new_segment = Some(name);
+        }
+        drop(rows);
+        drop(kept_quantized);
+        if merge {
+            segments.clear();
+            live.clear();
+        }
+        if let Some(name) = &new_segment {
+            let segment = Segment::open(&self.dir.join(name), name)?;
+            live.push(vec![true; segment.rows]);
+            segments.push(Arc::new(segment));
+        }
+        manifest.segments = segments.iter().map(|s| s.name.clone()).collect();
+        manifest.dead = None;
+        if live.iter().flatten().any(|&alive| !alive) {
+            let mut bytes = Vec::new();
+            for rows in &live {
+                let dead: Vec<u32> = (0..rows.len())
+                    .filter(|&r| !rows[r])
+                    .map(|r| r as u32)
+                    .collect();
+                bytes.extend_from_slice(&(dead.len() as u32).to_le_bytes());
+                for row in dead {
+                    bytes.extend_from_slice(&row.to_le_bytes());
+                }
+            }
+            let name = format!("dead-{:08}.bin", manifest.next_file);
+            manifest.next_file += 1;
+            write_file_synced(&self.dir.join(&name), &bytes)?;
+            manifest.dead = Some(name);
+        }
+        let text = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| VectorError::Backend(format!("cannot serialise the manifest: {e}")))?;
+        let temporary = self.dir.join("manifest.json.tmp");
+        write_file_synced(&temporary, &text)?;
+        fs::rename(&temporary, self.dir.join(MANIFEST)).map_err(|source| VectorError::Io {
+            path: self.dir.join(MANIFEST),
+            source,
+        })?;
+        sync_dir(&self.dir)?;
+        *staged = Staged::default();
+        let count = live.iter().flatten().filter(|&&alive| alive).count();
+        let referenced: HashSet<&str> = manifest
+            .segments
+            .iter()
+            .map(String::as_str)
+            .chain(manifest.dead.as_deref())
+            .collect();
+        remove_unreferenced(&self.dir, &referenced);
+        *self.published.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Published {
+            manifest,
+            segments,
+            live,
+            count,
+        });
+        Ok(())
+    }
+
+    fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> Result<Vec<VectorHit>, VectorError> {
+        let published = self.published();
+        let Some(identity) = &published.manifest.identity else {
+            return Ok(Vec::new());
+        };
+        if query.len() != identity.dimension {
+            return Err(VectorError::Dimension {
+                expected: identity.dimension,
+                found: query.len(),
+            });
+        }
+        let matcher = match &filter.path_glob {
+            Some(glob) => {
+                Some(
+                    crate::search::path_matcher(glob).map_err(|e| VectorError::Glob {
+                        glob: glob.clone(),
+                        message: e.to_string(),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let mut quantized = Vec::with_capacity(query.len());
+        let query_scale = quantize(query, &mut quantized);
+        if k == 0 || query_scale == 0.0 {
+            return Ok(Vec::new());
+        }
+        let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
+        for (segment, live) in published.segments.iter().zip(&published.live) {
+            let language = match &filter.language {
+                Some(name) => match segment.languages.iter().position(|l| l == name) {
+                    Some(index) => Some(index as u8),
+                    None => continue,
+                },
+                None => None,
+            };
+            let allowed_paths: Option<Vec<bool>> = matcher
+                .as_ref()
+                .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());
+            for (row, &alive) in live.iter().enumerate() {
+                if !alive
+                    || language.is_some_and(|l| segment.language_index(row) != l)
+                    || allowed_paths
+                        .as_ref()
+                        .is_some_and(|allowed| !allowed[segment.path_index(row) as usize])
+                {
+                    continue;
+                }
+                let score = dot_i8(&quantized, segment.quantized(row)) as f32
+                    * segment.scale(row)
+                    * query_scale;
+                if heap.len() < k {
+                    heap.push(Ranked {
+                        score,
+                        id: segment.id(row),
+                    });
+                } else if heap.peek().is_some_and(|worst| score > worst.score) {
+                    heap.pop();
+                    heap.push(Ranked {
+                        score,
+                        id: segment.id(row),
+                    });
+                }
+            }
+        }
+        let mut hits: Vec<VectorHit> = heap
+            .into_iter()
+            .map(|r| VectorHit {
+                id: r.id,
+                score: r.score,
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        Ok(hits)
+    }
+
+    fn reload(&self) -> Result<(), VectorError> {
+        let on_disk = read_manifest(&self.dir)?.unwrap_or_default();
+        if on_disk == self.published().manifest {
+            return Ok(());
+        }
+        let published = load(&self.dir)?;
+        *self.published.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(published);
+        Ok(())
+    }
+}
+
+/// Removes data files the manifest no longer names (left by earlier commits or a crash).
+fn remove_unreferenced(dir: &Path, referenced: &HashSet<&str>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_store_file(name) && !referenced.contains(name) {
+            // Best effort: a file that cannot be removed now is removed by a later commit.
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(dimension: usize) -> EmbedderIdentity {
+        EmbedderIdentity {
+            backend: "test".into(),
+            model: "axes".into(),
+            dimension,
+        }
+    }
+
+    /// A unit vector along axis `axis`, slightly tilted towards axis `(axis + 1) % 4`.
+    fn axis(axis: usize, tilt: f32) -> Vec<f32> {
+        let mut v = vec![0.0; 4];
+        v[axis] = 1.0;
+        v[(axis + 1) % 4] = tilt;
+        crate::embed::normalize(&mut v);
+        v
+    }
+
+    fn record(id: i64, path: &str, language: &str, vector: Vec<f32>) -> VectorRecord {
+        VectorRecord {
+            id,
+            content_hash: id as u64 * 7,
+            path: path.into(),
+            language: language.into(),
+            vector,
+        }
+    }
+
+    fn ids(hits: &[VectorHit]) -> Vec<i64> {
+        hits.iter().map(|h| h.id).collect()
+    }
+
+    #[test]
+    fn upserts_are_searchable_after_commit_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(store.state(), StoreState::default());
+        assert!(matches!(
+            store.upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))]),
+            Err(VectorError::NoIdentity)
+        ));
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(vec![
+                record(1, "src/a.rs", "rust", axis(0, 0.0)),
+                record(2, "src/b.py", "python", axis(0, 0.3)),
+                record(3, "lib/c.rs", "rust", axis(1, 0.0)),
+            ])
+            .unwrap();
+        assert!(
+            store
+                .search(&axis(0, 0.0), 2, &VectorFilter::default())
+                .unwrap()
+                .is_empty(),
+            "staged records are invisible until commit"
+        );
+        store.commit(5).unwrap();
+        let hits = store
+            .search(&axis(0, 0.0), 2, &VectorFilter::default())
+            .unwrap();
+        assert_eq!(ids(&hits), [1, 2]);
+        assert!((hits[0].score - 1.0).abs() < 0.02, "{}", hits[0].score);
+
+        let reopened = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(reopened.state().generation, 5);
+        assert_eq!(reopened.state().count, 3);
+        assert_eq!(reopened.state().identity, Some(identity(4)));
+        assert_eq!(
+            ids(&reopened
+                .search(&axis(1, 0.0), 1, &VectorFilter::default())
+                .unwrap()),
+            [3]
+        );
+    }
+
+    #[test]
+    fn filters_by_language_and_path_glob() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(vec![
+                record(1, "src/a.rs", "rust", axis(0, 0.0)),
+                record(2, "src/b.py", "python", axis(0, 0.1)),
+                record(3, "lib/c.rs", "rust", axis(0, 0.2)),
+            ])
+            .unwrap();
+        store.commit(1).unwrap();
+        let python = VectorFilter {
+            language: Some("python".into()),
+            path_glob: None,
+        };
+        assert_eq!(ids(&store.search(&axis(0, 0.0), 10, &python).unwrap()), [2]);
+        let lib = VectorFilter {
+            language: None,
+            path_glob: Some("lib/**".into()),
+        };
+        assert_eq!(ids(&store.search(&axis(0, 0.0), 10, &lib).unwrap()), [3]);
+        let rust_files = VectorFilter {
+            language: None,
+            path_glob: Some("*.rs".into()),
+        };
+        assert_eq!(
+            ids(&store.search(&axis(0, 0.0), 10, &rust_files).unwrap()),
+            [1, 3]
+        );
+        let go = VectorFilter {
+            language: Some("go".into()),
+            path_glob: None,
+        };
+        assert!(store.search(&axis(0, 0.0), 10, &go).unwrap().is_empty());
+        let bad = VectorFilter {
+            language: None,
+            path_glob: Some("a[".into()),
+        };
+        assert!(matches!(
+            store.search(&axis(0, 0.0), 10, &bad),
+            Err(VectorError::Glob { .. })
+        ));
+    }
+
+    #[test]
+    fn deletes_and_replacements_survive_many_commits_and_merges() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        for generation in 1..=20i64 {
+            // Each commit adds two records and deletes one of the previous commit's.
+            store
+                .upsert(vec![
+                    record(generation * 10, "a.rs", "rust", axis(2, 0.0)),
+                    record(generation * 10 + 1, "b.rs", "rust", axis(3, 0.0)),
+                ])
+                .unwrap();
+            store.delete(&[(generation - 1) * 10 + 1]).unwrap();
+            store.commit(generation as u64).unwrap();
+        }
+        // Replace record 10's vector.
+        store
+            .upsert(vec![record(10, "a.rs", "rust", axis(1, 0.0))])
+            .unwrap();
+        store.commit(21).unwrap();
+        let reopened = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(
+            reopened.state().count,
+            21,
+            "20 of axis 2 (one moved) + the last axis 3"
+        );
+        assert_eq!(
+            ids(&reopened
+                .search(&axis(3, 0.0), 5, &VectorFilter::default())
+                .unwrap())[0],
+            201
+        );
+        assert_eq!(
+            ids(&reopened
+                .search(&axis(1, 0.0), 1, &VectorFilter::default())
+                .unwrap()),
+            [10]
+        );
+        let mut entries = reopened.entries().unwrap();
+        entries.sort();
+        assert_eq!(entries.len(), 21);
+        assert_eq!(entries[0], (10, 70));
+        let segments = fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("seg-")
+            })
+            .count();
+        assert!(segments <= MAX_SEGMENTS, "{segments} segment files remain");
+        let vectors = reopened.vectors(&[10, 999]).unwrap();
+        assert_eq!(vectors.len(), 1);
+        assert!((vectors[0].1[1] - 1.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn an_interrupted_commit_leaves_the_previous_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        store.commit(1).unwrap();
+        // A crash after writing a segment and a temporary manifest but before the rename.
+        fs::write(dir.path().join("seg-00000099.vec"), b"half a segment").unwrap();
+        fs::write(dir.path().join("manifest.json.tmp"), b"{\"format\":").unwrap();
+        let reopened = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(reopened.state().generation, 1);
+        assert_eq!(reopened.state().count, 1);
+        reopened
+            .upsert(vec![record(2, "b.rs", "rust", axis(1, 0.0))])
+            .unwrap();
+        reopened.commit(2).unwrap();
+        assert!(
+            !dir.path().join("seg-00000099.vec").exists(),
+            "leftovers are cleaned up"
+        );
+        assert_eq!(EmbeddedStore::open(dir.path()).unwrap().state().count, 2);
+    }
+
+    #[test]
+    fn damaged_files_are_reported_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        store.commit(1).unwrap();
+        let manifest: Manifest =
+            serde_json::from_str(&fs::read_to_string(dir.path().join(MANIFEST)).unwrap()).unwrap();
+        let segment = dir.path().join(&manifest.segments[0]);
+        let mut bytes = fs::read(&segment).unwrap();
+        bytes.truncate(bytes.len() - 1);
+        fs::write(&segment, &bytes).unwrap();
+        assert!(matches!(
+            EmbeddedStore::open(dir.path()),
+            Err(VectorError::Corrupt { .. })
+        ));
+        fs::write(dir.path().join(MANIFEST), b"not json").unwrap();
+        assert!(matches!(
+            EmbeddedStore::open(dir.path()),
+            Err(VectorError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn a_reset_replaces_everything_and_dimensions_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        store.commit(1).unwrap();
+        store.reset(&identity(2)).unwrap();
+        assert!(matches!(
+            store.upsert(vec![record(2, "a.rs", "rust", axis(0, 0.0))]),
+            Err(VectorError::Dimension {
+                expected: 2,
+                found: 4
+            })
+        ));
+        store
+            .upsert(vec![record(2, "a.rs", "rust", vec![0.0, 1.0])])
+            .unwrap();
+        store.commit(2).unwrap();
+        assert_eq!(store.state().count, 1);
+        assert_eq!(store.state().identity, Some(identity(2)));
+        assert!(
+            store
+                .search(&axis(0, 0.0), 1, &VectorFilter::default())
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn other_handles_see_commits_after_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = EmbeddedStore::open(dir.path()).unwrap();
+        let reader = EmbeddedStore::open(dir.path()).unwrap();
+        writer.reset(&identity(4)).unwrap();
+        writer
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        writer.commit(1).unwrap();
+        assert_eq!(reader.state().count, 0);
+        reader.reload().unwrap();
+        assert_eq!(reader.state().count, 1);
+    }
+}

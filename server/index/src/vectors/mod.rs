@@ -1,0 +1,125 @@
+//! Vector stores: where chunk embeddings live and how the nearest ones are found.
+//!
+//! One trait, [`VectorStore`], with the embedded backend [`EmbeddedStore`] (int8 vectors in
+//! memory-mapped segment files inside the index directory, exact search). A server backend
+//! (Qdrant) implements the same trait. [`sync`] keeps a store in step with the catalog: it is
+//! derived data, like the lexical index, and each publication records the catalog generation
+//! it mirrors.
+//!
+//! Writes are staged (`reset`, `upsert`, `delete`) and become visible to searches at `commit`.
+
+mod embedded;
+mod segment;
+pub mod sync;
+
+pub use embedded::EmbeddedStore;
+
+use std::path::PathBuf;
+
+use crate::embed::EmbedderIdentity;
+
+/// One chunk's vector with what filters need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorRecord {
+    /// The catalog's chunk id.
+    pub id: i64,
+    /// Hash of the text that was embedded: an unchanged text reuses its vector.
+    pub content_hash: u64,
+    /// Workspace-relative path of the chunk's file.
+    pub path: String,
+    /// Language name (`rust`, `python`, ...).
+    pub language: String,
+    pub vector: Vec<f32>,
+}
+
+/// Which records a search may return.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VectorFilter {
+    /// Language name; `None` allows all.
+    pub language: Option<String>,
+    /// A path glob as `lode search --path` takes it; `None` allows all.
+    pub path_glob: Option<String>,
+}
+
+/// A search result: chunk id and similarity (higher is closer; cosine for unit vectors).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct VectorHit {
+    pub id: i64,
+    pub score: f32,
+}
+
+/// What a store holds, as last published.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreState {
+    /// The embedder the vectors came from (`None` for a store never written).
+    pub identity: Option<EmbedderIdentity>,
+    /// The catalog generation the published vectors mirror (0 for none).
+    pub generation: u64,
+    /// Live vectors.
+    pub count: usize,
+}
+
+/// Everything that can go wrong in a vector store.
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    #[error("cannot read or write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the vector store is damaged ({path}): {message}")]
+    Corrupt { path: PathBuf, message: String },
+    #[error("vector of dimension {found} given to a store of dimension {expected}")]
+    Dimension { expected: usize, found: usize },
+    #[error("no embedder identity: reset the store before the first upsert")]
+    NoIdentity,
+    #[error("invalid glob {glob:?}: {message}")]
+    Glob { glob: String, message: String },
+    #[error("vector backend: {0}")]
+    Backend(String),
+}
+
+/// A place to keep chunk vectors and search them. Implementations are thread-safe; writes
+/// are staged until [`VectorStore::commit`], searches see the last commit.
+pub trait VectorStore: Send + Sync {
+    /// A short name for messages (`embedded`, `qdrant`).
+    fn backend(&self) -> &'static str;
+
+    /// Identity, generation and size of what is published.
+    fn state(&self) -> StoreState;
+
+    /// `(chunk id, content hash)` of every live record, staged changes included.
+    fn entries(&self) -> Result<Vec<(i64, u64)>, VectorError>;
+
+    /// The stored vectors of these ids (those that exist), to reuse for unchanged texts.
+    fn vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, VectorError>;
+
+    /// Stages dropping every record and starting over with another embedder.
+    fn reset(&self, identity: &EmbedderIdentity) -> Result<(), VectorError>;
+
+    /// Stages adding or replacing records (by id).
+    fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), VectorError>;
+
+    /// Stages removing records by id (unknown ids are ignored).
+    fn delete(&self, ids: &[i64]) -> Result<(), VectorError>;
+
+    /// Publishes the staged changes as mirroring catalog `generation`.
+    fn commit(&self, generation: u64) -> Result<(), VectorError>;
+
+    /// The `k` records closest to `query` that pass `filter`, best first.
+    fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> Result<Vec<VectorHit>, VectorError>;
+
+    /// Picks up commits made by other handles or processes.
+    fn reload(&self) -> Result<(), VectorError>;
+}
+
+impl std::fmt::Debug for dyn VectorStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VectorStore({})", self.backend())
+    }
+}

@@ -1,0 +1,321 @@
+//! Semantic and hybrid search end to end on real files: the built-in static embedder, the
+//! embedded vector store on disk, incremental re-embedding, embedder changes and repairs.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lode_index::embed::{EmbedError, Embedder, EmbedderIdentity, StaticEmbedder, default_embedder};
+use lode_index::{
+    IndexError, Language, RefreshPhase, SearchMode, SearchRequest, Workspace, WorkspaceOptions,
+};
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn open_with(root: &Path, embedder: Option<Arc<dyn Embedder>>) -> Workspace {
+    let mut options = WorkspaceOptions::new(root);
+    options.embedder = embedder;
+    Workspace::open(options).unwrap()
+}
+
+fn open_static(root: &Path) -> Workspace {
+    open_with(root, Some(default_embedder().unwrap()))
+}
+
+const NETWORK_RS: &str = r#"
+use std::net::TcpStream;
+use std::io::Write;
+
+/// Opens a connection to the server and sends a greeting.
+pub fn connect_to_server(address: &str) -> std::io::Result<TcpStream> {
+    let mut socket = TcpStream::connect(address)?;
+    socket.write_all(b"hello")?;
+    Ok(socket)
+}
+"#;
+
+const SORTING_RS: &str = r#"
+/// Orders the items by their key, smallest first.
+pub fn sort_items_by_key(items: &mut Vec<(u32, String)>) {
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+}
+"#;
+
+const COLORS_PY: &str = r#"
+def blend_colors(red, green, blue):
+    """Mix three colour channels into one pixel value."""
+    return (red << 16) | (green << 8) | blue
+"#;
+
+fn sample() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "src/network.rs", NETWORK_RS);
+    write(dir.path(), "src/sorting.rs", SORTING_RS);
+    write(dir.path(), "py/colors.py", COLORS_PY);
+    dir
+}
+
+fn top_path(hits: &[lode_index::SearchHit]) -> &str {
+    hits.first().map(|h| h.path.as_str()).unwrap_or("<none>")
+}
+
+#[test]
+fn refresh_embeds_every_chunk_and_semantic_search_finds_by_meaning() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    let phases = std::sync::Mutex::new(Vec::new());
+    let stats = workspace
+        .refresh(&|p| phases.lock().unwrap().push(p.phase))
+        .unwrap();
+    assert_eq!(stats.vectors.embedded as u64, stats.total_chunks);
+    assert!(phases.lock().unwrap().contains(&RefreshPhase::Embed));
+    assert!(workspace.has_vectors());
+    let store = workspace.vector_store().unwrap();
+    assert_eq!(store.state().count as u64, stats.total_chunks);
+
+    // No word of the query appears in the code.
+    let request = SearchRequest::new("open a tcp link to a remote host");
+    let hits = workspace
+        .search_with_mode(&request, SearchMode::Semantic)
+        .unwrap();
+    assert_eq!(top_path(&hits), "src/network.rs");
+    let request = SearchRequest::new("mix pixel colour");
+    let hits = workspace
+        .search_with_mode(&request, SearchMode::Semantic)
+        .unwrap();
+    assert_eq!(top_path(&hits), "py/colors.py");
+
+    // Filters apply to vector hits.
+    let mut only_python = SearchRequest::new("open a tcp link to a remote host");
+    only_python.language = Some(Language::Python);
+    let hits = workspace
+        .search_with_mode(&only_python, SearchMode::Semantic)
+        .unwrap();
+    assert!(hits.iter().all(|h| h.language == "python"), "{hits:?}");
+    let mut only_src = SearchRequest::new("mix pixel colour");
+    only_src.path_glob = Some("src/**".into());
+    let hits = workspace
+        .search_with_mode(&only_src, SearchMode::Hybrid)
+        .unwrap();
+    assert!(!hits.is_empty() && hits.iter().all(|h| h.path.starts_with("src/")));
+}
+
+#[test]
+fn hybrid_search_combines_words_meaning_and_symbol_names() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    workspace.refresh(&|_| {}).unwrap();
+    let by_name = workspace
+        .search_with_mode(&SearchRequest::new("sort_items_by_key"), SearchMode::Hybrid)
+        .unwrap();
+    assert_eq!(top_path(&by_name), "src/sorting.rs");
+    assert_eq!(by_name[0].symbol.as_deref(), Some("sort_items_by_key"));
+    let by_meaning = workspace
+        .search_hybrid(&SearchRequest::new("open a tcp link to a remote host"))
+        .unwrap();
+    assert_eq!(top_path(&by_meaning), "src/network.rs");
+    let lexical = workspace
+        .search_with_mode(&SearchRequest::new("greeting"), SearchMode::Lexical)
+        .unwrap();
+    assert_eq!(
+        lexical,
+        workspace.search(&SearchRequest::new("greeting")).unwrap()
+    );
+}
+
+#[test]
+fn only_changed_chunks_are_embedded_again() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    let first = workspace.refresh(&|_| {}).unwrap();
+    assert!(first.vectors.embedded >= 3);
+
+    let unchanged = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(unchanged.vectors.embedded, 0);
+
+    write(
+        dir.path(),
+        "src/sorting.rs",
+        &SORTING_RS.replace("smallest first", "largest last"),
+    );
+    let edited = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(edited.vectors.embedded, 1, "{:?}", edited.vectors);
+    assert_eq!(edited.vectors.deleted, 1);
+
+    // An editor buffer identical to the file: the chunks get new ids, the vectors are reused.
+    let again = workspace.vector_store().unwrap().state().count;
+    workspace
+        .update_file(&dir.path().join("src/network.rs"), NETWORK_RS)
+        .unwrap();
+    let store = workspace.vector_store().unwrap();
+    assert_eq!(store.state().count, again);
+    assert_eq!(store.state().count as u64, edited.total_chunks);
+
+    fs::remove_file(dir.path().join("py/colors.py")).unwrap();
+    let removed = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(removed.vectors.deleted, 1);
+    assert_eq!(store.state().count as u64, removed.total_chunks);
+    let hits = workspace
+        .search_with_mode(
+            &SearchRequest::new("mix pixel colour"),
+            SearchMode::Semantic,
+        )
+        .unwrap();
+    assert!(hits.iter().all(|h| h.path != "py/colors.py"));
+}
+
+#[test]
+fn unchanged_text_reuses_its_vector() {
+    let dir = sample();
+    let counting = Arc::new(Counting::new("a"));
+    let workspace = open_with(dir.path(), Some(counting.clone()));
+    workspace.refresh(&|_| {}).unwrap();
+    let before = counting.calls.load(Ordering::SeqCst);
+    // Re-indexing the same text gives the chunks new ids but the same embedding text.
+    let updated = workspace
+        .update_file(&dir.path().join("src/network.rs"), NETWORK_RS)
+        .unwrap();
+    assert!(updated);
+    assert_eq!(
+        counting.calls.load(Ordering::SeqCst),
+        before,
+        "no text embedded again"
+    );
+    let hits = workspace
+        .search_with_mode(
+            &SearchRequest::new("connect_to_server"),
+            SearchMode::Semantic,
+        )
+        .unwrap();
+    assert_eq!(top_path(&hits), "src/network.rs");
+}
+
+#[test]
+fn a_new_embedder_re_embeds_everything() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    let first = workspace.refresh(&|_| {}).unwrap();
+    drop(workspace);
+
+    let other = Arc::new(Counting::new("b"));
+    let workspace = open_with(dir.path(), Some(other.clone()));
+    assert!(
+        !workspace.has_vectors(),
+        "vectors of another embedder do not count"
+    );
+    assert!(matches!(
+        workspace.search_with_mode(&SearchRequest::new("tcp"), SearchMode::Semantic),
+        Err(IndexError::NoVectors(_))
+    ));
+    let stats = workspace.refresh(&|_| {}).unwrap();
+    assert!(stats.vectors.reset);
+    assert_eq!(stats.vectors.embedded as u64, first.total_chunks);
+    assert_eq!(
+        workspace.vector_store().unwrap().state().identity.as_ref(),
+        Some(other.identity())
+    );
+    assert!(workspace.has_vectors());
+}
+
+#[test]
+fn vectors_behind_the_catalog_are_brought_up_to_date_on_open() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    workspace.refresh(&|_| {}).unwrap();
+    drop(workspace);
+    // A process without an embedder changes the catalog: the vectors fall one generation behind,
+    // as after a crash between the catalog commit and the vector commit.
+    let plain = open_with(dir.path(), None);
+    write(
+        dir.path(),
+        "src/extra.rs",
+        "/// Compresses a buffer with deflate.\npub fn squeeze(data: &[u8]) -> Vec<u8> { data.to_vec() }\n",
+    );
+    plain.refresh(&|_| {}).unwrap();
+    drop(plain);
+
+    let workspace = open_static(dir.path());
+    assert!(
+        workspace
+            .repairs()
+            .iter()
+            .any(|r| r.contains("vectors were at generation")),
+        "{:?}",
+        workspace.repairs()
+    );
+    let hits = workspace
+        .search_with_mode(&SearchRequest::new("squeeze"), SearchMode::Semantic)
+        .unwrap();
+    assert_eq!(top_path(&hits), "src/extra.rs");
+}
+
+#[test]
+fn a_damaged_vector_store_is_rebuilt() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    let first = workspace.refresh(&|_| {}).unwrap();
+    let vectors_dir = workspace.index_dir().join("vectors");
+    drop(workspace);
+    fs::write(vectors_dir.join("manifest.json"), b"{ not json").unwrap();
+    let workspace = open_static(dir.path());
+    assert!(
+        workspace
+            .repairs()
+            .iter()
+            .any(|r| r.contains("vector store unreadable"))
+    );
+    let stats = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(stats.vectors.embedded as u64, first.total_chunks);
+    assert!(workspace.has_vectors());
+}
+
+#[test]
+fn without_an_embedder_nothing_is_embedded() {
+    let dir = sample();
+    let workspace = open_with(dir.path(), None);
+    let stats = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(stats.vectors.embedded, 0);
+    assert!(!workspace.has_vectors());
+    assert!(!workspace.index_dir().join("vectors").exists());
+    assert!(matches!(
+        workspace.search_hybrid(&SearchRequest::new("tcp")),
+        Err(IndexError::NoVectors(_))
+    ));
+}
+
+/// The static embedder under another identity, counting the texts it embeds.
+struct Counting {
+    identity: EmbedderIdentity,
+    calls: AtomicUsize,
+    inner: StaticEmbedder,
+}
+
+impl Counting {
+    fn new(name: &str) -> Counting {
+        Counting {
+            identity: EmbedderIdentity {
+                backend: "test".into(),
+                model: name.into(),
+                dimension: 256,
+            },
+            calls: AtomicUsize::new(0),
+            inner: StaticEmbedder::builtin().unwrap(),
+        }
+    }
+}
+
+impl Embedder for Counting {
+    fn identity(&self) -> &EmbedderIdentity {
+        &self.identity
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.calls.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed_batch(texts)
+    }
+}
