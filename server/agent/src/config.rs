@@ -1,0 +1,702 @@
+//! lode's configuration: the TOML files, where they are found, how they layer, and what a
+//! misconfiguration is told.
+//!
+//! # Files and precedence
+//! Up to four files are read, highest precedence first ([`ConfigOrigin`]):
+//! 1. the global `--config PATH` flag (must exist when given),
+//! 2. `$LODE_CONFIG` (must exist when set),
+//! 3. `<root>/.lode/config.toml`,
+//! 4. `<user config dir>/lode/config.toml` (`$XDG_CONFIG_HOME` or `~/.config` on Linux).
+//!
+//! # Layering
+//! An earlier file wins; a later file fills what earlier ones leave unset. Tables merge key by
+//! key, recursively. Lists are not concatenated: a list set in an earlier file replaces the later
+//! one, **except `[[llm.providers]]`, which merge by `name`**: a provider defined in an earlier
+//! file replaces the same-named provider of a later file as a whole entry (its fields are not
+//! mixed), and providers only defined in later files are kept, after the earlier ones. Defaults
+//! apply to whatever no file sets.
+//!
+//! # Sections
+//! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `crate::llm::ProviderConfig`),
+//! `[agent]` (see [`AgentConfig`], with `[agent.context]` = `crate::context::ContextShares`) and
+//! `[permissions]` (`crate::permission::PermissionConfig`). Other top-level sections are kept
+//! verbatim in [`Config::other`] for the parts that read them (and named in
+//! [`LoadedConfig::warnings`] when lode does not know them), so a config written for a newer lode
+//! still loads. Inside known sections, an unknown key is an error naming the file, line and key.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compaction::{DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TOOL_OUTPUTS};
+use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES};
+use crate::llm::ProviderConfig;
+use crate::permission::{Mode, PermissionConfig};
+
+/// The environment variable naming a config file.
+pub const CONFIG_ENV: &str = "LODE_CONFIG";
+/// The workspace's config file, relative to the root.
+pub const WORKSPACE_CONFIG: &str = ".lode/config.toml";
+/// Top-level sections lode itself reads.
+pub const KNOWN_SECTIONS: &[&str] = &["llm", "agent", "permissions"];
+/// Sections other parts of lode read or will read; kept in [`Config::other`] without a warning.
+pub const RESERVED_SECTIONS: &[&str] = &[
+    "embeddings",
+    "index",
+    "mcp",
+    "memory",
+    "skills",
+    "lsp",
+    "acp",
+];
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub llm: LlmConfig,
+    pub agent: AgentConfig,
+    pub permissions: PermissionConfig,
+    /// Top-level sections outside [`KNOWN_SECTIONS`], merged like the rest, verbatim.
+    #[serde(skip)]
+    pub other: toml::Table,
+}
+
+/// `[llm]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    /// The provider used when none is chosen; the first provider when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    pub providers: Vec<ProviderConfig>,
+}
+
+/// `[agent]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Model requests per turn before the turn stops with `max_turn_requests` (default 25).
+    pub max_tool_iterations: u32,
+    /// The mode new sessions start in (default `code`).
+    pub default_mode: Mode,
+    /// Each instruction file (`AGENTS.md`, …) is cut to this many bytes (default 16384).
+    pub instruction_file_max_bytes: usize,
+    /// Compaction starts when history reaches this fraction of its budget (default 0.8).
+    pub compaction_threshold: f64,
+    /// Tool outputs newer than this many are never pruned (default 3).
+    pub keep_recent_tool_outputs: usize,
+    /// `[agent.context]`: how the context budget is shared.
+    pub context: ContextShares,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_tool_iterations: 25,
+            default_mode: Mode::Code,
+            instruction_file_max_bytes: DEFAULT_INSTRUCTION_FILE_MAX_BYTES,
+            compaction_threshold: DEFAULT_COMPACTION_THRESHOLD,
+            keep_recent_tool_outputs: DEFAULT_KEEP_RECENT_TOOL_OUTPUTS,
+            context: ContextShares::default(),
+        }
+    }
+}
+
+/// Where a config file comes from, in precedence order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigOrigin {
+    /// `--config PATH`.
+    Flag,
+    /// `$LODE_CONFIG`.
+    Env,
+    /// `<root>/.lode/config.toml`.
+    Workspace,
+    /// `<user config dir>/lode/config.toml`.
+    User,
+}
+
+impl ConfigOrigin {
+    pub fn describe(self) -> &'static str {
+        match self {
+            ConfigOrigin::Flag => "--config",
+            ConfigOrigin::Env => "$LODE_CONFIG",
+            ConfigOrigin::Workspace => "workspace",
+            ConfigOrigin::User => "user",
+        }
+    }
+
+    /// Whether the file must exist when its location is given.
+    fn required(self) -> bool {
+        matches!(self, ConfigOrigin::Flag | ConfigOrigin::Env)
+    }
+}
+
+/// One place a config file was looked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigCandidate {
+    pub origin: ConfigOrigin,
+    /// `None` when the place is not defined (no flag, variable unset, no user config dir).
+    pub path: Option<PathBuf>,
+    /// Whether the file was read.
+    pub found: bool,
+}
+
+/// Where to look, in precedence order. [`ConfigSources::discover`] fills it from the flag, the
+/// environment and the platform; tests build it directly.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigSources {
+    pub flag: Option<PathBuf>,
+    pub env: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub user: Option<PathBuf>,
+}
+
+impl ConfigSources {
+    /// The standard places for a workspace at `root`.
+    pub fn discover(explicit: Option<&Path>, root: &Path) -> ConfigSources {
+        ConfigSources {
+            flag: explicit.map(Path::to_path_buf),
+            env: std::env::var_os(CONFIG_ENV)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from),
+            workspace: Some(root.join(WORKSPACE_CONFIG)),
+            user: dirs::config_dir().map(|dir| dir.join("lode").join("config.toml")),
+        }
+    }
+
+    fn in_order(&self) -> [(ConfigOrigin, Option<&PathBuf>); 4] {
+        [
+            (ConfigOrigin::Flag, self.flag.as_ref()),
+            (ConfigOrigin::Env, self.env.as_ref()),
+            (ConfigOrigin::Workspace, self.workspace.as_ref()),
+            (ConfigOrigin::User, self.user.as_ref()),
+        ]
+    }
+}
+
+/// A loaded configuration and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfig {
+    pub config: Config,
+    /// The files read, highest precedence first.
+    pub files: Vec<PathBuf>,
+    /// Every place looked at, in precedence order.
+    pub searched: Vec<ConfigCandidate>,
+    /// Things worth telling the user that do not stop loading (unknown sections).
+    pub warnings: Vec<String>,
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {path} ({origin}): {message}", origin = origin.describe())]
+    Read {
+        path: PathBuf,
+        origin: ConfigOrigin,
+        message: String,
+    },
+    #[error("{}", parse_message(.path, *.line, *.column, .key.as_deref(), .message))]
+    Parse {
+        path: PathBuf,
+        /// 1-based.
+        line: usize,
+        /// 1-based, in characters.
+        column: usize,
+        /// The dotted key the error is about, when it can be told (`agent.max_tool_iterations`).
+        key: Option<String>,
+        message: String,
+    },
+    #[error("{}: {key}: {message}", path.as_ref().map_or_else(|| "config".to_owned(), |path| path.display().to_string()))]
+    Invalid {
+        /// The file that set the key, when known.
+        path: Option<PathBuf>,
+        key: String,
+        message: String,
+    },
+    #[error("{}", no_provider_message(.searched))]
+    NoProvider { searched: Vec<ConfigCandidate> },
+    #[error(
+        "no provider named \"{name}\" is configured (configured: {}); add a [[llm.providers]] entry with name = \"{name}\" or pick one of those",
+        if available.is_empty() { "none".to_owned() } else { available.join(", ") }
+    )]
+    UnknownProvider {
+        name: String,
+        available: Vec<String>,
+    },
+}
+
+fn parse_message(
+    path: &Path,
+    line: usize,
+    column: usize,
+    key: Option<&str>,
+    message: &str,
+) -> String {
+    let key = key.map(|key| format!(" (key `{key}`)")).unwrap_or_default();
+    format!(
+        "{}:{line}:{column}: {}{key}",
+        path.display(),
+        message.trim()
+    )
+}
+
+/// An example provider entry for error messages and docs.
+pub const EXAMPLE_PROVIDER: &str = "[[llm.providers]]
+name = \"openai\"
+kind = \"openai\"            # or \"anthropic\"; any OpenAI-compatible server works with base_url
+model = \"gpt-4.1\"
+api_key_env = \"OPENAI_API_KEY\" # the variable holding the key (never the key itself)";
+
+fn no_provider_message(searched: &[ConfigCandidate]) -> String {
+    let mut out = String::from(
+        "no LLM provider is configured. lode looked for config files here (first wins):\n",
+    );
+    for candidate in searched {
+        let place = match (&candidate.path, candidate.origin) {
+            (Some(path), _) => path.display().to_string(),
+            (None, ConfigOrigin::Flag) => "--config PATH (not given)".to_owned(),
+            (None, ConfigOrigin::Env) => format!("${CONFIG_ENV} (not set)"),
+            (None, _) => "(no such directory on this system)".to_owned(),
+        };
+        let state = match (&candidate.path, candidate.found) {
+            (Some(_), true) => " (read, no providers)",
+            (Some(_), false) => " (not found)",
+            (None, _) => "",
+        };
+        out.push_str(&format!(
+            "  {:<12} {place}{state}\n",
+            candidate.origin.describe()
+        ));
+    }
+    out.push_str(&format!(
+        "Add a provider to one of them (or point ${CONFIG_ENV} at a file), for example:\n\n{EXAMPLE_PROVIDER}\n\n\
+then set the variable it names: OPENAI_API_KEY (kind = \"openai\") or ANTHROPIC_API_KEY \
+(kind = \"anthropic\"). Local servers (Ollama, llama.cpp, vLLM) need base_url and no key."
+    ));
+    out
+}
+
+impl Config {
+    /// Loads the configuration for a workspace at `root` from the standard places (see the
+    /// module docs). No provider is not an error here; [`LoadedConfig::provider`] reports it.
+    pub fn load(explicit: Option<&Path>, root: &Path) -> Result<LoadedConfig, ConfigError> {
+        Config::load_from(&ConfigSources::discover(explicit, root))
+    }
+
+    /// Loads the configuration from `sources`.
+    pub fn load_from(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
+        let mut searched = Vec::new();
+        let mut layers: Vec<(PathBuf, toml::Table)> = Vec::new();
+        for (origin, path) in sources.in_order() {
+            let Some(path) = path else {
+                searched.push(ConfigCandidate {
+                    origin,
+                    path: None,
+                    found: false,
+                });
+                continue;
+            };
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => Some(text),
+                Err(error)
+                    if error.kind() == std::io::ErrorKind::NotFound && !origin.required() =>
+                {
+                    None
+                }
+                Err(error) => {
+                    return Err(ConfigError::Read {
+                        path: path.clone(),
+                        origin,
+                        message: if error.kind() == std::io::ErrorKind::NotFound {
+                            "no such file".to_owned()
+                        } else {
+                            error.to_string()
+                        },
+                    });
+                }
+            };
+            searched.push(ConfigCandidate {
+                origin,
+                path: Some(path.clone()),
+                found: text.is_some(),
+            });
+            if let Some(text) = text {
+                layers.push((path.clone(), parse_layer(path, &text)?));
+            }
+        }
+
+        let mut merged = toml::Table::new();
+        for (_, layer) in &layers {
+            merge_lower(&mut merged, layer.clone(), "");
+        }
+        let mut config: Config =
+            toml::Value::Table(merged.clone())
+                .try_into()
+                .map_err(|error: toml::de::Error| ConfigError::Invalid {
+                    path: None,
+                    key: "config".to_owned(),
+                    message: error.message().to_owned(),
+                })?;
+        let mut warnings = Vec::new();
+        for (key, value) in merged {
+            if KNOWN_SECTIONS.contains(&key.as_str()) {
+                continue;
+            }
+            if !RESERVED_SECTIONS.contains(&key.as_str()) {
+                let origin = origin_of(&layers, &[&key]);
+                warnings.push(format!(
+                    "{}: unknown section `{key}` ignored by this version of lode (known: {})",
+                    origin.map_or_else(|| "config".to_owned(), |path| path.display().to_string()),
+                    KNOWN_SECTIONS.join(", ")
+                ));
+            }
+            config.other.insert(key, value);
+        }
+        validate(&config, &layers)?;
+        Ok(LoadedConfig {
+            config,
+            files: layers.into_iter().map(|(path, _)| path).collect(),
+            searched,
+            warnings,
+        })
+    }
+
+    /// Parses one config file's text (for tests and tools); `path` names it in errors.
+    pub fn from_toml_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let layer = parse_layer(path, text)?;
+        let layers = vec![(path.to_path_buf(), layer.clone())];
+        let mut config: Config =
+            toml::Value::Table(layer.clone())
+                .try_into()
+                .map_err(|error: toml::de::Error| ConfigError::Invalid {
+                    path: Some(path.to_path_buf()),
+                    key: "config".to_owned(),
+                    message: error.message().to_owned(),
+                })?;
+        for (key, value) in layer {
+            if !KNOWN_SECTIONS.contains(&key.as_str()) {
+                config.other.insert(key, value);
+            }
+        }
+        validate(&config, &layers)?;
+        Ok(config)
+    }
+
+    /// The configuration as TOML, with anything that looks like a credential replaced.
+    pub fn to_redacted_toml(&self) -> String {
+        let mut redacted = self.clone();
+        redacted.llm.providers = self
+            .llm
+            .providers
+            .iter()
+            .map(ProviderConfig::redacted)
+            .collect();
+        let mut table = match toml::Table::try_from(&redacted) {
+            Ok(table) => table,
+            // Every field of `Config` is a TOML-representable type; this cannot happen, and an
+            // empty table with a note is the safe answer if it ever did.
+            Err(error) => return format!("# could not render the configuration: {error}\n"),
+        };
+        for (key, value) in &self.other {
+            table.insert(key.clone(), value.clone());
+        }
+        let mut value = toml::Value::Table(table);
+        redact_value(&mut value, None);
+        match value {
+            toml::Value::Table(table) => toml::to_string_pretty(&table)
+                .unwrap_or_else(|error| format!("# could not render the configuration: {error}\n")),
+            _ => String::new(),
+        }
+    }
+}
+
+impl LoadedConfig {
+    /// The provider called `name`, or the default one (`[llm] default`, else the first).
+    pub fn provider(&self, name: Option<&str>) -> Result<&ProviderConfig, ConfigError> {
+        let providers = &self.config.llm.providers;
+        let wanted = name.or(self.config.llm.default.as_deref());
+        match wanted {
+            Some(wanted) => providers
+                .iter()
+                .find(|provider| provider.name == wanted)
+                .ok_or_else(|| {
+                    if providers.is_empty() {
+                        ConfigError::NoProvider {
+                            searched: self.searched.clone(),
+                        }
+                    } else {
+                        ConfigError::UnknownProvider {
+                            name: wanted.to_owned(),
+                            available: providers.iter().map(|p| p.name.clone()).collect(),
+                        }
+                    }
+                }),
+            None => providers.first().ok_or_else(|| ConfigError::NoProvider {
+                searched: self.searched.clone(),
+            }),
+        }
+    }
+
+    /// What `lode config` prints: the files read (as comments) and the effective configuration,
+    /// redacted.
+    pub fn describe(&self) -> String {
+        let mut out = String::from("# lode configuration (effective; secrets redacted)\n");
+        out.push_str("# looked for, highest precedence first:\n");
+        for candidate in &self.searched {
+            let place = candidate
+                .path
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |path| path.display().to_string());
+            let state = match (&candidate.path, candidate.found) {
+                (Some(_), true) => "read",
+                (Some(_), false) => "not found",
+                (None, _) => "not set",
+            };
+            out.push_str(&format!(
+                "#   {:<12} {place} ({state})\n",
+                candidate.origin.describe()
+            ));
+        }
+        for warning in &self.warnings {
+            out.push_str(&format!("# warning: {warning}\n"));
+        }
+        out.push('\n');
+        out.push_str(&self.config.to_redacted_toml());
+        out
+    }
+}
+
+/// Parses one file: TOML syntax, then the known sections' types and keys, with the file, line
+/// and key of the first problem.
+fn parse_layer(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
+    let table: toml::Table =
+        toml::from_str(text).map_err(|error| parse_error(path, text, &error))?;
+    // Deserialising the text (not the table) keeps spans, so type errors and unknown keys in
+    // known sections point at their line.
+    toml::from_str::<Config>(text).map_err(|error| parse_error(path, text, &error))?;
+    if let Some(toml::Value::Table(llm)) = table.get("llm")
+        && let Some(toml::Value::Array(providers)) = llm.get("providers")
+    {
+        let mut names = HashSet::new();
+        for provider in providers {
+            if let Some(name) = provider.get("name").and_then(toml::Value::as_str)
+                && !names.insert(name.to_owned())
+            {
+                return Err(ConfigError::Invalid {
+                    path: Some(path.to_path_buf()),
+                    key: "llm.providers".to_owned(),
+                    message: format!("two providers are named \"{name}\"; names must be unique"),
+                });
+            }
+        }
+    }
+    Ok(table)
+}
+
+fn parse_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {
+    let (line, column, key) = match error.span() {
+        Some(span) => {
+            let start = span.start.min(text.len());
+            let before = &text[..start];
+            let line = before.matches('\n').count() + 1;
+            let line_start = before.rfind('\n').map_or(0, |index| index + 1);
+            let column = text[line_start..start].chars().count() + 1;
+            (line, column, key_at(text, line_start))
+        }
+        None => (1, 1, None),
+    };
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        key,
+        message: error.message().to_owned(),
+    }
+}
+
+/// The dotted key of the `key = value` line starting at `line_start`, prefixed by the table
+/// header in effect there (`[agent]`, `[[llm.providers]]`).
+fn key_at(text: &str, line_start: usize) -> Option<String> {
+    let line = text[line_start..].lines().next().unwrap_or("").trim();
+    let header = text[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| line.starts_with('['))
+        .map(|line| {
+            line.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        });
+    if line.starts_with('[') {
+        return Some(
+            line.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
+        );
+    }
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() {
+        return None;
+    }
+    Some(match header {
+        Some(header) if !header.is_empty() => format!("{header}.{key}"),
+        _ => key.to_owned(),
+    })
+}
+
+/// Merges `lower` (a lower-precedence layer) into `merged`: keys `merged` lacks are added, tables
+/// merge recursively, `llm.providers` merges by name, anything else already set stays.
+fn merge_lower(merged: &mut toml::Table, lower: toml::Table, path: &str) {
+    for (key, lower_value) in lower {
+        let key_path = if path.is_empty() {
+            key.clone()
+        } else {
+            format!("{path}.{key}")
+        };
+        match merged.get_mut(&key) {
+            None => {
+                merged.insert(key, lower_value);
+            }
+            Some(toml::Value::Table(higher)) => {
+                if let toml::Value::Table(lower_table) = lower_value {
+                    merge_lower(higher, lower_table, &key_path);
+                }
+            }
+            Some(toml::Value::Array(higher)) if key_path == "llm.providers" => {
+                if let toml::Value::Array(lower_items) = lower_value {
+                    let names: HashSet<String> = higher
+                        .iter()
+                        .filter_map(|item| item.get("name").and_then(toml::Value::as_str))
+                        .map(str::to_owned)
+                        .collect();
+                    higher.extend(lower_items.into_iter().filter(|item| {
+                        item.get("name")
+                            .and_then(toml::Value::as_str)
+                            .is_none_or(|name| !names.contains(name))
+                    }));
+                }
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// The first layer (highest precedence) that sets the key at `path`.
+fn origin_of<'a>(layers: &'a [(PathBuf, toml::Table)], path: &[&str]) -> Option<&'a PathBuf> {
+    layers.iter().find_map(|(file, table)| {
+        let mut current = table;
+        for (index, key) in path.iter().enumerate() {
+            let value = current.get(*key)?;
+            if index + 1 == path.len() {
+                return Some(file);
+            }
+            current = value.as_table()?;
+        }
+        None
+    })
+}
+
+fn validate(config: &Config, layers: &[(PathBuf, toml::Table)]) -> Result<(), ConfigError> {
+    let invalid = |path: &[&str], message: String| ConfigError::Invalid {
+        path: origin_of(layers, path).cloned(),
+        key: path.join("."),
+        message,
+    };
+    if let Some(default) = &config.llm.default
+        && !config
+            .llm
+            .providers
+            .iter()
+            .any(|provider| &provider.name == default)
+    {
+        let names: Vec<&str> = config
+            .llm
+            .providers
+            .iter()
+            .map(|provider| provider.name.as_str())
+            .collect();
+        return Err(invalid(
+            &["llm", "default"],
+            format!(
+                "names the provider \"{default}\", which is not configured (configured: {})",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        ));
+    }
+    let agent = &config.agent;
+    if agent.max_tool_iterations == 0 {
+        return Err(invalid(
+            &["agent", "max_tool_iterations"],
+            "must be at least 1".to_owned(),
+        ));
+    }
+    if !(agent.compaction_threshold > 0.0 && agent.compaction_threshold <= 1.0) {
+        return Err(invalid(
+            &["agent", "compaction_threshold"],
+            format!(
+                "must be a fraction above 0 and at most 1, got {}",
+                agent.compaction_threshold
+            ),
+        ));
+    }
+    if let Err(message) = agent.context.validate() {
+        return Err(invalid(&["agent", "context"], message));
+    }
+    Ok(())
+}
+
+/// Key names whose string values are credentials (compared in lower case, as substrings).
+const SECRET_KEY_WORDS: &[&str] = &[
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "cookie",
+    "credential",
+];
+
+/// Replaces string values that look like credentials: values of keys named like one (but not
+/// `*_env` keys, which name a variable) and values that match a known secret pattern.
+fn redact_value(value: &mut toml::Value, key: Option<&str>) {
+    match value {
+        toml::Value::String(text) => {
+            let key_is_secret = key.is_some_and(|key| {
+                let key = key.to_ascii_lowercase();
+                !key.ends_with("_env")
+                    && !key.ends_with("_var")
+                    && SECRET_KEY_WORDS.iter().any(|word| key.contains(word))
+            });
+            if key_is_secret || crate::redact::contains_secret(text) {
+                *text = crate::redact::REDACTED.to_owned();
+            }
+        }
+        toml::Value::Array(items) => {
+            for item in items {
+                redact_value(item, key);
+            }
+        }
+        toml::Value::Table(table) => {
+            for (key, item) in table.iter_mut() {
+                redact_value(item, Some(key));
+            }
+        }
+        _ => {}
+    }
+}

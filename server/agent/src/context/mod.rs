@@ -1,0 +1,461 @@
+//! Context assembly: what the model is sent for one step of a turn, fitted to a token budget.
+//!
+//! The input budget is the model's context window minus the output reserved for the answer and
+//! the tool definitions. It is shared out in this order (each share is a fraction of the input
+//! budget with an absolute cap, see [`ContextShares`]; what a piece does not use goes to history):
+//!
+//! | piece | share (default) | source |
+//! |---|---|---|
+//! | base instructions | fixed (about 700 tokens) | [`base_instructions`] per mode |
+//! | environment | ≤ 800 tokens | [`Environment::detect`]: cwd, OS, date, git branch and changes |
+//! | instruction files | ≤ 10 %, ≤ 8k | [`find_instruction_files`]: `AGENTS.md`, `CLAUDE.md`, `.lode/instructions.md` |
+//! | memory | ≤ 5 %, ≤ 4k | caller-supplied texts (empty until memory lands) |
+//! | skills | ≤ 5 %, ≤ 4k | caller-supplied texts (empty until skills land) |
+//! | repo map | ≤ 10 %, ≤ 4k | [`CodeContext::repo_map`], personalised by [`extract_mentions`] |
+//! | retrieved code | ≤ 10 %, ≤ 6k | [`CodeContext::retrieve`] for the latest user message, minus files already read |
+//! | history | the rest | newest turns kept whole; older turns dropped when they do not fit |
+//!
+//! A *turn* starts at a user message with text (not a message of tool results) and runs to the
+//! next one, so a tool call is never separated from its result. The newest turn is always kept,
+//! even over budget; [`AssembledContext::history_overflow`] then tells the loop to compact
+//! (see `crate::compaction`). Every piece is measured with the cl100k tokenizer and reported in
+//! [`TokenBreakdown`].
+//!
+//! ```text
+//! let environment = Environment::detect(&root);
+//! let mentions = extract_mentions(&root, &history);
+//! let instructions = find_instruction_files(&root, &mentions.files, config.agent.instruction_file_max_bytes);
+//! let assembled = assemble(&ContextInput {
+//!     mode, root: &root, history: &history, tools: &tools, environment: &environment,
+//!     instructions: &instructions, memory: &[], skills: &[], code: &WorkspaceCode::new(index.clone()),
+//!     budget: ContextBudget::for_model(&provider.info()), shares: &config.agent.context,
+//! });
+//! let request = assembled.into_request(tools, Some(max_tokens));
+//! ```
+
+mod code;
+mod environment;
+mod instructions;
+mod mentions;
+mod prompts;
+mod tokens;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::{ChatRequest, ContentPart, Message, ModelInfo, Role, ToolSpec};
+use crate::permission::Mode;
+
+pub use code::{
+    CodeContext, CodeContextError, MAX_CHUNK_LINES, NoCode, PrecomputedCode, RETRIEVAL_CANDIDATES,
+    RetrievedChunk, WorkspaceCode, fit_chunks,
+};
+pub use environment::{Environment, GIT_TIMEOUT, GitState, MAX_DIRTY_FILES_SHOWN};
+pub use instructions::{
+    DEFAULT_INSTRUCTION_FILE_MAX_BYTES, InstructionFile, NESTED_INSTRUCTION_FILES,
+    ROOT_INSTRUCTION_FILES, find_instruction_files, render_instruction_files,
+};
+pub use mentions::{
+    MAX_MENTIONED_FILES, MAX_MENTIONED_IDENTIFIERS, Mentions, RECENT_MESSAGES, extract_mentions,
+};
+pub use prompts::base_instructions;
+pub use tokens::{
+    IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, count_tokens, message_tokens, messages_tokens,
+    part_tokens, tools_tokens, truncate_to_tokens,
+};
+
+/// How the input budget is shared (`[agent.context]` in the config). Each piece gets
+/// `min(share × input budget, max_tokens)`; history gets whatever the others leave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextShares {
+    pub environment_max_tokens: usize,
+    pub instructions_share: f64,
+    pub instructions_max_tokens: usize,
+    pub memory_share: f64,
+    pub memory_max_tokens: usize,
+    pub skills_share: f64,
+    pub skills_max_tokens: usize,
+    pub repo_map_share: f64,
+    pub repo_map_max_tokens: usize,
+    pub retrieval_share: f64,
+    pub retrieval_max_tokens: usize,
+}
+
+impl Default for ContextShares {
+    fn default() -> Self {
+        ContextShares {
+            environment_max_tokens: 800,
+            instructions_share: 0.10,
+            instructions_max_tokens: 8_000,
+            memory_share: 0.05,
+            memory_max_tokens: 4_000,
+            skills_share: 0.05,
+            skills_max_tokens: 4_000,
+            repo_map_share: 0.10,
+            repo_map_max_tokens: 4_000,
+            retrieval_share: 0.10,
+            retrieval_max_tokens: 6_000,
+        }
+    }
+}
+
+impl ContextShares {
+    /// Checks that every share is a fraction in `0..=1` and that they leave history at least
+    /// half the budget. Returns the first problem found, naming its key.
+    pub fn validate(&self) -> Result<(), String> {
+        let shares = [
+            ("instructions_share", self.instructions_share),
+            ("memory_share", self.memory_share),
+            ("skills_share", self.skills_share),
+            ("repo_map_share", self.repo_map_share),
+            ("retrieval_share", self.retrieval_share),
+        ];
+        for (key, value) in shares {
+            if !(0.0..=1.0).contains(&value) || value.is_nan() {
+                return Err(format!("{key} must be between 0 and 1, got {value}"));
+            }
+        }
+        let total: f64 = shares.iter().map(|(_, value)| value).sum();
+        if total > 0.5 {
+            return Err(format!(
+                "the shares add up to {total:.2}; they must leave at least half the budget (0.5) to history"
+            ));
+        }
+        Ok(())
+    }
+
+    fn cap(share: f64, max_tokens: usize, input_budget: usize) -> usize {
+        ((input_budget as f64 * share) as usize).min(max_tokens)
+    }
+}
+
+/// The model's limits for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextBudget {
+    /// The model's context window in tokens.
+    pub context_window: usize,
+    /// Tokens kept free for the model's answer.
+    pub reserved_output: usize,
+}
+
+impl ContextBudget {
+    /// The budget of a configured model: its window, with its output cap reserved.
+    pub fn for_model(info: &ModelInfo) -> Self {
+        ContextBudget {
+            context_window: info.context_window as usize,
+            reserved_output: info.max_output_tokens as usize,
+        }
+    }
+}
+
+/// Everything one assembly needs. Environment and instruction files are passed in already
+/// found, so the loop can compute them once per turn.
+pub struct ContextInput<'a> {
+    pub mode: Mode,
+    /// The workspace root.
+    pub root: &'a Path,
+    /// The model's view of the conversation (e.g. `History::model_messages()`), oldest first,
+    /// ending with the latest user message or tool results.
+    pub history: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub environment: &'a Environment,
+    pub instructions: &'a [InstructionFile],
+    /// Memory texts, most relevant first (empty until memory is wired in).
+    pub memory: &'a [String],
+    /// Skill texts, most relevant first (empty until skills are wired in).
+    pub skills: &'a [String],
+    pub code: &'a dyn CodeContext,
+    pub budget: ContextBudget,
+    pub shares: &'a ContextShares,
+}
+
+/// Tokens per piece of an assembled request (cl100k).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenBreakdown {
+    pub base: usize,
+    pub environment: usize,
+    pub instructions: usize,
+    pub memory: usize,
+    pub skills: usize,
+    pub repo_map: usize,
+    pub retrieved: usize,
+    /// The whole system prompt (the pieces above plus headings).
+    pub system: usize,
+    pub tools: usize,
+    /// The history actually sent.
+    pub history: usize,
+    /// The input budget (window minus reserved output).
+    pub budget: usize,
+}
+
+impl TokenBreakdown {
+    /// What the request's input costs: system prompt, tools and history.
+    pub fn total(&self) -> usize {
+        self.system + self.tools + self.history
+    }
+}
+
+/// An assembled request, before tools and output settings are attached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssembledContext {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub breakdown: TokenBreakdown,
+    /// Tokens history may use (the input budget minus the system prompt and tools).
+    pub history_budget: usize,
+    /// Tokens of the whole history passed in, before any turn was dropped.
+    pub history_full: usize,
+    /// How many older turns were dropped to fit.
+    pub dropped_turns: usize,
+    /// The retrieved chunks included (for display and tests).
+    pub retrieved: Vec<RetrievedChunk>,
+    /// What the repo map was personalised with.
+    pub mentions: Mentions,
+    /// Problems that left a piece out (e.g. an index error); the request is still usable.
+    pub warnings: Vec<String>,
+}
+
+impl AssembledContext {
+    /// Whether history had to be cut, or the newest turn alone is over its budget: the loop
+    /// should compact and assemble again.
+    pub fn history_overflow(&self) -> bool {
+        self.dropped_turns > 0 || self.breakdown.history > self.history_budget
+    }
+
+    /// The full history's tokens as a fraction of the history budget (1.0 = exactly full).
+    pub fn history_pressure(&self) -> f64 {
+        if self.history_budget == 0 {
+            return f64::INFINITY;
+        }
+        self.history_full as f64 / self.history_budget as f64
+    }
+
+    /// The request to send.
+    pub fn into_request(self, tools: Vec<ToolSpec>, max_tokens: Option<u32>) -> ChatRequest {
+        ChatRequest {
+            system: self.system,
+            messages: self.messages,
+            tools,
+            max_tokens,
+            temperature: None,
+        }
+    }
+}
+
+/// Assembles the system prompt and the history for one model step. Never fails: a piece that
+/// cannot be produced is left out and named in `warnings`.
+pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
+    let shares = input.shares;
+    let mut warnings = Vec::new();
+    let mut breakdown = TokenBreakdown {
+        tools: tools_tokens(input.tools),
+        ..TokenBreakdown::default()
+    };
+    let input_budget = input
+        .budget
+        .context_window
+        .saturating_sub(input.budget.reserved_output)
+        .saturating_sub(breakdown.tools);
+    breakdown.budget = input_budget;
+
+    let mut sections: Vec<String> = Vec::new();
+
+    let base = base_instructions(input.mode);
+    breakdown.base = count_tokens(&base);
+    sections.push(base);
+
+    let environment =
+        truncate_to_tokens(&input.environment.render(), shares.environment_max_tokens);
+    breakdown.environment = count_tokens(&environment);
+    sections.push(format!(
+        "<environment>\n{}</environment>",
+        ensure_newline(&environment)
+    ));
+
+    let instructions_budget = ContextShares::cap(
+        shares.instructions_share,
+        shares.instructions_max_tokens,
+        input_budget,
+    );
+    if !input.instructions.is_empty() && instructions_budget > 0 {
+        let text = truncate_to_tokens(
+            &render_instruction_files(input.instructions),
+            instructions_budget,
+        );
+        breakdown.instructions = count_tokens(&text);
+        sections.push(format!(
+            "# Project instructions\nThe workspace's instruction files follow; follow them unless the user says otherwise.\n{text}"
+        ));
+    }
+
+    let memory_budget =
+        ContextShares::cap(shares.memory_share, shares.memory_max_tokens, input_budget);
+    if let Some(text) = fit_list(input.memory, memory_budget) {
+        breakdown.memory = count_tokens(&text);
+        sections.push(format!(
+            "# Memory\nThings remembered from earlier sessions:\n{text}"
+        ));
+    }
+
+    let skills_budget =
+        ContextShares::cap(shares.skills_share, shares.skills_max_tokens, input_budget);
+    if let Some(text) = fit_list(input.skills, skills_budget) {
+        breakdown.skills = count_tokens(&text);
+        sections.push(format!("# Skills\n{text}"));
+    }
+
+    let mentions = extract_mentions(input.root, input.history);
+    let map_budget = ContextShares::cap(
+        shares.repo_map_share,
+        shares.repo_map_max_tokens,
+        input_budget,
+    );
+    if map_budget > 0 {
+        match input
+            .code
+            .repo_map(&mentions.files, &mentions.identifiers, map_budget)
+        {
+            Ok(map) if !map.trim().is_empty() => {
+                let map = truncate_to_tokens(&map, map_budget);
+                breakdown.repo_map = count_tokens(&map);
+                sections.push(format!(
+                    "# Repository map\nThe most relevant definitions in the workspace (signatures, by file):\n<repo_map>\n{}</repo_map>",
+                    ensure_newline(&map)
+                ));
+            }
+            Ok(_) => {}
+            Err(error) => warnings.push(format!("repo map left out: {error}")),
+        }
+    }
+
+    let retrieval_budget = ContextShares::cap(
+        shares.retrieval_share,
+        shares.retrieval_max_tokens,
+        input_budget,
+    );
+    let mut retrieved = Vec::new();
+    if let Some(query) = latest_user_text(input.history)
+        && retrieval_budget > 0
+    {
+        let exclude: HashSet<String> = mentions.read_files.iter().cloned().collect();
+        match input.code.retrieve(&query, &exclude, retrieval_budget) {
+            Ok(chunks) if !chunks.is_empty() => {
+                let text: String = chunks.iter().map(RetrievedChunk::render).collect();
+                breakdown.retrieved = count_tokens(&text);
+                sections.push(format!(
+                    "# Possibly relevant code\nFound by searching the index for the user's latest message; verify before relying on it:\n{text}"
+                ));
+                retrieved = chunks;
+            }
+            Ok(_) => {}
+            Err(error) => warnings.push(format!("retrieved code left out: {error}")),
+        }
+    }
+
+    let system = sections.join("\n\n");
+    breakdown.system = count_tokens(&system);
+
+    let history_budget = input_budget.saturating_sub(breakdown.system);
+    let history_full = messages_tokens(input.history);
+    let (messages, dropped_turns) = fit_history(input.history, history_budget);
+    breakdown.history = messages_tokens(&messages);
+
+    AssembledContext {
+        system,
+        messages,
+        breakdown,
+        history_budget,
+        history_full,
+        dropped_turns,
+        retrieved,
+        mentions,
+        warnings,
+    }
+}
+
+/// Whether `message` starts a turn: a user message with text and no tool results.
+pub fn starts_turn(message: &Message) -> bool {
+    message.role == Role::User
+        && message
+            .content
+            .iter()
+            .any(|part| matches!(part, ContentPart::Text { .. }))
+        && !message
+            .content
+            .iter()
+            .any(|part| matches!(part, ContentPart::ToolResult(_)))
+}
+
+/// The index of the first message of each turn, in order. Messages before the first turn start
+/// (if any) form a turn of their own starting at 0.
+pub fn turn_starts(messages: &[Message]) -> Vec<usize> {
+    let mut starts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, message)| starts_turn(message))
+        .map(|(index, _)| index)
+        .collect();
+    if !messages.is_empty() && starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts
+}
+
+/// Keeps the newest whole turns that fit `budget` (always at least the newest turn); returns
+/// the kept messages and how many turns were dropped.
+pub fn fit_history(messages: &[Message], budget: usize) -> (Vec<Message>, usize) {
+    let starts = turn_starts(messages);
+    let mut keep_from = messages.len();
+    let mut used = 0usize;
+    let mut kept_turns = 0usize;
+    for (turn, &start) in starts.iter().enumerate().rev() {
+        let end = starts.get(turn + 1).copied().unwrap_or(messages.len());
+        let tokens = messages_tokens(&messages[start..end]);
+        if kept_turns > 0 && used + tokens > budget {
+            break;
+        }
+        used += tokens;
+        kept_turns += 1;
+        keep_from = start;
+    }
+    (messages[keep_from..].to_vec(), starts.len() - kept_turns)
+}
+
+/// The text of the latest user message that has text (the question retrieval answers).
+pub fn latest_user_text(messages: &[Message]) -> Option<String> {
+    messages
+        .iter()
+        .rev()
+        .find(|message| starts_turn(message))
+        .map(Message::text)
+        .filter(|text| !text.trim().is_empty())
+}
+
+fn fit_list(items: &[String], budget: usize) -> Option<String> {
+    if budget == 0 {
+        return None;
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for item in items {
+        let entry = format!("- {}\n", item.trim());
+        let tokens = count_tokens(&entry);
+        if used + tokens > budget {
+            continue;
+        }
+        used += tokens;
+        out.push_str(&entry);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn ensure_newline(text: &str) -> String {
+    if text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
