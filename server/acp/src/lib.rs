@@ -2,3 +2,26 @@
 //! `session/update`s, over stdio and over HTTP/WebSocket.
 //!
 //! An adapter only: no business logic lives here, and it must not reach into the index directly.
+//!
+//! - [`backend`] — the narrow trait the adapter needs from the agent ([`AgentBackend`]).
+//! - [`mapping`] — pure translations between agent and ACP shapes.
+//! - `client_host` — the agent's `SessionHost` for a turn: updates, permissions, client fs and
+//!   terminals.
+//! - `connection` — one ACP v1 connection and its method handlers.
+//! - [`transport`] — stdio and HTTP/WebSocket.
+
+pub mod backend;
+mod client_host;
+mod connection;
+pub mod mapping;
+pub mod transport;
+
+pub use backend::{
+    AgentBackend, BackendError, MODES, McpServerSpec, ModeInfo, PromptInput, SessionSummary,
+    SlashCommandInfo,
+};
+pub use connection::agent_connection;
+pub use transport::{
+    HttpOptions, MAX_MESSAGE_BYTES, TransportError, bind_http, http_router, serve_http,
+    serve_lines, serve_stdio,
+};

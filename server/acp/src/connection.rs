@@ -1,0 +1,513 @@
+//! One ACP connection: the v1 agent builder with a handler per method. Handlers only translate and
+//! answer; a turn runs in a task spawned on the connection (`cx.spawn`), never inside a handler,
+//! so `session/cancel` and the client's answers keep flowing while the agent works.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest,
+    CloseSessionResponse, DeleteSessionRequest, DeleteSessionResponse, Error as SchemaError,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
+    NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
+    SessionDeleteCapabilities, SessionId, SessionListCapabilities, SessionNotification,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{AgentBackend, BackendError, SessionSummary};
+use crate::client_host::{AcpSessionHost, send_event};
+use crate::mapping;
+
+/// What one connection remembers: the client's capabilities, the sessions it opened, and the turn
+/// running in each.
+struct ConnectionState {
+    backend: Arc<dyn AgentBackend>,
+    client: Mutex<ClientCapabilities>,
+    sessions: Mutex<HashMap<String, SessionSummary>>,
+    turns: Mutex<HashMap<String, CancellationToken>>,
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked (every critical section
+/// here is a single map operation), so poisoning is ignored rather than spreading the panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl ConnectionState {
+    fn session(&self, id: &SessionId) -> Result<SessionSummary, Error> {
+        lock(&self.sessions)
+            .get(&*id.0)
+            .cloned()
+            .ok_or_else(|| SchemaError::session_not_found(id.clone()).into())
+    }
+
+    fn remember(&self, session: SessionSummary) {
+        lock(&self.sessions).insert(session.id.clone(), session);
+    }
+
+    fn update_session(
+        &self,
+        id: &str,
+        change: impl FnOnce(&mut SessionSummary),
+    ) -> Option<SessionSummary> {
+        let mut sessions = lock(&self.sessions);
+        let session = sessions.get_mut(id)?;
+        change(session);
+        Some(session.clone())
+    }
+
+    fn cancel_turn(&self, id: &str) {
+        if let Some(token) = lock(&self.turns).get(id) {
+            token.cancel();
+        }
+    }
+
+    fn images_supported(&self, session: &SessionSummary) -> bool {
+        self.backend
+            .models()
+            .iter()
+            .any(|model| model.provider == session.model && model.supports_images)
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        let images = self
+            .backend
+            .models()
+            .iter()
+            .any(|model| model.supports_images);
+        AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(
+                PromptCapabilities::new()
+                    .embedded_context(true)
+                    .image(images),
+            )
+            .mcp_capabilities(McpCapabilities::new().http(true))
+            .session_capabilities(
+                SessionCapabilities::new()
+                    .list(SessionListCapabilities::new())
+                    .resume(SessionResumeCapabilities::new())
+                    .close(SessionCloseCapabilities::new())
+                    .delete(SessionDeleteCapabilities::new()),
+            )
+    }
+
+    fn notices_supported(&self) -> bool {
+        lock(&self.client)
+            .session
+            .as_ref()
+            .is_some_and(|session| session.notices.is_some())
+    }
+}
+
+fn backend_error(error: BackendError) -> Error {
+    match error {
+        BackendError::SessionNotFound(id) => SchemaError::session_not_found(id).into(),
+        BackendError::InvalidInput(message) => Error::new(ErrorCode::INVALID_PARAMS, message),
+        BackendError::Internal(message) => Error::new(ErrorCode::INTERNAL_ERROR, message),
+    }
+}
+
+fn invalid_params(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::INVALID_PARAMS, message)
+}
+
+fn notify(
+    cx: &ConnectionTo<Client>,
+    session_id: &str,
+    update: agent_client_protocol::v1::schema::SessionUpdate,
+) {
+    let _ = cx.send_notification(SessionNotification::new(session_id.to_string(), update));
+}
+
+/// A fresh ACP v1 agent connection over `backend`, ready to connect to a transport (stdio, or
+/// one HTTP/WebSocket connection).
+pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client> + 'static {
+    let state = Arc::new(ConnectionState {
+        backend,
+        client: Mutex::new(ClientCapabilities::new()),
+        sessions: Mutex::new(HashMap::new()),
+        turns: Mutex::new(HashMap::new()),
+    });
+    let s = |state: &Arc<ConnectionState>| state.clone();
+
+    Agent
+        .v1()
+        .name("lode")
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: InitializeRequest,
+                            responder: Responder<InitializeResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    *lock(&state.client) = request.client_capabilities;
+                    responder.respond(
+                        InitializeResponse::new(ProtocolVersion::V1)
+                            .agent_capabilities(state.capabilities())
+                            .agent_info(
+                                Implementation::new("lode", env!("CARGO_PKG_VERSION"))
+                                    .title("lode"),
+                            ),
+                    )
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: NewSessionRequest,
+                            responder: Responder<NewSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    if !request.cwd.is_absolute() {
+                        return responder.respond_with_error(invalid_params(format!(
+                            "cwd must be an absolute path, got {}",
+                            request.cwd.display()
+                        )));
+                    }
+                    let servers = match mapping::mcp_server_specs(request.mcp_servers) {
+                        Ok(servers) => servers,
+                        Err(message) => {
+                            return responder.respond_with_error(invalid_params(message));
+                        }
+                    };
+                    let session = match state.backend.new_session(request.cwd, servers) {
+                        Ok(session) => session,
+                        Err(error) => return responder.respond_with_error(backend_error(error)),
+                    };
+                    state.remember(session.clone());
+                    let options = mapping::config_options(&session, &state.backend.models());
+                    responder.respond(
+                        NewSessionResponse::new(session.id.clone())
+                            .modes(mapping::mode_state(&session.mode))
+                            .config_options(options),
+                    )?;
+                    notify(
+                        &cx,
+                        &session.id,
+                        mapping::available_commands(&state.backend.slash_commands()),
+                    );
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: LoadSessionRequest,
+                            responder: Responder<LoadSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let (session, history) = match state.backend.load_session(&request.session_id.0)
+                    {
+                        Ok(loaded) => loaded,
+                        Err(error) => return responder.respond_with_error(backend_error(error)),
+                    };
+                    let notices = state.notices_supported();
+                    for event in &history {
+                        send_event(&cx, &request.session_id, event, notices);
+                    }
+                    state.remember(session.clone());
+                    let options = mapping::config_options(&session, &state.backend.models());
+                    responder.respond(
+                        LoadSessionResponse::new()
+                            .modes(mapping::mode_state(&session.mode))
+                            .config_options(options),
+                    )?;
+                    notify(
+                        &cx,
+                        &session.id,
+                        mapping::available_commands(&state.backend.slash_commands()),
+                    );
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: ResumeSessionRequest,
+                            responder: Responder<ResumeSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let session = match state.backend.resume_session(&request.session_id.0) {
+                        Ok(session) => session,
+                        Err(error) => return responder.respond_with_error(backend_error(error)),
+                    };
+                    state.remember(session.clone());
+                    let options = mapping::config_options(&session, &state.backend.models());
+                    responder.respond(
+                        ResumeSessionResponse::new()
+                            .modes(mapping::mode_state(&session.mode))
+                            .config_options(options),
+                    )?;
+                    notify(
+                        &cx,
+                        &session.id,
+                        mapping::available_commands(&state.backend.slash_commands()),
+                    );
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: ListSessionsRequest,
+                            responder: Responder<ListSessionsResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    let sessions = match state.backend.list_sessions() {
+                        Ok(sessions) => sessions,
+                        Err(error) => return responder.respond_with_error(backend_error(error)),
+                    };
+                    let listed = sessions
+                        .iter()
+                        .filter(|session| {
+                            request.cwd.as_ref().is_none_or(|cwd| &session.cwd == cwd)
+                        })
+                        .map(mapping::session_info)
+                        .collect();
+                    responder.respond(ListSessionsResponse::new(listed))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: CloseSessionRequest,
+                            responder: Responder<CloseSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    state.cancel_turn(&request.session_id.0);
+                    lock(&state.sessions).remove(&*request.session_id.0);
+                    match state.backend.close_session(&request.session_id.0) {
+                        Ok(()) => responder.respond(CloseSessionResponse::new()),
+                        Err(error) => responder.respond_with_error(backend_error(error)),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: DeleteSessionRequest,
+                            responder: Responder<DeleteSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    state.cancel_turn(&request.session_id.0);
+                    lock(&state.sessions).remove(&*request.session_id.0);
+                    match state.backend.delete_session(&request.session_id.0) {
+                        Ok(()) => responder.respond(DeleteSessionResponse::new()),
+                        Err(error) => responder.respond_with_error(backend_error(error)),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: SetSessionModeRequest,
+                            responder: Responder<SetSessionModeResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match set_mode(&state, &request.session_id, &request.mode_id.0) {
+                        Ok(session) => {
+                            let options =
+                                mapping::config_options(&session, &state.backend.models());
+                            notify(
+                                &cx,
+                                &session.id,
+                                mapping::current_mode_update(&session.mode),
+                            );
+                            notify(&cx, &session.id, mapping::config_option_update(options));
+                            responder.respond(SetSessionModeResponse::new())
+                        }
+                        Err(error) => responder.respond_with_error(error),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: SetSessionConfigOptionRequest,
+                            responder: Responder<SetSessionConfigOptionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let Some(value) = request.value.as_value_id().map(|value| value.0.to_string())
+                    else {
+                        return responder.respond_with_error(invalid_params(
+                            "config option values are select values",
+                        ));
+                    };
+                    let result = match &*request.config_id.0 {
+                        mapping::MODE_OPTION_ID => set_mode(&state, &request.session_id, &value),
+                        mapping::MODEL_OPTION_ID => set_model(&state, &request.session_id, &value),
+                        other => Err(invalid_params(format!("unknown config option {other:?}"))),
+                    };
+                    match result {
+                        Ok(session) => {
+                            let options =
+                                mapping::config_options(&session, &state.backend.models());
+                            if &*request.config_id.0 == mapping::MODE_OPTION_ID {
+                                notify(
+                                    &cx,
+                                    &session.id,
+                                    mapping::current_mode_update(&session.mode),
+                                );
+                            }
+                            notify(
+                                &cx,
+                                &session.id,
+                                mapping::config_option_update(options.clone()),
+                            );
+                            responder.respond(SetSessionConfigOptionResponse::new(options))
+                        }
+                        Err(error) => responder.respond_with_error(error),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let state = s(&state);
+                async move |request: PromptRequest,
+                            responder: Responder<PromptResponse>,
+                            cx: ConnectionTo<Client>| {
+                    start_turn(&state, request, responder, cx)
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let state = s(&state);
+                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
+                    state.cancel_turn(&notification.session_id.0);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+}
+
+fn set_mode(state: &ConnectionState, id: &SessionId, mode: &str) -> Result<SessionSummary, Error> {
+    state.session(id)?;
+    if !mapping::is_known_mode(mode) {
+        return Err(invalid_params(format!(
+            "unknown mode {mode:?}; lode's modes are ask, code and architect"
+        )));
+    }
+    state.backend.set_mode(&id.0, mode).map_err(backend_error)?;
+    state
+        .update_session(&id.0, |session| session.mode = mode.to_string())
+        .ok_or_else(|| SchemaError::session_not_found(id.clone()).into())
+}
+
+fn set_model(
+    state: &ConnectionState,
+    id: &SessionId,
+    provider: &str,
+) -> Result<SessionSummary, Error> {
+    state.session(id)?;
+    if !state
+        .backend
+        .models()
+        .iter()
+        .any(|model| model.provider == provider)
+    {
+        return Err(invalid_params(format!(
+            "no configured provider is named {provider:?}"
+        )));
+    }
+    state
+        .backend
+        .set_model(&id.0, provider)
+        .map_err(backend_error)?;
+    state
+        .update_session(&id.0, |session| session.model = provider.to_string())
+        .ok_or_else(|| SchemaError::session_not_found(id.clone()).into())
+}
+
+/// Checks the prompt, then runs the turn in a task of its own and answers when it ends. The
+/// turn's token fires on `session/cancel`, on `$/cancel_request` for the prompt, and when the
+/// connection drops the task (a vanished client leaves nothing running).
+fn start_turn(
+    state: &Arc<ConnectionState>,
+    request: PromptRequest,
+    responder: Responder<PromptResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let session = match state.session(&request.session_id) {
+        Ok(session) => session,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    let input = match mapping::prompt_inputs(request.prompt, state.images_supported(&session)) {
+        Ok(input) => input,
+        Err(message) => return responder.respond_with_error(invalid_params(message)),
+    };
+    let cancel = CancellationToken::new();
+    {
+        let mut turns = lock(&state.turns);
+        if turns.contains_key(&session.id) {
+            drop(turns);
+            return responder.respond_with_error(Error::new(
+                ErrorCode::INVALID_REQUEST,
+                "a turn is already running in this session; cancel it first",
+            ));
+        }
+        turns.insert(session.id.clone(), cancel.clone());
+    }
+    let host = Arc::new(AcpSessionHost::new(
+        cx.clone(),
+        request.session_id.clone(),
+        lock(&state.client).clone(),
+        cancel.clone(),
+    ));
+    let state = state.clone();
+    cx.spawn(async move {
+        let stop_on_drop = cancel.clone().drop_guard();
+        let backend = state.backend.clone();
+        let session_id = session.id.clone();
+        let turn_cancel = cancel.clone();
+        // The turn runs on its own tokio task so a panic inside it fails this prompt only.
+        let mut turn =
+            tokio::spawn(
+                async move { backend.prompt(&session_id, input, host, turn_cancel).await },
+            );
+        let request_cancelled = responder.cancellation();
+        let outcome = tokio::select! {
+            outcome = &mut turn => outcome,
+            () = request_cancelled.cancelled() => {
+                cancel.cancel();
+                turn.await
+            }
+        };
+        lock(&state.turns).remove(&session.id);
+        let answer = match outcome {
+            // Whatever a cancelled turn ran into, the client asked for `cancelled`.
+            _ if cancel.is_cancelled() => Ok(PromptResponse::new(AcpStopReason::Cancelled)),
+            Ok(Ok(reason)) => Ok(PromptResponse::new(mapping::stop_reason(reason))),
+            Ok(Err(error)) => Err(backend_error(error)),
+            Err(join_error) => Err(Error::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the turn failed inside lode: {join_error}"),
+            )),
+        };
+        stop_on_drop.disarm();
+        // A client that has gone away cannot be answered; that is not the connection's failure.
+        let _ = responder.respond_with_result(answer);
+        Ok(())
+    })
+}

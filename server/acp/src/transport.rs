@@ -1,0 +1,278 @@
+//! Where ACP connections come from: stdio (newline-delimited JSON-RPC, one connection) and the
+//! draft streamable HTTP / WebSocket transport of `agent-client-protocol-http` (many connections,
+//! one shared agent). Both refuse messages over [`MAX_MESSAGE_BYTES`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use agent_client_protocol::{Agent, ConnectTo, Lines};
+use agent_client_protocol_http::{AcpHttpServer, ServerOptions};
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::{Sink, Stream};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use crate::backend::AgentBackend;
+use crate::connection::agent_connection;
+
+/// The largest JSON-RPC message lode accepts, in bytes (1 MiB).
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// What an oversized line is replaced with: not JSON, so the client gets a JSON-RPC parse error
+/// (`-32700`) whose data names the reason, and the connection keeps serving.
+const OVERSIZED_MARKER: &str = "message refused: larger than 1 MiB";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("ACP connection failed: {0}")]
+    Protocol(#[from] agent_client_protocol::Error),
+    #[error("ACP HTTP server failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(
+        "refusing to serve ACP on the non-loopback address {0} without a bearer token \
+         (pass --token or set LODE_ACP_TOKEN)"
+    )]
+    TokenRequired(SocketAddr),
+}
+
+/// Serves one ACP connection on stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(backend: Arc<dyn AgentBackend>) -> Result<(), TransportError> {
+    serve_lines(
+        backend,
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        tokio::io::stdout(),
+    )
+    .await
+}
+
+/// Serves one ACP connection over any pair of byte streams (stdio, a socket, a test pipe).
+pub async fn serve_lines<R, W>(
+    backend: Arc<dyn AgentBackend>,
+    reader: R,
+    writer: W,
+) -> Result<(), TransportError>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let transport = Lines::new(line_sink(writer), capped_lines(reader, MAX_MESSAGE_BYTES));
+    ConnectTo::<Agent>::connect_to(transport, agent_connection(backend)).await?;
+    Ok(())
+}
+
+fn line_sink<W>(writer: W) -> impl Sink<String, Error = std::io::Error> + Send + 'static
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    Box::pin(futures::sink::unfold(
+        writer,
+        async |mut writer, line: String| {
+            writer.write_all(line.as_bytes()).await?;
+            writer.write_all(b"\n").await?;
+            writer.flush().await?;
+            Ok::<_, std::io::Error>(writer)
+        },
+    ))
+}
+
+/// Lines of at most `limit` bytes. A longer line is skipped to its end without being held in
+/// memory and yields [`OVERSIZED_MARKER`] in its place. Invalid UTF-8 is kept lossily so the
+/// client still gets a parse error rather than a dropped connection.
+pub fn capped_lines<R>(
+    reader: R,
+    limit: usize,
+) -> impl Stream<Item = std::io::Result<String>> + Send + 'static
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+{
+    Box::pin(futures::stream::unfold(
+        reader,
+        move |mut reader| async move {
+            let mut line = Vec::new();
+            let mut oversized = false;
+            loop {
+                let buffer = match reader.fill_buf().await {
+                    Ok(buffer) => buffer,
+                    Err(error) => return Some((Err(error), reader)),
+                };
+                if buffer.is_empty() {
+                    // End of input: a last line without a newline still counts.
+                    if line.is_empty() && !oversized {
+                        return None;
+                    }
+                    break;
+                }
+                let (chunk, found_newline) = match buffer.iter().position(|&byte| byte == b'\n') {
+                    Some(end) => (&buffer[..end], true),
+                    None => (buffer, false),
+                };
+                if !oversized {
+                    if line.len() + chunk.len() > limit {
+                        oversized = true;
+                        line = Vec::new();
+                    } else {
+                        line.extend_from_slice(chunk);
+                    }
+                }
+                let consumed = chunk.len() + usize::from(found_newline);
+                reader.consume(consumed);
+                if found_newline {
+                    break;
+                }
+            }
+            let text = if oversized {
+                OVERSIZED_MARKER.to_string()
+            } else {
+                let mut text = String::from_utf8_lossy(&line).into_owned();
+                if text.ends_with('\r') {
+                    text.pop();
+                }
+                text
+            };
+            Some((Ok(text), reader))
+        },
+    ))
+}
+
+/// Settings of `lode acp --http`.
+#[derive(Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Requests must carry `Authorization: Bearer <token>` (all routes but `/health`).
+    pub token: Option<String>,
+}
+
+/// Binds `addr`, refusing a non-loopback address without a token.
+pub async fn bind_http(
+    addr: SocketAddr,
+    options: &HttpOptions,
+) -> Result<TcpListener, TransportError> {
+    if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+        return Err(TransportError::TokenRequired(addr));
+    }
+    Ok(TcpListener::bind(addr).await?)
+}
+
+/// Serves ACP over HTTP + SSE and WebSocket on `POST|GET|DELETE /acp`, with `GET /health`, until
+/// the listener fails. Every connection gets its own ACP connection over the shared backend.
+pub async fn serve_http(
+    backend: Arc<dyn AgentBackend>,
+    listener: TcpListener,
+    options: HttpOptions,
+) -> Result<(), TransportError> {
+    axum::serve(listener, http_router(backend, options)).await?;
+    Ok(())
+}
+
+/// The HTTP router: the ACP endpoint behind the size limit and the bearer-token check.
+pub fn http_router(backend: Arc<dyn AgentBackend>, options: HttpOptions) -> axum::Router {
+    let acp = AcpHttpServer::new(move || agent_connection(backend.clone()))
+        .with_options(ServerOptions::default())
+        .into_router();
+    let token: Option<Arc<str>> = options
+        .token
+        .filter(|token| !token.is_empty())
+        .map(Arc::from);
+    acp.layer(axum::middleware::from_fn(limit_body))
+        .layer(axum::middleware::from_fn(move |request, next| {
+            check_token(token.clone(), request, next)
+        }))
+}
+
+async fn check_token(token: Option<Arc<str>>, request: Request, next: Next) -> Response {
+    let Some(token) = token else {
+        return next.run(request).await;
+    };
+    if request.uri().path() == "/health" {
+        return next.run(request).await;
+    }
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    if presented == Some(&*token) {
+        next.run(request).await
+    } else {
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong bearer token",
+        )
+            .into_response()
+    }
+}
+
+/// Refuses POST bodies over [`MAX_MESSAGE_BYTES`] with 413, whether declared or streamed.
+async fn limit_body(request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > MAX_MESSAGE_BYTES) {
+        return too_large();
+    }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
+        Ok(bytes) => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+        Err(_) => too_large(),
+    }
+}
+
+fn too_large() -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "ACP message larger than 1 MiB refused",
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    async fn lines_of(input: &'static [u8], limit: usize) -> Vec<String> {
+        capped_lines(tokio::io::BufReader::with_capacity(4, input), limit)
+            .map(|line| line.unwrap())
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn lines_split_on_newlines_and_keep_a_final_partial_line() {
+        assert_eq!(
+            lines_of(b"a\r\nbc\n\nlast", 10).await,
+            ["a", "bc", "", "last"]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_becomes_the_marker_and_the_next_line_survives() {
+        let lines = lines_of(b"0123456789abcdef\nok\n", 8).await;
+        assert_eq!(lines, [OVERSIZED_MARKER, "ok"]);
+        let exact = lines_of(b"01234567\n", 8).await;
+        assert_eq!(exact, ["01234567"]);
+    }
+
+    #[tokio::test]
+    async fn binding_a_public_address_needs_a_token() {
+        let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let error = bind_http(public, &HttpOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, TransportError::TokenRequired(_)), "{error}");
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(bind_http(loopback, &HttpOptions::default()).await.is_ok());
+    }
+}

@@ -1,0 +1,723 @@
+//! The ACP adapter on the wire: raw newline-delimited JSON-RPC against `serve_lines` over an
+//! in-memory pipe, with a scripted backend standing in for the agent (the real agent is driven
+//! end to end by the top-level `tests/acp_*.rs`). Covers the method surface, the order of
+//! updates, permission round trips, cancellation, panics, and malformed or out-of-order input.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lode_acp::{
+    AgentBackend, BackendError, McpServerSpec, PromptInput, SessionSummary, SlashCommandInfo,
+};
+use lode_agent::event::{
+    AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolKind, ToolStatus,
+};
+use lode_agent::host::{PermissionRequest, SessionHost};
+use lode_agent::llm::ModelInfo;
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A backend whose turns follow the prompt text: `stream`, `permission`, `wait`, `panic`.
+#[derive(Default)]
+struct ScriptedBackend {
+    sessions: Mutex<HashMap<String, SessionSummary>>,
+    mcp: Mutex<Vec<McpServerSpec>>,
+    answers: Mutex<Vec<String>>,
+}
+
+impl ScriptedBackend {
+    fn get(&self, id: &str) -> Result<SessionSummary, BackendError> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| BackendError::SessionNotFound(id.to_string()))
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentBackend for ScriptedBackend {
+    fn models(&self) -> Vec<ModelInfo> {
+        ["local", "cloud"]
+            .map(|provider| ModelInfo {
+                provider: provider.into(),
+                model: format!("{provider}-1"),
+                context_window: 32000,
+                max_output_tokens: 1000,
+                supports_images: false,
+            })
+            .to_vec()
+    }
+    fn slash_commands(&self) -> Vec<SlashCommandInfo> {
+        vec![SlashCommandInfo {
+            name: "help".into(),
+            description: "Show help".into(),
+            input_hint: None,
+        }]
+    }
+    fn new_session(
+        &self,
+        cwd: PathBuf,
+        mcp_servers: Vec<McpServerSpec>,
+    ) -> Result<SessionSummary, BackendError> {
+        let mut sessions = self.sessions.lock().unwrap();
+        let session = SessionSummary {
+            id: format!("s{}", sessions.len() + 1),
+            title: None,
+            cwd,
+            mode: "code".into(),
+            model: "local".into(),
+            updated_at: "2026-11-22T00:00:00Z".into(),
+        };
+        sessions.insert(session.id.clone(), session.clone());
+        *self.mcp.lock().unwrap() = mcp_servers;
+        Ok(session)
+    }
+    fn list_sessions(&self) -> Result<Vec<SessionSummary>, BackendError> {
+        let mut sessions: Vec<_> = self.sessions.lock().unwrap().values().cloned().collect();
+        sessions.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(sessions)
+    }
+    fn load_session(&self, id: &str) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError> {
+        let history = vec![
+            AgentEvent::UserMessage {
+                text: "earlier question".into(),
+            },
+            AgentEvent::TextDelta {
+                text: "earlier answer".into(),
+            },
+        ];
+        Ok((self.get(id)?, history))
+    }
+    fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError> {
+        self.get(id)
+    }
+    fn close_session(&self, id: &str) -> Result<(), BackendError> {
+        self.get(id).map(drop)
+    }
+    fn delete_session(&self, id: &str) -> Result<(), BackendError> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .remove(id)
+            .map(drop)
+            .ok_or_else(|| BackendError::SessionNotFound(id.to_string()))
+    }
+    fn set_mode(&self, id: &str, mode: &str) -> Result<(), BackendError> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get_mut(id)
+            .map(|s| s.mode = mode.into())
+            .ok_or_else(|| BackendError::SessionNotFound(id.into()))
+    }
+    fn set_model(&self, id: &str, provider: &str) -> Result<(), BackendError> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get_mut(id)
+            .map(|s| s.model = provider.into())
+            .ok_or_else(|| BackendError::SessionNotFound(id.into()))
+    }
+    async fn prompt(
+        &self,
+        id: &str,
+        input: Vec<PromptInput>,
+        host: Arc<dyn SessionHost>,
+        cancel: CancellationToken,
+    ) -> Result<StopReason, BackendError> {
+        self.get(id)?;
+        let PromptInput::Text(text) = &input[0] else {
+            return Err(BackendError::InvalidInput("text first".into()));
+        };
+        match text.as_str() {
+            "stream" => {
+                host.emit(AgentEvent::TextDelta {
+                    text: "Hello".into(),
+                });
+                host.emit(AgentEvent::TextDelta {
+                    text: " world".into(),
+                });
+                host.emit(AgentEvent::ToolCallStarted(ToolCallStart {
+                    id: "c1".into(),
+                    tool: "read_file".into(),
+                    title: "Read a.rs".into(),
+                    kind: ToolKind::Read,
+                    locations: vec![],
+                    raw_input: json!({"path": "a.rs"}),
+                }));
+                host.emit(AgentEvent::ToolCallUpdated(ToolCallUpdate {
+                    id: "c1".into(),
+                    status: ToolStatus::Completed,
+                    title: None,
+                    content: vec![ToolContent::Text {
+                        text: "fn a() {}".into(),
+                    }],
+                    locations: vec![],
+                    raw_output: None,
+                }));
+                host.emit(AgentEvent::TitleChanged {
+                    title: "Streaming".into(),
+                });
+                Ok(StopReason::EndTurn)
+            }
+            "permission" => {
+                let answer = host
+                    .request_permission(PermissionRequest {
+                        tool_call_id: "c2".into(),
+                        tool: "run".into(),
+                        title: "Run `ls`".into(),
+                        kind: ToolKind::Execute,
+                        raw_input: json!({"command": "ls"}),
+                        always_pattern: "ls*".into(),
+                    })
+                    .await;
+                let answer = serde_json::to_value(answer)
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                self.answers.lock().unwrap().push(answer.clone());
+                host.emit(AgentEvent::TextDelta {
+                    text: format!("answer: {answer}"),
+                });
+                Ok(StopReason::EndTurn)
+            }
+            "wait" => {
+                host.emit(AgentEvent::TextDelta {
+                    text: "waiting".into(),
+                });
+                cancel.cancelled().await;
+                Ok(StopReason::Cancelled)
+            }
+            "panic" => panic!("scripted panic inside a turn"),
+            other => Err(BackendError::InvalidInput(format!(
+                "no script for {other:?}"
+            ))),
+        }
+    }
+}
+
+struct Wire {
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    writer: WriteHalf<DuplexStream>,
+    next_id: u64,
+    /// Notifications and agent requests seen while waiting for responses.
+    seen: Vec<Value>,
+}
+
+impl Wire {
+    fn start(backend: Arc<ScriptedBackend>) -> Wire {
+        let (client, server) = tokio::io::duplex(4 * 1024 * 1024);
+        let (server_read, server_write) = tokio::io::split(server);
+        tokio::spawn(lode_acp::serve_lines(
+            backend,
+            BufReader::new(server_read),
+            server_write,
+        ));
+        let (client_read, writer) = tokio::io::split(client);
+        Wire {
+            lines: BufReader::new(client_read).lines(),
+            writer,
+            next_id: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    async fn send_raw(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).await.unwrap();
+        self.writer.write_all(b"\n").await.unwrap();
+    }
+
+    async fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string()).await;
+    }
+
+    /// The next message from the agent. The timeout only turns a hang into a failure.
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("agent answered in time")
+            .unwrap()
+            .expect("agent still connected");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|error| panic!("agent wrote non-JSON {line:?}: {error}"))
+    }
+
+    /// Sends a request and returns its response, keeping what came before it in `seen`.
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.start_request(method, params).await;
+        self.response(id).await
+    }
+
+    async fn start_request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        id
+    }
+
+    async fn response(&mut self, id: u64) -> Value {
+        loop {
+            let message = self.next().await;
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// Waits for the agent's next request of `method`, keeping what came before it in `seen`.
+    async fn agent_request(&mut self, method: &str) -> Value {
+        loop {
+            let message = self.next().await;
+            if message["method"] == method && message.get("id").is_some() {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    fn updates(&mut self) -> Vec<Value> {
+        self.seen
+            .drain(..)
+            .filter(|m| m["method"] == "session/update")
+            .map(|m| m["params"]["update"].clone())
+            .collect()
+    }
+
+    async fn initialize(&mut self, capabilities: Value) -> Value {
+        self.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
+        )
+        .await
+    }
+
+    async fn new_session(&mut self) -> String {
+        let response = self
+            .request(
+                "session/new",
+                json!({"cwd": "/work/project", "mcpServers": []}),
+            )
+            .await;
+        response["result"]["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_string()
+    }
+
+    async fn prompt(&mut self, session: &str, text: &str) -> Value {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+}
+
+fn kinds(updates: &[Value]) -> Vec<&str> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn initialize_advertises_lode_and_its_capabilities() {
+    let mut wire = Wire::start(Arc::default());
+    let response = wire.initialize(json!({})).await;
+    let result = &response["result"];
+    assert_eq!(result["protocolVersion"], 1);
+    assert_eq!(result["agentInfo"]["name"], "lode");
+    let caps = &result["agentCapabilities"];
+    assert_eq!(caps["loadSession"], true);
+    assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(
+        caps["promptCapabilities"]["image"], false,
+        "no configured model sees images"
+    );
+    assert_eq!(caps["mcpCapabilities"]["http"], true);
+    for capability in ["list", "resume", "close", "delete"] {
+        assert!(
+            caps["sessionCapabilities"][capability].is_object(),
+            "{capability} in {caps}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_new_session_has_modes_options_and_commands_then_a_prompt_streams_in_order() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let response = wire
+        .request("session/new", json!({"cwd": "/work/project", "mcpServers": [{"name": "files", "command": "/bin/mcp", "args": [], "env": []}]}))
+        .await;
+    let result = &response["result"];
+    assert_eq!(result["modes"]["currentModeId"], "code");
+    assert_eq!(result["configOptions"][1]["category"], "model");
+    assert_eq!(
+        backend.mcp.lock().unwrap().len(),
+        1,
+        "MCP servers reach the agent"
+    );
+    let session = result["sessionId"].as_str().unwrap().to_string();
+
+    let response = wire.prompt(&session, "stream").await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let updates = wire.updates();
+    assert_eq!(
+        kinds(&updates),
+        [
+            "available_commands_update",
+            "agent_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "session_info_update"
+        ]
+    );
+    assert_eq!(updates[1]["content"]["text"], "Hello");
+    assert_eq!(updates[3]["kind"], "read");
+    assert_eq!(updates[4]["status"], "completed");
+    assert_eq!(updates[5]["title"], "Streaming");
+}
+
+#[tokio::test]
+async fn a_rejected_permission_reaches_the_agent_as_reject() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    let prompt = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "permission"}]}),
+        )
+        .await;
+    let question = wire.agent_request("session/request_permission").await;
+    assert_eq!(question["params"]["toolCall"]["toolCallId"], "c2");
+    let offered: Vec<&str> = question["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+    wire.send(json!({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "selected", "optionId": "reject_once"}}})).await;
+    let response = wire.response(prompt).await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    assert_eq!(*backend.answers.lock().unwrap(), ["reject_once"]);
+}
+
+#[tokio::test]
+async fn cancel_stops_the_turn_and_an_open_permission_question() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+
+    let prompt = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+        )
+        .await;
+    loop {
+        let message = wire.next().await;
+        if message["params"]["update"]["content"]["text"] == "waiting" {
+            break;
+        }
+    }
+    wire.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    )
+    .await;
+    assert_eq!(
+        wire.response(prompt).await["result"]["stopReason"],
+        "cancelled"
+    );
+
+    let prompt = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "permission"}]}),
+        )
+        .await;
+    wire.agent_request("session/request_permission").await;
+    wire.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    )
+    .await;
+    assert_eq!(
+        wire.response(prompt).await["result"]["stopReason"],
+        "cancelled"
+    );
+    assert_eq!(*backend.answers.lock().unwrap(), ["cancelled"]);
+}
+
+#[tokio::test]
+async fn modes_and_config_options_change_and_are_announced() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    // The commands update follows the session/new response.
+    let commands = wire.next().await;
+    assert_eq!(
+        commands["params"]["update"]["sessionUpdate"],
+        "available_commands_update"
+    );
+    wire.seen.clear();
+
+    let response = wire
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "ask"}),
+        )
+        .await;
+    assert!(response["result"].is_object(), "{response}");
+    let updates = wire.updates();
+    assert_eq!(
+        kinds(&updates),
+        ["current_mode_update", "config_option_update"]
+    );
+    assert_eq!(updates[0]["currentModeId"], "ask");
+    assert_eq!(updates[1]["configOptions"][0]["currentValue"], "ask");
+
+    let response = wire
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "model", "value": "cloud"}),
+        )
+        .await;
+    assert_eq!(
+        response["result"]["configOptions"][1]["currentValue"],
+        "cloud"
+    );
+    assert_eq!(kinds(&wire.updates()), ["config_option_update"]);
+
+    let response = wire
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "mode", "value": "architect"}),
+        )
+        .await;
+    assert_eq!(
+        response["result"]["configOptions"][0]["currentValue"],
+        "architect"
+    );
+    assert_eq!(
+        kinds(&wire.updates()),
+        ["current_mode_update", "config_option_update"]
+    );
+
+    for (method, params) in [
+        (
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "yolo"}),
+        ),
+        (
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "model", "value": "nope"}),
+        ),
+        (
+            "session/set_config_option",
+            json!({"sessionId": session, "configId": "colour", "value": "red"}),
+        ),
+    ] {
+        let response = wire.request(method, params).await;
+        assert_eq!(response["error"]["code"], -32602, "{method}: {response}");
+    }
+}
+
+#[tokio::test]
+async fn list_load_resume_close_and_delete() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+
+    // A second connection (a restarted editor) sees the session and gets its history replayed.
+    let mut other = Wire::start(backend);
+    other.initialize(json!({})).await;
+    let listed = other.request("session/list", json!({})).await;
+    assert_eq!(
+        listed["result"]["sessions"][0]["sessionId"],
+        session.as_str()
+    );
+    assert_eq!(listed["result"]["sessions"][0]["cwd"], "/work/project");
+    let elsewhere = other
+        .request("session/list", json!({"cwd": "/elsewhere"}))
+        .await;
+    assert_eq!(elsewhere["result"]["sessions"], json!([]));
+
+    let loaded = other
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": "/work/project", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(loaded["result"]["modes"]["currentModeId"], "code");
+    let replay = other.updates();
+    assert_eq!(
+        kinds(&replay)[..2],
+        ["user_message_chunk", "agent_message_chunk"]
+    );
+    assert_eq!(replay[0]["content"]["text"], "earlier question");
+
+    let resumed = other
+        .request(
+            "session/resume",
+            json!({"sessionId": session, "cwd": "/work/project"}),
+        )
+        .await;
+    assert!(resumed["result"].is_object(), "{resumed}");
+    assert!(
+        !kinds(&other.updates()).contains(&"user_message_chunk"),
+        "resume does not replay"
+    );
+
+    assert!(
+        other
+            .request("session/close", json!({"sessionId": session}))
+            .await["result"]
+            .is_object()
+    );
+    let after_close = other.prompt(&session, "stream").await;
+    assert_eq!(
+        after_close["error"]["code"], -32002,
+        "a closed session is not active: {after_close}"
+    );
+    assert!(
+        other
+            .request("session/delete", json!({"sessionId": session}))
+            .await["result"]
+            .is_object()
+    );
+    assert_eq!(
+        other.request("session/list", json!({})).await["result"]["sessions"],
+        json!([])
+    );
+    assert_eq!(
+        other
+            .request(
+                "session/load",
+                json!({"sessionId": session, "cwd": "/w", "mcpServers": []})
+            )
+            .await["error"]["code"],
+        -32002
+    );
+}
+
+#[tokio::test]
+async fn out_of_order_and_malformed_input_gets_errors_and_the_connection_keeps_serving() {
+    let mut wire = Wire::start(Arc::default());
+    let early = wire
+        .request(
+            "session/new",
+            json!({"cwd": "/work/project", "mcpServers": []}),
+        )
+        .await;
+    assert!(
+        early["error"].is_object(),
+        "session/new before initialize: {early}"
+    );
+
+    wire.send_raw("{this is not json").await;
+    let parse_error = wire.next().await;
+    assert_eq!(parse_error["error"]["code"], -32700);
+    assert_eq!(parse_error["id"], Value::Null);
+
+    wire.send_raw(&format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"initialize\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(lode_acp::MAX_MESSAGE_BYTES)
+    ))
+    .await;
+    let refused = wire.next().await;
+    assert_eq!(refused["error"]["code"], -32700);
+    assert!(
+        refused.to_string().contains("larger than 1 MiB"),
+        "{refused}"
+    );
+
+    wire.initialize(json!({})).await;
+    let unknown = wire.request("session/frobnicate", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    let no_session = wire.prompt("missing", "stream").await;
+    assert_eq!(no_session["error"]["code"], -32002);
+    let bad_cwd = wire
+        .request(
+            "session/new",
+            json!({"cwd": "relative/dir", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(bad_cwd["error"]["code"], -32602);
+    let bad_params = wire
+        .request("session/prompt", json!({"sessionId": 5}))
+        .await;
+    assert_eq!(bad_params["error"]["code"], -32602);
+
+    let session = wire.new_session().await;
+    let empty = wire
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": []}),
+        )
+        .await;
+    assert_eq!(empty["error"]["code"], -32602);
+    let audio = wire.request("session/prompt", json!({"sessionId": session, "prompt": [{"type": "audio", "data": "AA", "mimeType": "audio/wav"}]})).await;
+    assert_eq!(audio["error"]["code"], -32602);
+    assert_eq!(
+        wire.prompt(&session, "stream").await["result"]["stopReason"],
+        "end_turn"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_turn_fails_only_its_prompt_and_a_second_prompt_waits_its_turn() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    let failed = wire.prompt(&session, "panic").await;
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert_eq!(
+        wire.prompt(&session, "stream").await["result"]["stopReason"],
+        "end_turn"
+    );
+
+    let first = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+        )
+        .await;
+    loop {
+        if wire.next().await["params"]["update"]["content"]["text"] == "waiting" {
+            break;
+        }
+    }
+    let second = wire.prompt(&session, "stream").await;
+    assert_eq!(
+        second["error"]["code"], -32600,
+        "one turn at a time: {second}"
+    );
+    wire.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    )
+    .await;
+    assert_eq!(
+        wire.response(first).await["result"]["stopReason"],
+        "cancelled"
+    );
+}
