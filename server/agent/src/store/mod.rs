@@ -27,7 +27,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Location, ToolCallStart, ToolContent, ToolStatus};
@@ -404,7 +404,7 @@ impl SessionStore {
         visibility: Visibility,
     ) -> Result<u64, StoreError> {
         let mut connection = self.lock();
-        let transaction = connection.transaction()?;
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let seq = insert_message(&transaction, session_id, message, visibility, None)?;
         transaction.commit()?;
         Ok(seq)
@@ -419,7 +419,7 @@ impl SessionStore {
         call: &ToolCallStart,
     ) -> Result<(), StoreError> {
         let mut connection = self.lock();
-        let transaction = connection.transaction()?;
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_session(&transaction, session_id)?;
         let now = timestamp(Utc::now());
         transaction.execute(
@@ -451,7 +451,7 @@ impl SessionStore {
         finish: &ToolCallFinish,
     ) -> Result<(), StoreError> {
         let mut connection = self.lock();
-        let transaction = connection.transaction()?;
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = timestamp(Utc::now());
         let changed = if finish.locations.is_empty() {
             transaction.execute(
@@ -521,7 +521,7 @@ impl SessionStore {
     /// Deletes a session with its messages and tool calls. Returns whether it existed.
     pub fn delete_session(&self, session_id: &str) -> Result<bool, StoreError> {
         let mut connection = self.lock();
-        let transaction = connection.transaction()?;
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         transaction.execute(
             "DELETE FROM tool_calls WHERE session_id = ?1",
             params![session_id],
@@ -548,7 +548,7 @@ impl SessionStore {
         summary: &Message,
     ) -> Result<u64, StoreError> {
         let mut connection = self.lock();
-        let transaction = connection.transaction()?;
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_session(&transaction, session_id)?;
         let exists: Option<i64> = transaction
             .query_row(
@@ -596,6 +596,7 @@ impl SessionStore {
         value: Option<&str>,
     ) -> Result<(), StoreError> {
         let connection = self.lock();
+        // `column` is one of a fixed set of names chosen by the callers above, never user input.
         let changed = connection.execute(
             &format!("UPDATE sessions SET {column} = ?2, updated_at = ?3 WHERE id = ?1"),
             params![session_id, value, timestamp(Utc::now())],

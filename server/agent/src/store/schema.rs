@@ -2,7 +2,7 @@
 //! parts of lode, so every table it owns has a plain, specific name (`sessions`, `messages`,
 //! `tool_calls`) and its version lives in its own row of `schema_versions`, keyed by component.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::StoreError;
 
@@ -54,7 +54,8 @@ CREATE TABLE tool_calls (
 /// Brings the schema up to [`VERSION`], in one transaction. A database written by a newer lode
 /// is refused rather than misread.
 pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
-    let transaction = connection.transaction()?;
+    // Immediate: two processes opening a fresh database at once must not both create the tables.
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     transaction.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_versions (
             component TEXT PRIMARY KEY,
