@@ -8,6 +8,7 @@
 //!
 //! Nothing here downloads model weights: the static table is compiled into the binary.
 
+mod http;
 mod static_table;
 mod text;
 mod wordpiece;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use http::{HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder};
 pub use static_table::StaticEmbedder;
 pub use text::{ChunkContext, chunk_embedding_text, import_lines, split_words};
 
