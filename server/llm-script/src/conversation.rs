@@ -97,17 +97,15 @@ impl Conversation {
                 .map(|calls| {
                     calls
                         .iter()
-                        .map(|call| {
-                            (
-                                string_at(call, "/id"),
-                                string_at(call, "/function/name"),
-                            )
-                        })
+                        .map(|call| (string_at(call, "/id"), string_at(call, "/function/name")))
                         .collect()
                 })
                 .unwrap_or_default();
             let (text, tool_results) = if speaker == Speaker::Tool {
-                (String::new(), vec![(string_at(message, "/tool_call_id"), text)])
+                (
+                    String::new(),
+                    vec![(string_at(message, "/tool_call_id"), text)],
+                )
             } else {
                 (text, Vec::new())
             };
@@ -217,10 +215,14 @@ impl Conversation {
         if let Some(n) = matcher.nth_request
             && n != request_number
         {
-            return Some(format!("nth_request {n} (this is request {request_number})"));
+            return Some(format!(
+                "nth_request {n} (this is request {request_number})"
+            ));
         }
         if let Some(needle) = &matcher.last_user_text_contains
-            && !self.last_user_text().is_some_and(|text| text.contains(needle.as_str()))
+            && !self
+                .last_user_text()
+                .is_some_and(|text| text.contains(needle.as_str()))
         {
             return Some(format!("last_user_text_contains {needle:?}"));
         }
@@ -231,7 +233,9 @@ impl Conversation {
             return Some(format!("last_tool_result_of {tool:?}"));
         }
         if let Some(needle) = &matcher.last_tool_result_contains
-            && !results.iter().any(|(_, content)| content.contains(needle.as_str()))
+            && !results
+                .iter()
+                .any(|(_, content)| content.contains(needle.as_str()))
         {
             return Some(format!("last_tool_result_contains {needle:?}"));
         }
@@ -311,7 +315,10 @@ mod tests {
         ], "tools": [{"type": "function", "function": {"name": "grep"}}]});
         let conversation = Conversation::read(Api::OpenAi, &body).unwrap();
         assert_eq!(conversation.last_user_text(), Some("fix the bug"));
-        assert_eq!(conversation.trailing_tool_results(), vec![("grep".to_string(), "src/lib.rs:3: bug")]);
+        assert_eq!(
+            conversation.trailing_tool_results(),
+            vec![("grep".to_string(), "src/lib.rs:3: bug")]
+        );
         assert_eq!(conversation.mismatch(&matcher(r#"{"last_tool_result_of": "grep", "system_contains": "lode", "has_tool": "grep", "last_tool_result_contains": "bug"}"#), 1), None);
         assert_eq!(
             conversation.mismatch(&matcher(r#"{"last_tool_result_of": "read_file"}"#), 1),
@@ -333,17 +340,31 @@ mod tests {
         let conversation = Conversation::read(Api::Anthropic, &body).unwrap();
         assert_eq!(conversation.system, "sys");
         assert_eq!(conversation.last_user_text(), Some("thanks"));
-        assert_eq!(conversation.trailing_tool_results(), vec![("read_file".to_string(), "contents")]);
+        assert_eq!(
+            conversation.trailing_tool_results(),
+            vec![("read_file".to_string(), "contents")]
+        );
     }
 
     #[test]
     fn bad_shapes_are_explained() {
-        assert!(Conversation::read(Api::OpenAi, &json!({})).unwrap_err().contains("messages"));
-        assert!(Conversation::read(Api::OpenAi, &json!({"messages": [{"content": "x"}]}))
+        assert!(
+            Conversation::read(Api::OpenAi, &json!({}))
+                .unwrap_err()
+                .contains("messages")
+        );
+        assert!(
+            Conversation::read(Api::OpenAi, &json!({"messages": [{"content": "x"}]}))
+                .unwrap_err()
+                .contains("no role")
+        );
+        assert!(
+            Conversation::read(
+                Api::Anthropic,
+                &json!({"messages": [{"role": "system", "content": "x"}]})
+            )
             .unwrap_err()
-            .contains("no role"));
-        assert!(Conversation::read(Api::Anthropic, &json!({"messages": [{"role": "system", "content": "x"}]}))
-            .unwrap_err()
-            .contains("unknown role"));
+            .contains("unknown role")
+        );
     }
 }

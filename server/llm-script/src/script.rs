@@ -295,11 +295,13 @@ impl Script {
             path: path.clone(),
             source,
         })?;
-        script.validate().map_err(|(turn, message)| ScriptError::Invalid {
-            path,
-            turn,
-            message,
-        })?;
+        script
+            .validate()
+            .map_err(|(turn, message)| ScriptError::Invalid {
+                path,
+                turn,
+                message,
+            })?;
         Ok(script)
     }
 
@@ -322,7 +324,10 @@ impl Script {
                 if let Some(status) = fault.status
                     && !(400..=599).contains(&status)
                 {
-                    return Err((number, format!("fault status {status} is not an error status")));
+                    return Err((
+                        number,
+                        format!("fault status {status} is not an error status"),
+                    ));
                 }
                 if fault.times == Some(0) {
                     return Err((number, "fault times must be at least 1".to_string()));
@@ -330,8 +335,12 @@ impl Script {
                 if fault.status.is_none() && fault.retry_after.is_some() {
                     return Err((number, "retry_after needs a status".to_string()));
                 }
-                if fault.status.is_none() && fault.error_event.is_none() && fault.message.is_some() {
-                    return Err((number, "message needs a status or an error_event".to_string()));
+                if fault.status.is_none() && fault.error_event.is_none() && fault.message.is_some()
+                {
+                    return Err((
+                        number,
+                        "message needs a status or an error_event".to_string(),
+                    ));
                 }
             }
         }
@@ -356,7 +365,10 @@ mod tests {
         .unwrap();
         let turn = &script.turns[0];
         assert_eq!(turn.respond.finish(), Finish::ToolCalls);
-        assert_eq!(turn.respond.text.as_ref().unwrap().pieces(2), ["he", "ll", "o"]);
+        assert_eq!(
+            turn.respond.text.as_ref().unwrap().pieces(2),
+            ["he", "ll", "o"]
+        );
         assert_eq!(turn.respond.thinking.as_ref().unwrap().full_text(), "ab");
         assert_eq!(turn.fault.as_ref().unwrap().times(), 2);
     }
@@ -365,14 +377,21 @@ mod tests {
     fn invalid_scripts_name_the_problem() {
         let error = Script::from_json(r#"{"turns": [{"respond": {"txt": "x"}}]}"#).unwrap_err();
         assert!(error.to_string().contains("txt"), "{error}");
-        let error = Script::from_json(r#"{"turns": [{"respond": {}}, {"respond": {"chunk_chars": 0}}]}"#)
-            .unwrap_err();
-        assert_eq!(error.to_string(), "script: turn 2: chunk_chars must be at least 1");
         let error =
-            Script::from_json(r#"{"turns": [{"respond": {}, "fault": {"status": 200}}]}"#).unwrap_err();
+            Script::from_json(r#"{"turns": [{"respond": {}}, {"respond": {"chunk_chars": 0}}]}"#)
+                .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "script: turn 2: chunk_chars must be at least 1"
+        );
+        let error = Script::from_json(r#"{"turns": [{"respond": {}, "fault": {"status": 200}}]}"#)
+            .unwrap_err();
         assert!(error.to_string().contains("200"), "{error}");
         let error = Script::load(Path::new("/nonexistent/script.json")).unwrap_err();
-        assert!(error.to_string().contains("/nonexistent/script.json"), "{error}");
+        assert!(
+            error.to_string().contains("/nonexistent/script.json"),
+            "{error}"
+        );
     }
 
     #[test]

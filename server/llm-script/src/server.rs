@@ -270,7 +270,15 @@ async fn answer(
     match (plan, &parsed) {
         (Plan::Serve { turn_index, fault }, Ok(request)) => {
             let turn = &shared.script.turns[turn_index];
-            serve_turn(api, request, turn_index + 1, &turn.respond, fault, body.len()).await
+            serve_turn(
+                api,
+                request,
+                turn_index + 1,
+                &turn.respond,
+                fault,
+                body.len(),
+            )
+            .await
         }
         (Plan::Refuse(reason), _) => refuse(
             api,
@@ -385,7 +393,9 @@ async fn serve_turn(
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("scripted");
-    let usage = respond.usage.unwrap_or_else(|| estimate_usage(respond, request_bytes));
+    let usage = respond
+        .usage
+        .unwrap_or_else(|| estimate_usage(respond, request_bytes));
     let mut frames = match api {
         Api::OpenAi => wire::openai_frames(respond, model, turn_number, usage),
         Api::Anthropic => wire::anthropic_frames(respond, model, turn_number, usage),
@@ -423,7 +433,10 @@ async fn serve_turn(
 
 /// About four bytes a token, for scripts that give no usage.
 fn estimate_usage(respond: &Respond, request_bytes: usize) -> ScriptUsage {
-    let output_chars = respond.text.as_ref().map_or(0, |text| text.full_text().len())
+    let output_chars = respond
+        .text
+        .as_ref()
+        .map_or(0, |text| text.full_text().len())
         + respond
             .thinking
             .as_ref()

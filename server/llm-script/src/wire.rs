@@ -40,7 +40,12 @@ impl Frame {
 }
 
 /// The answer as OpenAI chunks, ending with the usage chunk and `[DONE]`.
-pub fn openai_frames(respond: &Respond, model: &str, turn: usize, usage: ScriptUsage) -> Vec<Frame> {
+pub fn openai_frames(
+    respond: &Respond,
+    model: &str,
+    turn: usize,
+    usage: ScriptUsage,
+) -> Vec<Frame> {
     let id = format!("chatcmpl-script-{turn}");
     let chunk = |delta: Value, finish: Option<&str>| {
         Frame::json(
@@ -162,7 +167,11 @@ pub fn anthropic_frames(
             .clone()
             .unwrap_or_else(|| format!("script-signature-{turn}"));
         deltas.push(json!({"type": "signature_delta", "signature": signature}));
-        block(&mut frames, json!({"type": "thinking", "thinking": ""}), deltas);
+        block(
+            &mut frames,
+            json!({"type": "thinking", "thinking": ""}),
+            deltas,
+        );
     }
     if let Some(text) = &respond.text {
         let deltas = text

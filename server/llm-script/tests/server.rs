@@ -48,7 +48,10 @@ async fn turns_are_served_in_order_and_once() {
     assert_eq!(status, 400);
     assert!(body.contains("every scripted turn has been used"), "{body}");
     assert_eq!(server.requests().len(), 3);
-    assert_eq!(server.requests()[0].body["messages"][0]["content"], "hello you");
+    assert_eq!(
+        server.requests()[0].body["messages"][0]["content"],
+        "hello you"
+    );
 }
 
 #[tokio::test]
@@ -58,16 +61,22 @@ async fn unmatched_requests_are_refused_with_reasons() {
     ]})))
     .await
     .unwrap();
-    let (status, _, body) = post(&format!("{}/v1/messages", server.base_url()), &json!({
-        "model": "m", "stream": true, "max_tokens": 10,
-        "messages": [{"role": "user", "content": "what now"}],
-    }))
+    let (status, _, body) = post(
+        &format!("{}/v1/messages", server.base_url()),
+        &json!({
+            "model": "m", "stream": true, "max_tokens": 10,
+            "messages": [{"role": "user", "content": "what now"}],
+        }),
+    )
     .await;
     assert_eq!(status, 400);
     let error: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(error["type"], "error");
     let message = error["error"]["message"].as_str().unwrap();
-    assert!(message.contains("#1 \"needs-grep\" wants last_tool_result_of \"grep\""), "{message}");
+    assert!(
+        message.contains("#1 \"needs-grep\" wants last_tool_result_of \"grep\""),
+        "{message}"
+    );
     assert!(message.contains("what now"), "{message}");
 }
 
@@ -97,10 +106,13 @@ async fn anthropic_stream_has_every_block() {
     ]})))
     .await
     .unwrap();
-    let (status, _, body) = post(&format!("{}/v1/messages", server.base_url()), &json!({
-        "model": "claude", "stream": true, "max_tokens": 10,
-        "messages": [{"role": "user", "content": [{"type": "text", "text": "go"}]}],
-    }))
+    let (status, _, body) = post(
+        &format!("{}/v1/messages", server.base_url()),
+        &json!({
+            "model": "claude", "stream": true, "max_tokens": 10,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "go"}]}],
+        }),
+    )
     .await;
     assert_eq!(status, 200);
     let events: Vec<&str> = body
@@ -117,14 +129,20 @@ async fn anthropic_stream_has_every_block() {
         .filter_map(|data| serde_json::from_str::<Value>(data).ok())
         .filter_map(|event| event["delta"]["partial_json"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(serde_json::from_str::<Value>(&fragments).unwrap(), json!({"pattern": "fn main"}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&fragments).unwrap(),
+        json!({"pattern": "fn main"})
+    );
 }
 
 #[tokio::test]
 async fn malformed_oversized_and_misrouted_requests() {
     let server = ScriptedServer::start_with(
         script(json!({"turns": [{"respond": {"text": "x"}}]})),
-        ServerOptions { port: 0, body_limit: 1024 },
+        ServerOptions {
+            port: 0,
+            body_limit: 1024,
+        },
     )
     .await
     .unwrap();

@@ -5,6 +5,21 @@
 //! Nothing here knows about tools' behaviour, sessions or editors: a tool is a name, a description
 //! and a JSON schema; a tool call is an id, a name and JSON arguments.
 
+pub mod anthropic;
+pub mod collect;
+pub mod config;
+mod http;
+pub mod openai;
+pub mod retry;
+pub mod sse;
+
+pub use collect::{CollectedResponse, ResponseCollector, collect};
+pub use config::{
+    ProviderConfig, ProviderConfigError, ProviderKind, build_provider, build_provider_with_env,
+};
+pub use http::{ApiKey, Timeouts};
+pub use retry::{RetryNotice, RetryPolicy, stream_with_retry};
+
 use std::pin::Pin;
 use std::time::Duration;
 
