@@ -1,0 +1,230 @@
+//! An open editor buffer: its text, its version, and LSP positions (UTF-16 code units) mapped
+//! to byte offsets and back, with incremental `didChange` edits applied in order.
+
+use tower_lsp_server::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
+
+/// The text of one open document as the editor has it (saved or not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Document {
+    text: String,
+    version: i32,
+    language_id: String,
+    /// Byte offset where each line starts; always begins with 0.
+    line_starts: Vec<usize>,
+}
+
+/// A change that cannot be applied to the document it names.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum EditError {
+    #[error("range {start:?}..{end:?} is reversed")]
+    ReversedRange { start: Position, end: Position },
+}
+
+impl Document {
+    pub fn new(text: String, version: i32, language_id: impl Into<String>) -> Document {
+        let line_starts = line_starts(&text);
+        Document {
+            text,
+            version,
+            language_id: language_id.into(),
+            line_starts,
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    pub fn language_id(&self) -> &str {
+        &self.language_id
+    }
+
+    /// Applies the changes of one `didChange` in order, then takes the new version. A change
+    /// without a range replaces the whole text. Positions past the end of a line or of the
+    /// document are clamped, as the protocol asks.
+    pub fn apply_changes(
+        &mut self,
+        changes: &[TextDocumentContentChangeEvent],
+        version: i32,
+    ) -> Result<(), EditError> {
+        // Work on a copy so a bad change in the middle leaves the document as it was.
+        let mut next = self.clone();
+        for change in changes {
+            match change.range {
+                None => next.text = change.text.clone(),
+                Some(range) => {
+                    let start = next.offset_of(range.start);
+                    let end = next.offset_of(range.end);
+                    if end < start {
+                        return Err(EditError::ReversedRange {
+                            start: range.start,
+                            end: range.end,
+                        });
+                    }
+                    next.text.replace_range(start..end, &change.text);
+                }
+            }
+            next.line_starts = line_starts(&next.text);
+        }
+        *self = next;
+        self.version = version;
+        Ok(())
+    }
+
+    /// The byte offset of an LSP position (UTF-16 columns), clamped to the line and the text.
+    /// A column inside a surrogate pair lands after the character.
+    pub fn offset_of(&self, position: Position) -> usize {
+        let Some(&line_start) = self.line_starts.get(position.line as usize) else {
+            return self.text.len();
+        };
+        let line_end = self.line_end(position.line as usize);
+        let line = &self.text[line_start..line_end];
+        let mut units = 0u32;
+        for (index, ch) in line.char_indices() {
+            if units >= position.character {
+                return line_start + index;
+            }
+            units += ch.len_utf16() as u32;
+        }
+        line_end
+    }
+
+    /// The LSP position (UTF-16 columns) of a byte offset; offsets inside a character or past
+    /// the end are clamped.
+    pub fn position_of(&self, offset: usize) -> Position {
+        position_in(&self.text, &self.line_starts, offset)
+    }
+
+    /// The LSP range of a byte range.
+    pub fn range_of(&self, start: usize, end: usize) -> Range {
+        Range::new(self.position_of(start), self.position_of(end))
+    }
+
+    /// The end of a line's content (before its `\n` or `\r\n`).
+    fn line_end(&self, line: usize) -> usize {
+        let next = self
+            .line_starts
+            .get(line + 1)
+            .copied()
+            .unwrap_or(self.text.len());
+        let bytes = self.text.as_bytes();
+        let mut end = next;
+        if end > self.line_starts[line] && bytes.get(end - 1) == Some(&b'\n') {
+            end -= 1;
+            if end > self.line_starts[line] && bytes.get(end - 1) == Some(&b'\r') {
+                end -= 1;
+            }
+        }
+        end
+    }
+}
+
+/// Byte offsets where lines start (`\n` ends a line; `\r\n` too).
+pub fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(index, _)| index + 1))
+        .collect()
+}
+
+/// The LSP position of a byte offset in `text`, given its line starts.
+pub fn position_in(text: &str, line_starts: &[usize], offset: usize) -> Position {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let line = line_starts.partition_point(|&start| start <= offset) - 1;
+    let character: usize = text[line_starts[line]..offset]
+        .chars()
+        .map(char::len_utf16)
+        .sum();
+    Position::new(line as u32, character as u32)
+}
+
+/// The UTF-16 column of a byte column within one line of text (clamped).
+pub fn utf16_column(line: &str, byte_column: usize) -> u32 {
+    let mut end = byte_column.min(line.len());
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line[..end].chars().map(char::len_utf16).sum::<usize>() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(
+        range: Option<((u32, u32), (u32, u32))>,
+        text: &str,
+    ) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: range.map(|((l1, c1), (l2, c2))| {
+                Range::new(Position::new(l1, c1), Position::new(l2, c2))
+            }),
+            range_length: None,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn incremental_edits_use_utf16_columns() {
+        // "é" is one UTF-16 unit and two bytes; "😀" is two units and four bytes.
+        let mut doc = Document::new("let é = \"😀x\";\nfn main() {}\n".into(), 1, "rust");
+        // Replace the "x" after the emoji: line 0, columns 10..11 in UTF-16.
+        doc.apply_changes(&[change(Some(((0, 11), (0, 12))), "y")], 2)
+            .unwrap();
+        assert_eq!(doc.text(), "let é = \"😀y\";\nfn main() {}\n");
+        // Insert on the second line, then delete across the line break.
+        doc.apply_changes(
+            &[
+                change(Some(((1, 3), (1, 3))), "real_"),
+                change(Some(((0, 14), (1, 0))), " "),
+            ],
+            3,
+        )
+        .unwrap();
+        assert_eq!(doc.text(), "let é = \"😀y\"; fn real_main() {}\n");
+        assert_eq!(doc.version(), 3);
+    }
+
+    #[test]
+    fn positions_round_trip_through_offsets() {
+        let doc = Document::new("a😀b\r\nsecond\n".into(), 1, "text");
+        let b = doc.text().find('b').unwrap();
+        assert_eq!(doc.position_of(b), Position::new(0, 3));
+        assert_eq!(doc.offset_of(Position::new(0, 3)), b);
+        // Past the end of a line clamps to the line's end (before \r\n).
+        assert_eq!(doc.offset_of(Position::new(0, 99)), b + 1);
+        assert_eq!(
+            doc.position_of(doc.text().find("second").unwrap()),
+            Position::new(1, 0)
+        );
+        // Past the last line clamps to the end of the text.
+        assert_eq!(doc.offset_of(Position::new(9, 0)), doc.text().len());
+    }
+
+    #[test]
+    fn a_change_without_range_replaces_everything_and_reversed_ranges_are_refused() {
+        let mut doc = Document::new("old".into(), 1, "text");
+        doc.apply_changes(&[change(None, "new\ntext")], 2).unwrap();
+        assert_eq!(doc.text(), "new\ntext");
+        let error = doc
+            .apply_changes(&[change(Some(((1, 2), (0, 1))), "")], 3)
+            .unwrap_err();
+        assert!(matches!(error, EditError::ReversedRange { .. }));
+        assert_eq!(doc.text(), "new\ntext");
+        assert_eq!(doc.version(), 2);
+    }
+
+    #[test]
+    fn utf16_columns_of_byte_columns() {
+        assert_eq!(utf16_column("é😀x", 0), 0);
+        assert_eq!(utf16_column("é😀x", 2), 1);
+        assert_eq!(utf16_column("é😀x", 6), 3);
+        assert_eq!(utf16_column("é😀x", 3), 1);
+    }
+}

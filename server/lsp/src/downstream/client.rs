@@ -1,0 +1,553 @@
+//! An LSP client for one downstream language server (pyright, rust-analyzer, ...): started over
+//! stdio, initialized for the workspace, told about the files whose diagnostics are wanted, and
+//! listened to for `textDocument/publishDiagnostics` until they settle.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::BufReader;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+use tower_lsp_server::UriExt;
+use tower_lsp_server::lsp_types::{
+    self, ClientCapabilities, DiagnosticSeverity, InitializeParams, NumberOrString,
+    PublishDiagnosticsClientCapabilities, PublishDiagnosticsParams, TextDocumentClientCapabilities,
+    Uri, WindowClientCapabilities, WorkspaceClientCapabilities, WorkspaceFolder,
+};
+
+use super::{Diagnostic, DiagnosticsError, Severity, language_id, sort_diagnostics};
+use crate::framing::{Frame, read_frame, write_frame};
+
+/// Largest message accepted from a downstream server.
+const MAX_INCOMING_BYTES: usize = 256 * 1024 * 1024;
+
+/// Timing of a downstream server.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientSettings {
+    /// Diagnostics count as settled after this long without a new publish for the files.
+    pub settle: Duration,
+    /// The longest a `diagnostics_for` call waits for a first publish.
+    pub timeout: Duration,
+    /// The longest `initialize` may take.
+    pub initialize_timeout: Duration,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        ClientSettings {
+            settle: Duration::from_millis(400),
+            timeout: Duration::from_secs(30),
+            initialize_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The latest diagnostics a server published for one file.
+#[derive(Clone, Debug)]
+struct Published {
+    diagnostics: Vec<lsp_types::Diagnostic>,
+    version: Option<i32>,
+    /// Increases with every publish the client receives (for any file).
+    sequence: u64,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<HashMap<i64, oneshot::Sender<Result<Value, String>>>>,
+    published: Mutex<HashMap<PathBuf, Published>>,
+    sequence: Mutex<u64>,
+    publishes: Notify,
+    exited: AtomicBool,
+}
+
+/// A file as the server was last told about it.
+struct OpenFile {
+    version: i32,
+    text: String,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The maps stay consistent whatever panicked while holding them.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A running downstream language server.
+pub struct LanguageServerClient {
+    command: String,
+    root: PathBuf,
+    settings: ClientSettings,
+    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
+    child: tokio::sync::Mutex<Child>,
+    shared: Arc<Shared>,
+    next_id: AtomicI64,
+    open: tokio::sync::Mutex<HashMap<PathBuf, OpenFile>>,
+}
+
+impl LanguageServerClient {
+    /// Starts `program args...` in `root` and initializes it for that workspace.
+    pub async fn start(
+        program: &str,
+        args: &[String],
+        root: &Path,
+        settings: ClientSettings,
+    ) -> Result<LanguageServerClient, DiagnosticsError> {
+        let command = std::iter::once(program.to_string())
+            .chain(args.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let root = std::fs::canonicalize(root).map_err(|source| DiagnosticsError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        let mut child = Command::new(program)
+            .args(args)
+            .current_dir(&root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // Its log lines join lode's on stderr; stdout stays the protocol.
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| DiagnosticsError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(DiagnosticsError::Protocol {
+                command,
+                message: "no stdio pipes".into(),
+            });
+        };
+        let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
+        let shared = Arc::new(Shared::default());
+        tokio::spawn(read_loop(
+            BufReader::new(stdout),
+            stdin.clone(),
+            shared.clone(),
+            root.clone(),
+        ));
+        let client = LanguageServerClient {
+            command,
+            root,
+            settings,
+            stdin,
+            child: tokio::sync::Mutex::new(child),
+            shared,
+            next_id: AtomicI64::new(1),
+            open: tokio::sync::Mutex::default(),
+        };
+        client.initialize().await?;
+        Ok(client)
+    }
+
+    /// The command line the server was started with.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    async fn initialize(&self) -> Result<(), DiagnosticsError> {
+        let root_uri = Uri::from_file_path(&self.root)
+            .ok_or_else(|| self.protocol_error("the root is not a file path"))?;
+        let name = self
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        #[allow(deprecated)] // root_uri and root_path are still what some servers read.
+        let params = InitializeParams {
+            process_id: Some(std::process::id()),
+            root_uri: Some(root_uri.clone()),
+            workspace_folders: Some(vec![WorkspaceFolder {
+                uri: root_uri,
+                name,
+            }]),
+            capabilities: ClientCapabilities {
+                text_document: Some(TextDocumentClientCapabilities {
+                    publish_diagnostics: Some(PublishDiagnosticsClientCapabilities {
+                        related_information: Some(false),
+                        version_support: Some(true),
+                        ..PublishDiagnosticsClientCapabilities::default()
+                    }),
+                    ..TextDocumentClientCapabilities::default()
+                }),
+                workspace: Some(WorkspaceClientCapabilities {
+                    configuration: Some(true),
+                    workspace_folders: Some(true),
+                    ..WorkspaceClientCapabilities::default()
+                }),
+                window: Some(WindowClientCapabilities {
+                    work_done_progress: Some(false),
+                    ..WindowClientCapabilities::default()
+                }),
+                ..ClientCapabilities::default()
+            },
+            client_info: Some(lsp_types::ClientInfo {
+                name: "lode".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            ..InitializeParams::default()
+        };
+        let params = serde_json::to_value(params).map_err(|e| self.protocol_error(e))?;
+        self.request("initialize", params, self.settings.initialize_timeout)
+            .await?;
+        self.notify("initialized", json!({})).await
+    }
+
+    fn protocol_error(&self, message: impl std::fmt::Display) -> DiagnosticsError {
+        DiagnosticsError::Protocol {
+            command: self.command.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    /// Sends a request and waits (bounded) for its answer.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, DiagnosticsError> {
+        if self.shared.exited.load(Ordering::SeqCst) {
+            return Err(DiagnosticsError::Exited {
+                command: self.command.clone(),
+            });
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (answer, answered) = oneshot::channel();
+        lock(&self.shared.pending).insert(id, answer);
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        self.send(&message).await?;
+        match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(self.protocol_error(format!("{method}: {error}"))),
+            Ok(Err(_)) => Err(DiagnosticsError::Exited {
+                command: self.command.clone(),
+            }),
+            Err(_) => {
+                lock(&self.shared.pending).remove(&id);
+                Err(DiagnosticsError::Timeout {
+                    command: self.command.clone(),
+                    method: method.to_string(),
+                    seconds: timeout.as_secs(),
+                })
+            }
+        }
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), DiagnosticsError> {
+        self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))
+            .await
+    }
+
+    async fn send(&self, message: &Value) -> Result<(), DiagnosticsError> {
+        let body = message.to_string();
+        let mut stdin = self.stdin.lock().await;
+        write_frame(&mut *stdin, body.as_bytes())
+            .await
+            .map_err(|_| DiagnosticsError::Exited {
+                command: self.command.clone(),
+            })
+    }
+
+    /// The server's diagnostics for these files as they are on disk now: files it has not
+    /// seen are opened, changed ones are sent again, then the client waits until every such
+    /// file has a publish newer than the change and no publish came for the settle interval
+    /// (or the timeout passed: then what has arrived is the answer).
+    pub async fn diagnostics_for(
+        &self,
+        paths: &[PathBuf],
+    ) -> Result<Vec<(PathBuf, Vec<Diagnostic>)>, DiagnosticsError> {
+        let mut waiting: Vec<(PathBuf, u64, i32)> = Vec::new();
+        let mut files = Vec::new();
+        {
+            let mut open = self.open.lock().await;
+            for path in paths {
+                let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+                let text = match std::fs::read(&path) {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(_) => {
+                        // Gone: the server should forget it too.
+                        if open.remove(&path).is_some()
+                            && let Some(uri) = Uri::from_file_path(&path)
+                        {
+                            self.notify(
+                                "textDocument/didClose",
+                                json!({ "textDocument": { "uri": uri } }),
+                            )
+                            .await?;
+                        }
+                        lock(&self.shared.published).remove(&path);
+                        continue;
+                    }
+                };
+                let Some(uri) = Uri::from_file_path(&path) else {
+                    continue;
+                };
+                let sequence_now = *lock(&self.shared.sequence);
+                match open.get_mut(&path) {
+                    None => {
+                        let language = language_id(&path).unwrap_or("plaintext");
+                        self.notify(
+                            "textDocument/didOpen",
+                            json!({ "textDocument": {
+                                "uri": uri, "languageId": language, "version": 1, "text": text,
+                            }}),
+                        )
+                        .await?;
+                        open.insert(path.clone(), OpenFile { version: 1, text });
+                        waiting.push((path.clone(), sequence_now, 1));
+                    }
+                    Some(file) if file.text != text => {
+                        file.version += 1;
+                        self.notify(
+                            "textDocument/didChange",
+                            json!({
+                                "textDocument": { "uri": uri, "version": file.version },
+                                "contentChanges": [{ "text": text }],
+                            }),
+                        )
+                        .await?;
+                        file.text = text;
+                        waiting.push((path.clone(), sequence_now, file.version));
+                    }
+                    Some(file) => {
+                        if !lock(&self.shared.published).contains_key(&path) {
+                            waiting.push((path.clone(), 0, file.version));
+                        }
+                    }
+                }
+                files.push(path);
+            }
+        }
+        self.wait_for_settled(&waiting).await;
+        let published = lock(&self.shared.published);
+        Ok(files
+            .into_iter()
+            .map(|path| {
+                let mut diagnostics: Vec<Diagnostic> = published
+                    .get(&path)
+                    .map(|p| p.diagnostics.iter().map(convert).collect())
+                    .unwrap_or_default();
+                sort_diagnostics(&mut diagnostics);
+                (path, diagnostics)
+            })
+            .collect())
+    }
+
+    async fn wait_for_settled(&self, waiting: &[(PathBuf, u64, i32)]) {
+        if waiting.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + self.settings.timeout;
+        loop {
+            // Register for the next publish before looking, so none slips between.
+            let next_publish = self.shared.publishes.notified();
+            tokio::pin!(next_publish);
+            next_publish.as_mut().enable();
+            let (all_fresh, last_at) = {
+                let published = lock(&self.shared.published);
+                let mut all_fresh = true;
+                let mut last_at: Option<Instant> = None;
+                for (path, after, version) in waiting {
+                    match published.get(path) {
+                        Some(p)
+                            if p.sequence > *after && p.version.is_none_or(|v| v >= *version) =>
+                        {
+                            last_at = Some(last_at.map_or(p.at, |t| t.max(p.at)));
+                        }
+                        _ => all_fresh = false,
+                    }
+                }
+                (all_fresh, last_at)
+            };
+            let now = Instant::now();
+            if now >= deadline || self.shared.exited.load(Ordering::SeqCst) {
+                return;
+            }
+            let wake_at = match (all_fresh, last_at) {
+                (true, Some(last)) => {
+                    let settled_at = last + self.settings.settle;
+                    if settled_at <= now {
+                        return;
+                    }
+                    settled_at.min(deadline)
+                }
+                _ => deadline,
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(wake_at) => {}
+                _ = &mut next_publish => {}
+            }
+        }
+    }
+
+    /// Asks the server to shut down and exit, then waits for it (killing it if it lingers).
+    pub async fn shutdown(&self) {
+        let _ = self
+            .request("shutdown", Value::Null, Duration::from_secs(5))
+            .await;
+        let _ = self.notify("exit", Value::Null).await;
+        let mut child = self.child.lock().await;
+        if tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.kill().await;
+        }
+    }
+
+    /// Whether the server process has gone away.
+    pub fn has_exited(&self) -> bool {
+        self.shared.exited.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads the server's messages: answers, its own requests (configuration, registrations,
+/// progress tokens), and diagnostics.
+async fn read_loop(
+    mut stdout: BufReader<tokio::process::ChildStdout>,
+    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
+    shared: Arc<Shared>,
+    root: PathBuf,
+) {
+    loop {
+        let body = match read_frame(&mut stdout, MAX_INCOMING_BYTES).await {
+            Ok(Some(Frame::Message(body))) => body,
+            Ok(Some(_)) => continue,
+            Ok(None) | Err(_) => break,
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+            continue;
+        };
+        let method = message.get("method").and_then(Value::as_str);
+        match (method, message.get("id")) {
+            (None, Some(id)) => {
+                let Some(id) = id.as_i64() else { continue };
+                let Some(answer) = lock(&shared.pending).remove(&id) else {
+                    continue;
+                };
+                let result = match message.get("error") {
+                    Some(error) => Err(error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("error")
+                        .to_string()),
+                    None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
+                };
+                let _ = answer.send(result);
+            }
+            (Some(method), Some(id)) => {
+                let reply = answer_server_request(method, message.get("params"), &root);
+                let response = match reply {
+                    Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+                    Err(message) => json!({ "jsonrpc": "2.0", "id": id,
+                        "error": { "code": -32601, "message": message } }),
+                };
+                let mut stdin = stdin.lock().await;
+                if write_frame(&mut *stdin, response.to_string().as_bytes())
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            (Some("textDocument/publishDiagnostics"), None) => {
+                let Some(params) = message
+                    .get("params")
+                    .cloned()
+                    .and_then(|p| serde_json::from_value::<PublishDiagnosticsParams>(p).ok())
+                else {
+                    continue;
+                };
+                let Some(path) = params.uri.to_file_path() else {
+                    continue;
+                };
+                let path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.into_owned());
+                let sequence = {
+                    let mut sequence = lock(&shared.sequence);
+                    *sequence += 1;
+                    *sequence
+                };
+                lock(&shared.published).insert(
+                    path,
+                    Published {
+                        diagnostics: params.diagnostics,
+                        version: params.version,
+                        sequence,
+                        at: Instant::now(),
+                    },
+                );
+                shared.publishes.notify_waiters();
+            }
+            _ => {}
+        }
+    }
+    shared.exited.store(true, Ordering::SeqCst);
+    // Whoever waits for an answer learns the server is gone.
+    lock(&shared.pending).clear();
+    shared.publishes.notify_waiters();
+}
+
+/// What lode answers to a downstream server's requests.
+fn answer_server_request(
+    method: &str,
+    params: Option<&Value>,
+    root: &Path,
+) -> Result<Value, String> {
+    match method {
+        // No settings of our own: every section gets the server's defaults.
+        "workspace/configuration" => {
+            let items = params
+                .and_then(|p| p.get("items"))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            Ok(Value::Array(vec![Value::Null; items]))
+        }
+        "workspace/workspaceFolders" => {
+            let uri = Uri::from_file_path(root).map(|u| u.as_str().to_string());
+            Ok(json!([{ "uri": uri, "name": root.file_name().map(|n| n.to_string_lossy()) }]))
+        }
+        "client/registerCapability"
+        | "client/unregisterCapability"
+        | "window/workDoneProgress/create"
+        | "workspace/diagnostic/refresh"
+        | "workspace/semanticTokens/refresh"
+        | "workspace/inlayHint/refresh"
+        | "workspace/codeLens/refresh" => Ok(Value::Null),
+        "window/showMessageRequest" => Ok(Value::Null),
+        other => Err(format!("lode does not handle {other}")),
+    }
+}
+
+fn convert(diagnostic: &lsp_types::Diagnostic) -> Diagnostic {
+    let severity = match diagnostic.severity {
+        Some(DiagnosticSeverity::WARNING) => Severity::Warning,
+        Some(DiagnosticSeverity::INFORMATION) => Severity::Information,
+        Some(DiagnosticSeverity::HINT) => Severity::Hint,
+        // The protocol says a missing severity is the client's call: treat it as an error.
+        _ => Severity::Error,
+    };
+    Diagnostic {
+        severity,
+        line: diagnostic.range.start.line + 1,
+        column: diagnostic.range.start.character + 1,
+        end_line: diagnostic.range.end.line + 1,
+        end_column: diagnostic.range.end.character + 1,
+        message: diagnostic.message.clone(),
+        code: diagnostic.code.as_ref().map(|code| match code {
+            NumberOrString::Number(n) => n.to_string(),
+            NumberOrString::String(s) => s.clone(),
+        }),
+        source: diagnostic.source.clone(),
+    }
+}

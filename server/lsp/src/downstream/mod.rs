@@ -1,0 +1,141 @@
+//! Diagnostics for the agent from the tools that know the language: a downstream language
+//! server lode runs itself as an LSP client ([`client`]), kept warm, with files opened and
+//! changed as the agent edits them; or, when no server is available, a command
+//! ([`commands`]: `cargo check`, `pyright --outputjson`, `tsc --noEmit`). [`provider`] picks.
+
+pub mod client;
+pub mod commands;
+pub mod provider;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use client::{ClientSettings, LanguageServerClient};
+pub use provider::{DiagnosticsConfig, DiagnosticsProvider};
+
+/// How serious a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+}
+
+/// One finding of a compiler or checker, in plain data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// 1-based.
+    pub line: u32,
+    /// 1-based, in characters (UTF-16 code units when it came from a language server).
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
+    pub message: String,
+    /// The checker's rule or error code (`E0308`, `reportAttributeAccessIssue`), if any.
+    pub code: Option<String>,
+    /// Who reported it (`rustc`, `Pyright`, `ts`).
+    pub source: Option<String>,
+}
+
+/// Where a file's diagnostics came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum DiagnosticsSource {
+    /// A language server (its command).
+    Server(String),
+    /// A command run for the purpose (its command line).
+    Command(String),
+    /// Nothing could check this file; `error` says why.
+    None,
+}
+
+/// The diagnostics of one file, errors first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileDiagnostics {
+    pub path: PathBuf,
+    pub diagnostics: Vec<Diagnostic>,
+    pub source: DiagnosticsSource,
+    /// Why there are no diagnostics from a checker (no provider, the provider failed).
+    pub error: Option<String>,
+}
+
+impl FileDiagnostics {
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == Severity::Error)
+    }
+}
+
+/// What can go wrong talking to a checker.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnosticsError {
+    #[error("cannot start {command}: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("{command}: {message}")]
+    Protocol { command: String, message: String },
+    #[error("{command} did not answer {method} within {seconds}s")]
+    Timeout {
+        command: String,
+        method: String,
+        seconds: u64,
+    },
+    #[error("{command} exited")]
+    Exited { command: String },
+    #[error("{command} failed: {message}")]
+    Command { command: String, message: String },
+}
+
+/// The language a file is checked as, by extension (the LSP language id).
+pub fn language_id(path: &Path) -> Option<&'static str> {
+    Some(match path.extension()?.to_str()? {
+        "rs" => "rust",
+        "py" | "pyi" => "python",
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "typescriptreact",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "javascriptreact",
+        "go" => "go",
+        _ => return None,
+    })
+}
+
+/// The family a language id belongs to (one server serves the family).
+pub fn language_family(language_id: &str) -> &'static str {
+    match language_id {
+        "rust" => "rust",
+        "python" => "python",
+        "typescript" | "typescriptreact" | "javascript" | "javascriptreact" => "typescript",
+        "go" => "go",
+        _ => "other",
+    }
+}
+
+/// An executable on `PATH`, like `which`.
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let candidate = Path::new(program);
+    if candidate.components().count() > 1 {
+        return candidate.is_file().then(|| candidate.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| is_executable(path))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// Errors first, then warnings, then the rest; by position within a severity.
+pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| (a.severity, a.line, a.column).cmp(&(b.severity, b.line, b.column)));
+}

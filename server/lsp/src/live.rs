@@ -1,0 +1,426 @@
+//! The live index: one workspace index kept current with the editor's unsaved buffers and the
+//! files on disk, shared by every request the server answers.
+//!
+//! All writes go through one writer thread, in order: buffer syncs (debounced per document),
+//! refreshes, and changes seen on disk. Queries read through a second handle on the same index,
+//! so a long refresh never blocks them: they see whatever the index has committed so far.
+//! [`LiveIndex::flush`] pushes pending buffer syncs through before a query, so a query always
+//! sees the text the editor sent before it (unless a refresh is running, when it answers at once).
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::time::Duration;
+
+use lode_index::{
+    IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions,
+};
+use tokio::sync::{Notify, oneshot, watch};
+use tokio::time::Instant;
+
+/// How long a buffer must be quiet before its text is re-indexed.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// How often a write waits for another lode process holding the writer lock.
+const LOCK_RETRIES: u32 = 100;
+const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+type ProgressFn = Box<dyn Fn(RefreshProgress) + Send + Sync>;
+
+enum Command {
+    /// Index the open buffer's text, or the file on disk when no buffer is open.
+    Sync(PathBuf),
+    Refresh {
+        mode: RefreshMode,
+        progress: ProgressFn,
+        done: oneshot::Sender<Result<RefreshStats, IndexError>>,
+    },
+    /// Files changed outside the editor (watcher events, already debounced).
+    DiskChanged(Vec<PathBuf>),
+    /// Answered once every command sent before it is done.
+    Barrier(oneshot::Sender<()>),
+}
+
+/// Text of the open buffers by canonical path: what the index should show instead of disk.
+type Overlays = Arc<Mutex<HashMap<PathBuf, String>>>;
+
+struct Inner {
+    root: PathBuf,
+    reader: Arc<Workspace>,
+    commands: mpsc::Sender<Command>,
+    overlays: Overlays,
+    /// Buffers changed but not yet re-indexed, with when they may be.
+    pending: Mutex<HashMap<PathBuf, Instant>>,
+    wake_debouncer: Arc<Notify>,
+    closed: Arc<AtomicBool>,
+    refreshing: watch::Receiver<bool>,
+    debounce: Duration,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake_debouncer.notify_one();
+    }
+}
+
+/// A workspace index fed by editor buffers and disk changes. Cheap to clone; must be created
+/// inside a tokio runtime (it spawns the per-document debouncer there).
+#[derive(Clone)]
+pub struct LiveIndex {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The maps stay consistent whatever panicked while holding them.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl LiveIndex {
+    /// Opens the index (two handles: the writer's and the readers'), starts the writer thread
+    /// and the debouncer. Does not refresh: call [`LiveIndex::refresh`].
+    pub fn open(options: WorkspaceOptions, debounce: Duration) -> Result<LiveIndex, IndexError> {
+        let writer = Workspace::open(options.clone())?;
+        for repair in writer.repairs() {
+            eprintln!("lode lsp: repaired the index: {repair}");
+        }
+        let mut reader_options = options;
+        reader_options.index_dir = Some(writer.index_dir().to_path_buf());
+        let reader = Arc::new(Workspace::open(reader_options)?);
+        let root = writer.root().to_path_buf();
+        let overlays: Overlays = Arc::default();
+        let (commands, receiver) = mpsc::channel();
+        let (refreshing_sender, refreshing) = watch::channel(false);
+        let thread_overlays = overlays.clone();
+        let thread_reader = reader.clone();
+        std::thread::Builder::new()
+            .name("lode-index-writer".into())
+            .spawn(move || {
+                WriterThread {
+                    workspace: writer,
+                    reader: thread_reader,
+                    overlays: thread_overlays,
+                    refreshing: refreshing_sender,
+                }
+                .run(receiver)
+            })
+            .map_err(|source| IndexError::Write {
+                path: root.clone(),
+                source,
+            })?;
+        let inner = Arc::new(Inner {
+            root,
+            reader,
+            commands,
+            overlays,
+            pending: Mutex::default(),
+            wake_debouncer: Arc::new(Notify::new()),
+            closed: Arc::new(AtomicBool::new(false)),
+            refreshing,
+            debounce,
+        });
+        tokio::spawn(debounce_loop(
+            Arc::downgrade(&inner),
+            inner.wake_debouncer.clone(),
+            inner.closed.clone(),
+        ));
+        Ok(LiveIndex { inner })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    /// The handle queries read through (searches, symbols, references, repo maps).
+    pub fn reader(&self) -> Arc<Workspace> {
+        self.inner.reader.clone()
+    }
+
+    /// Brings the index up to date with the disk (open buffers keep their text), reporting
+    /// progress from the writer thread.
+    pub async fn refresh(
+        &self,
+        mode: RefreshMode,
+        progress: impl Fn(RefreshProgress) + Send + Sync + 'static,
+    ) -> Result<RefreshStats, IndexError> {
+        let (done, answer) = oneshot::channel();
+        self.send(Command::Refresh {
+            mode,
+            progress: Box::new(progress),
+            done,
+        });
+        answer.await.unwrap_or_else(|_| Err(writer_gone()))
+    }
+
+    /// The editor opened a buffer: its text is indexed at once.
+    pub fn open_buffer(&self, path: &Path, text: String) {
+        let path = canonical(path);
+        lock(&self.inner.overlays).insert(path.clone(), text);
+        lock(&self.inner.pending).remove(&path);
+        self.send(Command::Sync(path));
+    }
+
+    /// The buffer's text changed: it is re-indexed once the buffer has been quiet for the
+    /// debounce interval, or at the next [`LiveIndex::flush`].
+    pub fn change_buffer(&self, path: &Path, text: String) {
+        let path = canonical(path);
+        lock(&self.inner.overlays).insert(path.clone(), text);
+        lock(&self.inner.pending).insert(path, Instant::now() + self.inner.debounce);
+        self.inner.wake_debouncer.notify_one();
+    }
+
+    /// The buffer was saved: the index takes its text now.
+    pub fn save_buffer(&self, path: &Path) {
+        let path = canonical(path);
+        lock(&self.inner.pending).remove(&path);
+        self.send(Command::Sync(path));
+    }
+
+    /// The editor closed the buffer: the index goes back to the file on disk (or drops it).
+    pub fn close_buffer(&self, path: &Path) {
+        let path = canonical(path);
+        lock(&self.inner.overlays).remove(&path);
+        lock(&self.inner.pending).remove(&path);
+        self.send(Command::Sync(path));
+    }
+
+    /// Whether a buffer is open for this path.
+    pub fn is_open(&self, path: &Path) -> bool {
+        lock(&self.inner.overlays).contains_key(&canonical(path))
+    }
+
+    /// Files changed outside the editor; paths inside the index or `.git` are ignored.
+    pub fn disk_changed(&self, paths: Vec<PathBuf>) {
+        self.send(Command::DiskChanged(paths));
+    }
+
+    /// Indexes every pending buffer now and waits until the index shows it, so a query sees
+    /// what the editor sent before it. While a refresh runs this returns at once: queries then
+    /// answer from what the index has committed.
+    pub async fn flush(&self) {
+        let mut refreshing = self.inner.refreshing.clone();
+        if *refreshing.borrow_and_update() {
+            return;
+        }
+        let due: Vec<PathBuf> = lock(&self.inner.pending)
+            .drain()
+            .map(|(path, _)| path)
+            .collect();
+        for path in due {
+            self.send(Command::Sync(path));
+        }
+        let (reached, barrier) = oneshot::channel();
+        self.send(Command::Barrier(reached));
+        tokio::select! {
+            _ = barrier => {}
+            _ = refreshing.wait_for(|running| *running) => {}
+        }
+    }
+
+    fn send(&self, command: Command) {
+        if self.inner.commands.send(command).is_err() {
+            eprintln!("lode lsp: the index writer stopped; the index no longer follows edits");
+        }
+    }
+}
+
+fn writer_gone() -> IndexError {
+    IndexError::Write {
+        path: PathBuf::from("<index writer>"),
+        source: std::io::Error::other("the index writer thread stopped"),
+    }
+}
+
+/// The canonical form of a path when it exists (symlinks resolved), else the path itself.
+fn canonical(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Sends each changed buffer to the writer once it has been quiet for the debounce interval.
+async fn debounce_loop(inner: Weak<Inner>, wake: Arc<Notify>, closed: Arc<AtomicBool>) {
+    loop {
+        if closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let next_deadline = {
+            let Some(inner) = inner.upgrade() else { return };
+            let now = Instant::now();
+            let mut pending = lock(&inner.pending);
+            let due: Vec<PathBuf> = pending
+                .iter()
+                .filter(|(_, deadline)| **deadline <= now)
+                .map(|(path, _)| path.clone())
+                .collect();
+            for path in due {
+                pending.remove(&path);
+                let _ = inner.commands.send(Command::Sync(path));
+            }
+            pending.values().min().copied()
+        };
+        match next_deadline {
+            Some(deadline) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
+
+struct WriterThread {
+    workspace: Workspace,
+    reader: Arc<Workspace>,
+    overlays: Overlays,
+    refreshing: watch::Sender<bool>,
+}
+
+impl WriterThread {
+    fn run(self, commands: mpsc::Receiver<Command>) {
+        while let Ok(command) = commands.recv() {
+            match command {
+                Command::Sync(path) => self.sync(&path),
+                Command::Refresh {
+                    mode,
+                    progress,
+                    done,
+                } => {
+                    let result = self.refresh(mode, &*progress);
+                    let _ = done.send(result);
+                }
+                Command::DiskChanged(paths) => {
+                    let mut paths = paths;
+                    // Coalesce a burst (a checkout) into one refresh.
+                    let mut deferred = Vec::new();
+                    while let Ok(next) = commands.try_recv() {
+                        match next {
+                            Command::DiskChanged(more) => paths.extend(more),
+                            other => deferred.push(other),
+                        }
+                    }
+                    self.disk_changed(&paths);
+                    for command in deferred {
+                        self.run_one(command);
+                    }
+                }
+                Command::Barrier(reached) => {
+                    let _ = reached.send(());
+                }
+            }
+        }
+    }
+
+    fn run_one(&self, command: Command) {
+        match command {
+            Command::Sync(path) => self.sync(&path),
+            Command::Refresh {
+                mode,
+                progress,
+                done,
+            } => {
+                let _ = done.send(self.refresh(mode, &*progress));
+            }
+            Command::DiskChanged(paths) => self.disk_changed(&paths),
+            Command::Barrier(reached) => {
+                let _ = reached.send(());
+            }
+        }
+    }
+
+    fn refresh(
+        &self,
+        mode: RefreshMode,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<RefreshStats, IndexError> {
+        self.refreshing.send_replace(true);
+        let result = retry_locked(|| self.workspace.refresh_with(mode, progress));
+        self.refreshing.send_replace(false);
+        // A refresh re-reads files whose buffers are open: put the buffers back.
+        self.reapply_overlays();
+        self.reload_reader();
+        result
+    }
+
+    fn disk_changed(&self, paths: &[PathBuf]) {
+        let index_dir = self.workspace.index_dir();
+        let root = self.workspace.root();
+        let relevant = paths.iter().any(|path| {
+            !path.starts_with(index_dir)
+                && !path.starts_with(root.join(".lode"))
+                && !path.starts_with(root.join(".git"))
+                && !lock(&self.overlays).contains_key(path)
+        });
+        if !relevant {
+            return;
+        }
+        if let Err(error) = self.refresh(RefreshMode::Quick, &|_| {}) {
+            eprintln!("lode lsp: cannot update the index after changes on disk: {error}");
+        }
+    }
+
+    /// Indexes the buffer's text, or the file on disk, or drops a file that is gone.
+    fn sync(&self, path: &Path) {
+        let overlay = lock(&self.overlays).get(path).cloned();
+        let result = match overlay {
+            Some(text) => retry_locked(|| self.workspace.update_file(path, &text)).map(|_| ()),
+            None => match fs::read(path) {
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    retry_locked(|| self.workspace.update_file(path, &text)).map(|_| ())
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    retry_locked(|| self.workspace.remove_file(path)).map(|_| ())
+                }
+                Err(source) => Err(IndexError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }),
+            },
+        };
+        match result {
+            Ok(()) => self.reload_reader(),
+            // Files outside the workspace (a library the editor jumped into) are not indexed.
+            Err(IndexError::OutsideRoot { .. }) => {}
+            Err(error) => eprintln!("lode lsp: cannot index {}: {error}", path.display()),
+        }
+    }
+
+    fn reapply_overlays(&self) {
+        let open: Vec<(PathBuf, String)> = lock(&self.overlays)
+            .iter()
+            .map(|(path, text)| (path.clone(), text.clone()))
+            .collect();
+        for (path, text) in open {
+            let on_disk = fs::read(&path).ok();
+            if on_disk.as_deref() != Some(text.as_bytes()) {
+                self.sync(&path);
+            }
+        }
+    }
+
+    fn reload_reader(&self) {
+        if let Err(error) = self.reader.reload() {
+            eprintln!("lode lsp: cannot reload the index for searches: {error}");
+        }
+    }
+}
+
+/// Runs a write, waiting for another lode process that holds the writer lock (bounded).
+fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T, IndexError> {
+    let mut attempts = 0;
+    loop {
+        match write() {
+            Err(IndexError::Locked { .. }) if attempts < LOCK_RETRIES => {
+                attempts += 1;
+                std::thread::sleep(LOCK_RETRY_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}

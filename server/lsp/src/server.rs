@@ -1,0 +1,617 @@
+//! The language server: LSP requests and notifications translated into calls on the live
+//! index. Definitions and references are name-based (tree-sitter tags), not type-resolved.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use lode_index::tags::FileTags;
+use lode_index::{IndexError, Language, RefreshMode, WorkspaceOptions};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
+use tower_lsp_server::lsp_types::*;
+use tower_lsp_server::{Client, LanguageServer, UriExt};
+
+use crate::document::{Document, utf16_column};
+use crate::live::LiveIndex;
+use crate::navigate::{Imports, Proximity, identifier_at};
+use crate::outline::{buffer_tags, document_symbols, find_word, name_span, symbol_kind_named};
+use crate::watch::{DiskWatcher, watch_disk};
+
+/// At most this many results for `workspace/symbol`.
+const WORKSPACE_SYMBOL_LIMIT: usize = 100;
+/// Definitions of one name considered for `textDocument/definition`.
+const DEFINITION_LIMIT: usize = 200;
+/// References of one name considered for `textDocument/references`.
+const REFERENCE_LIMIT: usize = 2000;
+
+/// How `lode lsp` is set up (command-line flags).
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Workspace root; wins over what the client says.
+    pub root: Option<PathBuf>,
+    /// Where the index lives (default `<root>/.lode/index`).
+    pub index_dir: Option<PathBuf>,
+    /// Scan options (excludes, size cap) as for the other commands.
+    pub scan: lode_index::scan::ScanOptions,
+    /// Quiet time before a changed buffer is re-indexed.
+    pub debounce: Duration,
+    /// Watch the workspace for changes made outside the editor.
+    pub watch: bool,
+    /// Largest accepted message.
+    pub max_message_bytes: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            root: None,
+            index_dir: None,
+            scan: lode_index::scan::ScanOptions::default(),
+            debounce: crate::live::DEFAULT_DEBOUNCE,
+            watch: true,
+            max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// The state behind one LSP connection.
+pub struct LodeServer {
+    client: Client,
+    options: ServerOptions,
+    index: OnceLock<LiveIndex>,
+    documents: Mutex<HashMap<Uri, Document>>,
+    progress_supported: AtomicBool,
+    watcher: Arc<Mutex<Option<DiskWatcher>>>,
+    shut_down: Arc<AtomicBool>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The maps stay consistent whatever panicked while holding them.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn internal(error: impl std::fmt::Display) -> Error {
+    Error {
+        code: ErrorCode::InternalError,
+        message: error.to_string().into(),
+        data: None,
+    }
+}
+
+impl LodeServer {
+    pub fn new(client: Client, options: ServerOptions, shut_down: Arc<AtomicBool>) -> LodeServer {
+        LodeServer {
+            client,
+            options,
+            index: OnceLock::new(),
+            documents: Mutex::default(),
+            progress_supported: AtomicBool::new(false),
+            watcher: Arc::default(),
+            shut_down,
+        }
+    }
+
+    fn index(&self) -> Result<&LiveIndex> {
+        self.index
+            .get()
+            .ok_or_else(|| internal("the workspace index is not open"))
+    }
+
+    fn root_from(&self, params: &InitializeParams) -> Result<PathBuf> {
+        if let Some(root) = &self.options.root {
+            return Ok(root.clone());
+        }
+        let from_folders = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|folders| folders.first())
+            .and_then(|folder| folder.uri.to_file_path().map(|p| p.into_owned()));
+        #[allow(deprecated)] // rootUri is what older clients send.
+        let from_root_uri = params
+            .root_uri
+            .as_ref()
+            .and_then(|uri| uri.to_file_path().map(|p| p.into_owned()));
+        match from_folders.or(from_root_uri) {
+            Some(root) => Ok(root),
+            None => std::env::current_dir().map_err(internal),
+        }
+    }
+
+    /// The buffer's text, or the file on disk when the editor has not opened it.
+    fn document(&self, uri: &Uri) -> Result<Document> {
+        if let Some(document) = lock(&self.documents).get(uri) {
+            return Ok(document.clone());
+        }
+        let path = file_path(uri)?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| internal(format!("cannot read {}: {error}", path.display())))?;
+        Ok(Document::new(text, 0, ""))
+    }
+
+    async fn flush(&self) -> Result<&LiveIndex> {
+        let index = self.index()?;
+        index.flush().await;
+        Ok(index)
+    }
+
+    /// The workspace-relative path of a document, when it is inside the workspace.
+    fn relative(&self, index: &LiveIndex, uri: &Uri) -> Option<String> {
+        let path = uri.to_file_path()?;
+        index.reader().relative(&path).ok()
+    }
+
+    /// Same-file and indexed definitions of the identifier at a position, nearest first.
+    async fn definitions_at(
+        &self,
+        uri: &Uri,
+        position: Position,
+    ) -> Result<Option<(String, Vec<Location>, Vec<Location>)>> {
+        let index = self.flush().await?.clone();
+        let document = self.document(uri)?;
+        let Some((start, end)) = identifier_at(document.text(), document.offset_of(position))
+        else {
+            return Ok(None);
+        };
+        let name = document.text()[start..end].to_string();
+        let path = file_path(uri)?;
+        let tags = buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
+        let current = self.relative(&index, uri);
+        let local: Vec<Location> = tags
+            .definitions
+            .iter()
+            .filter(|def| def.name == name)
+            .map(|def| {
+                let (from, to) = name_span(document.text(), def);
+                Location::new(uri.clone(), document.range_of(from, to))
+            })
+            .collect();
+        let reader = index.reader();
+        let lookup = name.clone();
+        let hits = tokio::task::spawn_blocking(move || reader.symbols(&lookup, DEFINITION_LIMIT))
+            .await
+            .map_err(internal)?
+            .or_else(empty_on_bad_name)?;
+        let imports = Imports::of_buffer(document.text(), &tags);
+        let mut lines = LineSource::new(index.root(), &self.documents);
+        let mut elsewhere: Vec<(Proximity, Location)> = hits
+            .into_iter()
+            .filter(|hit| hit.name == name && Some(&hit.path) != current.as_ref())
+            .filter_map(|hit| {
+                let proximity = imports.proximity(current.as_deref().unwrap_or(""), &hit.path);
+                let location = lines.name_location(&hit.path, hit.start_line, None, &name)?;
+                Some((proximity, location))
+            })
+            .collect();
+        elsewhere.sort_by_key(|(proximity, _)| *proximity);
+        Ok(Some((
+            name,
+            local,
+            elsewhere
+                .into_iter()
+                .map(|(_, location)| location)
+                .collect(),
+        )))
+    }
+}
+
+/// The initial index build, run beside the requests, then the disk watcher.
+struct IndexingTask {
+    client: Client,
+    index: LiveIndex,
+    progress: bool,
+    watch: bool,
+    watcher: Arc<Mutex<Option<DiskWatcher>>>,
+}
+
+impl IndexingTask {
+    async fn run(self) {
+        let IndexingTask {
+            client,
+            index,
+            progress: with_progress,
+            watch,
+            watcher,
+        } = self;
+        let token = NumberOrString::String("lode/indexing".into());
+        let progress = if with_progress
+            && client
+                .send_request::<request::WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                    token: token.clone(),
+                })
+                .await
+                .is_ok()
+        {
+            Some(
+                client
+                    .progress(token, "lode: indexing")
+                    .with_percentage(0)
+                    .begin()
+                    .await,
+            )
+        } else {
+            None
+        };
+        let (updates, mut received) = tokio::sync::mpsc::unbounded_channel();
+        let refresh = index.refresh(RefreshMode::Quick, move |step| {
+            let _ = updates.send(step);
+        });
+        let reporter = async {
+            let mut last = None;
+            while let Some(step) = received.recv().await {
+                let percent = (step.done * 100).checked_div(step.total).unwrap_or(100) as u32;
+                if last != Some(percent) {
+                    last = Some(percent);
+                    if let Some(progress) = &progress {
+                        progress
+                            .report_with_message(
+                                format!("{}/{} files", step.done, step.total),
+                                percent,
+                            )
+                            .await;
+                    }
+                }
+            }
+        };
+        let (result, ()) = tokio::join!(refresh, reporter);
+        let summary = match &result {
+            Ok(stats) => format!(
+                "indexed {} files ({} parsed): {} symbols",
+                stats.files, stats.parsed, stats.total_definitions
+            ),
+            Err(error) => format!("indexing failed: {error}"),
+        };
+        eprintln!("lode lsp: {summary}");
+        if let Some(progress) = progress {
+            progress.finish_with_message(summary.clone()).await;
+        }
+        if let Err(error) = result {
+            client
+                .show_message(MessageType::ERROR, format!("lode: {error}"))
+                .await;
+        }
+        if watch {
+            match watch_disk(index.root(), index.clone()) {
+                Ok(disk_watcher) => *lock(&watcher) = Some(disk_watcher),
+                Err(error) => {
+                    eprintln!("lode lsp: cannot watch the workspace for changes: {error}")
+                }
+            }
+        }
+    }
+}
+
+/// An unusable name (too long) finds nothing rather than failing the request.
+fn empty_on_bad_name<T>(error: IndexError) -> Result<Vec<T>> {
+    match error {
+        IndexError::InvalidQuery(_) => Ok(Vec::new()),
+        other => Err(internal(other)),
+    }
+}
+
+fn file_path(uri: &Uri) -> Result<PathBuf> {
+    uri.to_file_path()
+        .map(|path| path.into_owned())
+        .ok_or_else(|| Error::invalid_params(format!("not a file URI: {}", uri.as_str())))
+}
+
+/// Lines of workspace files for locating names: open buffers first, then the disk, cached
+/// for one request.
+struct LineSource<'a> {
+    root: PathBuf,
+    documents: &'a Mutex<HashMap<Uri, Document>>,
+    cache: HashMap<String, Option<Vec<String>>>,
+}
+
+impl<'a> LineSource<'a> {
+    fn new(root: &Path, documents: &'a Mutex<HashMap<Uri, Document>>) -> LineSource<'a> {
+        LineSource {
+            root: root.to_path_buf(),
+            documents,
+            cache: HashMap::new(),
+        }
+    }
+
+    fn uri(&self, rel_path: &str) -> Option<Uri> {
+        Uri::from_file_path(self.root.join(rel_path))
+    }
+
+    fn line(&mut self, rel_path: &str, line: u32) -> Option<String> {
+        let root = &self.root;
+        let documents = self.documents;
+        let lines = self.cache.entry(rel_path.to_string()).or_insert_with(|| {
+            let absolute = root.join(rel_path);
+            let open = Uri::from_file_path(&absolute)
+                .and_then(|uri| lock(documents).get(&uri).map(|doc| doc.text().to_string()));
+            let text = open.or_else(|| std::fs::read_to_string(&absolute).ok())?;
+            Some(text.lines().map(str::to_string).collect())
+        });
+        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
+    }
+
+    /// The location of `name` on a 1-based line: at `byte_column` (1-based) when known, else
+    /// its first whole-word occurrence on the line, else the line's start.
+    fn name_location(
+        &mut self,
+        rel_path: &str,
+        line: u32,
+        byte_column: Option<u32>,
+        name: &str,
+    ) -> Option<Location> {
+        let uri = self.uri(rel_path)?;
+        let text = self.line(rel_path, line).unwrap_or_default();
+        let start_byte = match byte_column {
+            Some(column) => column.saturating_sub(1) as usize,
+            None => find_word(&text, name).unwrap_or(0),
+        };
+        let start = utf16_column(&text, start_byte);
+        let width = name.chars().map(char::len_utf16).sum::<usize>() as u32;
+        let line = line.saturating_sub(1);
+        Some(Location::new(
+            uri,
+            Range::new(
+                Position::new(line, start),
+                Position::new(line, start + width),
+            ),
+        ))
+    }
+}
+
+impl LanguageServer for LodeServer {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let root = self.root_from(&params)?;
+        let progress = params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|window| window.work_done_progress)
+            .unwrap_or(false);
+        self.progress_supported.store(progress, Ordering::SeqCst);
+        let mut options = WorkspaceOptions::new(&root);
+        options.index_dir = self.options.index_dir.clone();
+        options.scan = self.options.scan.clone();
+        let debounce = self.options.debounce;
+        let index = tokio::task::block_in_place(|| LiveIndex::open(options, debounce)).map_err(
+            |error| {
+                internal(format!(
+                    "cannot open the index of {}: {error}",
+                    root.display()
+                ))
+            },
+        )?;
+        eprintln!("lode lsp: workspace {}", index.root().display());
+        let _ = self.index.set(index);
+
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(PositionEncodingKind::UTF16),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(false),
+                        })),
+                        ..TextDocumentSyncOptions::default()
+                    },
+                )),
+                workspace_symbol_provider: Some(OneOf::Left(true)),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                definition_provider: Some(OneOf::Left(true)),
+                references_provider: Some(OneOf::Left(true)),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "lode".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        // Indexing runs beside the requests; they answer from what is committed meanwhile.
+        let Some(index) = self.index.get().cloned() else {
+            return;
+        };
+        let task = IndexingTask {
+            client: self.client.clone(),
+            index,
+            progress: self.progress_supported.load(Ordering::SeqCst),
+            watch: self.options.watch,
+            watcher: self.watcher.clone(),
+        };
+        tokio::spawn(task.run());
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.shut_down.store(true, Ordering::SeqCst);
+        if let Some(index) = self.index.get() {
+            index.flush().await;
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let item = params.text_document;
+        if let (Ok(index), Some(path)) = (self.index(), item.uri.to_file_path()) {
+            index.open_buffer(&path, item.text.clone());
+        }
+        lock(&self.documents).insert(
+            item.uri,
+            Document::new(item.text, item.version, item.language_id),
+        );
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let uri = params.text_document.uri;
+        let updated = {
+            let mut documents = lock(&self.documents);
+            match documents.get_mut(&uri) {
+                None => Err(format!(
+                    "didChange for {} which is not open; ignored",
+                    uri.as_str()
+                )),
+                Some(document) => document
+                    .apply_changes(&params.content_changes, params.text_document.version)
+                    .map(|()| document.text().to_string())
+                    .map_err(|error| format!("cannot apply a change to {}: {error}", uri.as_str())),
+            }
+        };
+        match updated {
+            Ok(text) => {
+                if let (Ok(index), Some(path)) = (self.index(), uri.to_file_path()) {
+                    index.change_buffer(&path, text);
+                }
+            }
+            Err(message) => {
+                eprintln!("lode lsp: {message}");
+                self.client.log_message(MessageType::WARNING, message).await;
+            }
+        }
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        if let (Ok(index), Some(path)) = (self.index(), params.text_document.uri.to_file_path()) {
+            index.save_buffer(&path);
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        let uri = params.text_document.uri;
+        lock(&self.documents).remove(&uri);
+        if let (Ok(index), Some(path)) = (self.index(), uri.to_file_path()) {
+            index.close_buffer(&path);
+        }
+    }
+
+    async fn symbol(
+        &self,
+        params: WorkspaceSymbolParams,
+    ) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
+        let index = self.flush().await?.clone();
+        let query = params.query.trim().to_string();
+        if query.is_empty() {
+            return Ok(Some(OneOf::Right(Vec::new())));
+        }
+        let reader = index.reader();
+        let hits =
+            tokio::task::spawn_blocking(move || reader.symbols(&query, WORKSPACE_SYMBOL_LIMIT))
+                .await
+                .map_err(internal)?
+                .or_else(empty_on_bad_name)?;
+        let mut lines = LineSource::new(index.root(), &self.documents);
+        let symbols = hits
+            .into_iter()
+            .filter_map(|hit| {
+                let location = lines.name_location(&hit.path, hit.start_line, None, &hit.name)?;
+                Some(WorkspaceSymbol {
+                    kind: symbol_kind_named(&hit.kind),
+                    container_name: Some(hit.scope.join(" > ")).filter(|s| !s.is_empty()),
+                    name: hit.name,
+                    tags: None,
+                    location: OneOf::Left(location),
+                    data: None,
+                })
+            })
+            .collect();
+        Ok(Some(OneOf::Right(symbols)))
+    }
+
+    async fn document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        let uri = params.text_document.uri;
+        let document = self.document(&uri)?;
+        let path = file_path(&uri)?;
+        let tags: FileTags =
+            buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
+        Ok(Some(DocumentSymbolResponse::Nested(document_symbols(
+            &document, &tags,
+        ))))
+    }
+
+    async fn goto_definition(
+        &self,
+        params: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
+        let position = params.text_document_position_params;
+        let Some((_, local, elsewhere)) = self
+            .definitions_at(&position.text_document.uri, position.position)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let all: Vec<Location> = local.into_iter().chain(elsewhere).collect();
+        Ok((!all.is_empty()).then_some(GotoDefinitionResponse::Array(all)))
+    }
+
+    async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        let uri = params.text_document_position.text_document.uri;
+        let position = params.text_document_position.position;
+        let Some((name, local_defs, other_defs)) = self.definitions_at(&uri, position).await?
+        else {
+            return Ok(None);
+        };
+        let index = self.index()?.clone();
+        let document = self.document(&uri)?;
+        let path = file_path(&uri)?;
+        let tags = buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
+        let imports = Imports::of_buffer(document.text(), &tags);
+        let current = self.relative(&index, &uri);
+        let current_path = current.clone().unwrap_or_default();
+
+        // (proximity, path, line, column) orders the answer: this file, imported files, the rest.
+        let mut found: Vec<((Proximity, String, u32, u32), Location)> = Vec::new();
+        let lines_of = crate::document::line_starts(document.text());
+        for reference in tags.references.iter().filter(|r| r.name == name) {
+            let line_start = lines_of
+                .get(reference.line.saturating_sub(1) as usize)
+                .copied()
+                .unwrap_or(0);
+            let start = line_start + reference.column.saturating_sub(1) as usize;
+            let location = Location::new(uri.clone(), document.range_of(start, start + name.len()));
+            let key = (
+                Proximity::SameFile,
+                current_path.clone(),
+                reference.line,
+                reference.column,
+            );
+            found.push((key, location));
+        }
+        let reader = index.reader();
+        let lookup = name.clone();
+        let hits = tokio::task::spawn_blocking(move || reader.references(&lookup, REFERENCE_LIMIT))
+            .await
+            .map_err(internal)?
+            .or_else(empty_on_bad_name)?;
+        let mut lines = LineSource::new(index.root(), &self.documents);
+        for hit in hits
+            .into_iter()
+            .filter(|hit| Some(&hit.path) != current.as_ref())
+        {
+            let Some(location) = lines.name_location(&hit.path, hit.line, Some(hit.column), &name)
+            else {
+                continue;
+            };
+            let key = (
+                imports.proximity(&current_path, &hit.path),
+                hit.path,
+                hit.line,
+                hit.column,
+            );
+            found.push((key, location));
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut locations: Vec<Location> = Vec::new();
+        if params.context.include_declaration {
+            locations.extend(local_defs);
+            locations.extend(other_defs);
+        }
+        locations.extend(found.into_iter().map(|(_, location)| location));
+        Ok(Some(locations))
+    }
+}
