@@ -10,11 +10,15 @@
 //!
 //! # Layering
 //! An earlier file wins; a later file fills what earlier ones leave unset. Tables merge key by
-//! key, recursively. Lists are not concatenated: a list set in an earlier file replaces the later
-//! one, **except `[[llm.providers]]`, which merge by `name`**: a provider defined in an earlier
-//! file replaces the same-named provider of a later file as a whole entry (its fields are not
-//! mixed), and providers only defined in later files are kept, after the earlier ones. Defaults
-//! apply to whatever no file sets.
+//! key, recursively. A list set in an earlier file replaces the later one, with two exceptions:
+//! - **`[[llm.providers]]` merge by `name`**: a provider defined in an earlier file replaces the
+//!   same-named provider of a later file as a whole entry (its fields are not mixed), and
+//!   providers only defined in later files are kept, after the earlier ones;
+//! - **`[[permissions.rules]]` are concatenated** (earlier files' rules first): every file's
+//!   rules apply, and since `deny` beats `ask` beats `allow` among matching rules, no file can
+//!   lift another file's `deny`.
+//!
+//! Defaults apply to whatever no file sets.
 //!
 //! # Sections
 //! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `crate::llm::ProviderConfig`),
@@ -385,7 +389,9 @@ impl Config {
         Ok(config)
     }
 
-    /// The configuration as TOML, with anything that looks like a credential replaced.
+    /// The configuration as TOML, with anything that looks like a credential replaced: provider
+    /// header values and URL passwords (`ProviderConfig::redacted`), and in the other sections
+    /// values of keys named like a credential or matching a known secret pattern.
     pub fn to_redacted_toml(&self) -> String {
         let mut redacted = self.clone();
         redacted.llm.providers = self
@@ -394,22 +400,22 @@ impl Config {
             .iter()
             .map(ProviderConfig::redacted)
             .collect();
-        let mut table = match toml::Table::try_from(&redacted) {
-            Ok(table) => table,
-            // Every field of `Config` is a TOML-representable type; this cannot happen, and an
-            // empty table with a note is the safe answer if it ever did.
-            Err(error) => return format!("# could not render the configuration: {error}\n"),
-        };
-        for (key, value) in &self.other {
-            table.insert(key.clone(), value.clone());
+        // Serialising the struct keeps its field order (llm, agent, permissions).
+        let mut out = toml::to_string_pretty(&redacted)
+            // Every field of `Config` is TOML-representable, so this cannot fail; a comment is
+            // the safe answer if it ever did.
+            .unwrap_or_else(|error| format!("# could not render the configuration: {error}\n"));
+        if !self.other.is_empty() {
+            let mut other = toml::Value::Table(self.other.clone());
+            redact_value(&mut other, None);
+            if let toml::Value::Table(table) = other {
+                out.push('\n');
+                out.push_str(&toml::to_string_pretty(&table).unwrap_or_else(|error| {
+                    format!("# could not render the other sections: {error}\n")
+                }));
+            }
         }
-        let mut value = toml::Value::Table(table);
-        redact_value(&mut value, None);
-        match value {
-            toml::Value::Table(table) => toml::to_string_pretty(&table)
-                .unwrap_or_else(|error| format!("# could not render the configuration: {error}\n")),
-            _ => String::new(),
-        }
+        out
     }
 }
 
@@ -585,6 +591,11 @@ fn merge_lower(merged: &mut toml::Table, lower: toml::Table, path: &str) {
                             .and_then(toml::Value::as_str)
                             .is_none_or(|name| !names.contains(name))
                     }));
+                }
+            }
+            Some(toml::Value::Array(higher)) if key_path == "permissions.rules" => {
+                if let toml::Value::Array(lower_items) = lower_value {
+                    higher.extend(lower_items);
                 }
             }
             Some(_) => {}

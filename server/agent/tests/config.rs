@@ -1,0 +1,408 @@
+//! Configuration loading on real files in temporary directories: precedence and layering, the
+//! environment variable, and the errors a user sees (no provider, bad TOML, typos, bad values).
+
+use std::path::{Path, PathBuf};
+
+use lode_agent::config::{Config, ConfigError, ConfigOrigin, ConfigSources};
+use lode_agent::permission::Mode;
+
+fn write(path: &Path, text: &str) -> PathBuf {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    path.to_path_buf()
+}
+
+const USER: &str = r#"
+[llm]
+default = "cloud"
+
+[[llm.providers]]
+name = "cloud"
+kind = "anthropic"
+model = "claude-user"
+api_key_env = "ANTHROPIC_API_KEY"
+
+[[llm.providers]]
+name = "local"
+kind = "openai"
+base_url = "http://127.0.0.1:11434/v1"
+model = "qwen-user"
+
+[agent]
+max_tool_iterations = 40
+compaction_threshold = 0.7
+
+[agent.context]
+repo_map_max_tokens = 2000
+
+[[permissions.rules]]
+tool = "run_command"
+pattern = "make *"
+action = "allow"
+"#;
+
+const WORKSPACE: &str = r#"
+[[llm.providers]]
+name = "local"
+kind = "openai"
+base_url = "http://127.0.0.1:8080/v1"
+model = "qwen-workspace"
+
+[agent]
+max_tool_iterations = 10
+
+[[permissions.rules]]
+tool = "run_command"
+pattern = "rm *"
+action = "deny"
+"#;
+
+#[test]
+fn earlier_files_win_and_later_files_fill_the_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(&dir.path().join("home/lode/config.toml"), USER);
+    let workspace = write(&dir.path().join("repo/.lode/config.toml"), WORKSPACE);
+    let loaded = Config::load_from(&ConfigSources {
+        flag: None,
+        env: None,
+        workspace: Some(workspace.clone()),
+        user: Some(user.clone()),
+    })
+    .unwrap();
+    assert_eq!(loaded.files, vec![workspace, user]);
+    let config = &loaded.config;
+    // Scalars: the workspace wins where it sets them, the user file fills the rest.
+    assert_eq!(config.agent.max_tool_iterations, 10);
+    assert_eq!(config.agent.compaction_threshold, 0.7);
+    assert_eq!(config.agent.context.repo_map_max_tokens, 2000);
+    // Untouched keys keep their defaults.
+    assert_eq!(config.agent.default_mode, Mode::Code);
+    assert_eq!(config.agent.context.retrieval_max_tokens, 6000);
+    assert_eq!(config.llm.default.as_deref(), Some("cloud"));
+    // Providers merge by name: the workspace's `local` replaces the user's whole entry.
+    let providers: Vec<(&str, &str)> = config
+        .llm
+        .providers
+        .iter()
+        .map(|p| (p.name.as_str(), p.model.as_str()))
+        .collect();
+    assert_eq!(
+        providers,
+        vec![("local", "qwen-workspace"), ("cloud", "claude-user")]
+    );
+    assert_eq!(
+        config.llm.providers[0].base_url.as_deref(),
+        Some("http://127.0.0.1:8080/v1")
+    );
+    // Permission rules from every file apply, the earlier file's first.
+    assert_eq!(config.permissions.rules.len(), 2);
+    assert_eq!(loaded.provider(None).unwrap().name, "cloud");
+    assert_eq!(
+        loaded.provider(Some("local")).unwrap().model,
+        "qwen-workspace"
+    );
+    let unknown = loaded.provider(Some("gpt")).unwrap_err();
+    assert!(
+        matches!(&unknown, ConfigError::UnknownProvider { name, available } if name == "gpt" && available.len() == 2)
+    );
+    assert!(unknown.to_string().contains("local, cloud"), "{unknown}");
+}
+
+#[test]
+fn the_flag_beats_everything_and_must_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = write(
+        &dir.path().join("flag.toml"),
+        "[agent]\nmax_tool_iterations = 3\ndefault_mode = \"ask\"\n",
+    );
+    let env = write(
+        &dir.path().join("env.toml"),
+        "[agent]\nmax_tool_iterations = 5\ninstruction_file_max_bytes = 100\n",
+    );
+    let workspace = write(&dir.path().join("repo/.lode/config.toml"), WORKSPACE);
+    let loaded = Config::load_from(&ConfigSources {
+        flag: Some(flag.clone()),
+        env: Some(env.clone()),
+        workspace: Some(workspace.clone()),
+        user: Some(dir.path().join("no/such/config.toml")),
+    })
+    .unwrap();
+    assert_eq!(loaded.files, vec![flag, env, workspace]);
+    assert_eq!(loaded.config.agent.max_tool_iterations, 3);
+    assert_eq!(loaded.config.agent.default_mode, Mode::Ask);
+    assert_eq!(loaded.config.agent.instruction_file_max_bytes, 100);
+    let origins: Vec<(ConfigOrigin, bool)> = loaded
+        .searched
+        .iter()
+        .map(|candidate| (candidate.origin, candidate.found))
+        .collect();
+    assert_eq!(
+        origins,
+        vec![
+            (ConfigOrigin::Flag, true),
+            (ConfigOrigin::Env, true),
+            (ConfigOrigin::Workspace, true),
+            (ConfigOrigin::User, false)
+        ]
+    );
+
+    let missing = dir.path().join("typo.toml");
+    let error = Config::load_from(&ConfigSources {
+        flag: Some(missing.clone()),
+        ..ConfigSources::default()
+    })
+    .unwrap_err();
+    assert!(matches!(
+        &error,
+        ConfigError::Read {
+            origin: ConfigOrigin::Flag,
+            ..
+        }
+    ));
+    assert!(error.to_string().contains("typo.toml"), "{error}");
+    assert!(error.to_string().contains("--config"), "{error}");
+}
+
+/// The only test that touches the process environment (the others pass paths explicitly).
+#[test]
+fn discovery_reads_lode_config_and_the_user_config_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let xdg = dir.path().join("xdg");
+    let user = write(&xdg.join("lode/config.toml"), USER);
+    let env_file = write(
+        &dir.path().join("from-env.toml"),
+        "[agent]\nmax_tool_iterations = 7\n",
+    );
+    let root = dir.path().join("repo");
+    let workspace = write(&root.join(".lode/config.toml"), WORKSPACE);
+    // SAFETY: no other test in this binary reads or writes the environment.
+    unsafe {
+        std::env::set_var("XDG_CONFIG_HOME", &xdg);
+        std::env::set_var("LODE_CONFIG", &env_file);
+    }
+    let loaded = Config::load(None, &root).unwrap();
+    assert_eq!(
+        loaded.files,
+        vec![env_file.clone(), workspace.clone(), user.clone()]
+    );
+    assert_eq!(loaded.config.agent.max_tool_iterations, 7);
+    assert_eq!(loaded.config.agent.compaction_threshold, 0.7);
+
+    // An unset or empty variable is skipped; the explicit flag comes first.
+    unsafe {
+        std::env::set_var("LODE_CONFIG", "");
+    }
+    let flag = write(
+        &dir.path().join("flag.toml"),
+        "[agent]\nmax_tool_iterations = 2\n",
+    );
+    let loaded = Config::load(Some(&flag), &root).unwrap();
+    assert_eq!(loaded.files, vec![flag, workspace, user]);
+    assert_eq!(loaded.config.agent.max_tool_iterations, 2);
+    unsafe {
+        std::env::remove_var("LODE_CONFIG");
+        std::env::remove_var("XDG_CONFIG_HOME");
+    }
+}
+
+#[test]
+fn no_provider_names_the_places_and_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = write(
+        &dir.path().join("repo/.lode/config.toml"),
+        "[agent]\nmax_tool_iterations = 9\n",
+    );
+    let user = dir.path().join("home/lode/config.toml");
+    let loaded = Config::load_from(&ConfigSources {
+        flag: None,
+        env: None,
+        workspace: Some(workspace.clone()),
+        user: Some(user.clone()),
+    })
+    .unwrap();
+    let error = loaded.provider(None).unwrap_err();
+    assert!(matches!(error, ConfigError::NoProvider { .. }));
+    let message = error.to_string();
+    assert!(
+        message.contains("no LLM provider is configured"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&workspace.display().to_string()),
+        "{message}"
+    );
+    assert!(message.contains("(read, no providers)"), "{message}");
+    assert!(message.contains(&user.display().to_string()), "{message}");
+    assert!(message.contains("(not found)"), "{message}");
+    assert!(message.contains("$LODE_CONFIG (not set)"), "{message}");
+    assert!(message.contains("[[llm.providers]]"), "{message}");
+    assert!(message.contains("OPENAI_API_KEY"), "{message}");
+    assert!(message.contains("ANTHROPIC_API_KEY"), "{message}");
+}
+
+#[test]
+fn bad_toml_names_the_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = write(
+        &dir.path().join("repo/.lode/config.toml"),
+        "[agent]\nmax_tool_iterations = 4\ncompaction_threshold = = 0.5\n",
+    );
+    let error = Config::load_from(&ConfigSources {
+        workspace: Some(workspace.clone()),
+        ..ConfigSources::default()
+    })
+    .unwrap_err();
+    let ConfigError::Parse { path, line, .. } = &error else {
+        panic!("expected a parse error, got {error:?}");
+    };
+    assert_eq!(path, &workspace);
+    assert_eq!(*line, 3);
+    let message = error.to_string();
+    assert!(
+        message.starts_with(&format!("{}:3:", workspace.display())),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_typo_in_a_known_section_is_an_error_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir.path().join("config.toml"),
+        "[llm]\ndefault = \"x\"\n\n[agent]\nmax_tool_iteratons = 4\n",
+    );
+    let error = Config::load_from(&ConfigSources {
+        flag: Some(file.clone()),
+        ..ConfigSources::default()
+    })
+    .unwrap_err();
+    let ConfigError::Parse { line, key, .. } = &error else {
+        panic!("expected a parse error, got {error:?}");
+    };
+    assert_eq!(*line, 5);
+    assert_eq!(key.as_deref(), Some("agent.max_tool_iteratons"));
+    let message = error.to_string();
+    assert!(message.contains("max_tool_iteratons"), "{message}");
+    assert!(message.contains(&file.display().to_string()), "{message}");
+
+    // A wrong type inside a provider entry points at its line and key too.
+    let file = write(
+        &dir.path().join("types.toml"),
+        "[[llm.providers]]\nname = \"a\"\nkind = \"openai\"\nmodel = \"m\"\nmax_tokens = \"lots\"\n",
+    );
+    let error = Config::from_toml_str(&std::fs::read_to_string(&file).unwrap(), &file).unwrap_err();
+    let ConfigError::Parse { line, key, .. } = &error else {
+        panic!("expected a parse error, got {error:?}");
+    };
+    assert_eq!(*line, 5);
+    assert_eq!(key.as_deref(), Some("llm.providers.max_tokens"));
+}
+
+#[test]
+fn unknown_sections_load_and_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir.path().join("config.toml"),
+        "[embeddings]\nprovider = \"static\"\n\n[agnet]\nmax_tool_iterations = 4\n",
+    );
+    let loaded = Config::load_from(&ConfigSources {
+        flag: Some(file.clone()),
+        ..ConfigSources::default()
+    })
+    .unwrap();
+    assert_eq!(
+        loaded.config.other["embeddings"]["provider"].as_str(),
+        Some("static")
+    );
+    assert!(loaded.config.other.contains_key("agnet"));
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(
+        loaded.warnings[0].contains("`agnet`"),
+        "{:?}",
+        loaded.warnings
+    );
+    assert!(loaded.describe().contains("[embeddings]"));
+}
+
+#[test]
+fn invalid_values_are_refused_naming_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[agent]\ncompaction_threshold = 1.5\n",
+            "agent.compaction_threshold",
+        ),
+        (
+            "[agent]\nmax_tool_iterations = 0\n",
+            "agent.max_tool_iterations",
+        ),
+        ("[agent.context]\nrepo_map_share = 0.6\n", "agent.context"),
+        ("[llm]\ndefault = \"nobody\"\n", "llm.default"),
+    ];
+    for (text, key) in cases {
+        let file = write(&dir.path().join("bad.toml"), text);
+        let error = Config::load_from(&ConfigSources {
+            flag: Some(file.clone()),
+            ..ConfigSources::default()
+        })
+        .unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(&error, ConfigError::Invalid { path: Some(path), key: k, .. } if path == &file && k == key),
+            "{text}: {error:?}"
+        );
+        assert!(message.contains(key), "{message}");
+    }
+    let duplicate = write(
+        &dir.path().join("dup.toml"),
+        "[[llm.providers]]\nname = \"a\"\nkind = \"openai\"\nmodel = \"m\"\n[[llm.providers]]\nname = \"a\"\nkind = \"openai\"\nmodel = \"n\"\n",
+    );
+    let error = Config::load_from(&ConfigSources {
+        flag: Some(duplicate),
+        ..ConfigSources::default()
+    })
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("two providers are named \"a\""),
+        "{error}"
+    );
+}
+
+#[test]
+fn the_effective_config_prints_redacted_and_parses_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        &dir.path().join("config.toml"),
+        r#"
+[[llm.providers]]
+name = "router"
+kind = "openai"
+base_url = "https://user:hunter2@openrouter.example/api/v1"
+model = "m"
+api_key_env = "OPENROUTER_API_KEY"
+headers = { "Authorization" = "Bearer sk-abcdefghijklmnopqrstuvwx", "X-Title" = "lode" }
+
+[mcp]
+token = "plain-secret-value"
+url = "https://example.com"
+"#,
+    );
+    let loaded = Config::load_from(&ConfigSources {
+        flag: Some(file.clone()),
+        ..ConfigSources::default()
+    })
+    .unwrap();
+    let text = loaded.describe();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
+    assert!(!text.contains("plain-secret-value"), "{text}");
+    assert!(text.contains("OPENROUTER_API_KEY"), "{text}");
+    assert!(text.contains("X-Title"), "{text}");
+    assert!(text.contains("https://example.com"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    assert!(text.contains("max_tool_iterations = 25"), "{text}");
+    // The printed config is itself a valid config with the same settings.
+    let reparsed = Config::from_toml_str(&text, Path::new("printed.toml")).unwrap();
+    assert_eq!(reparsed.agent, loaded.config.agent);
+    assert_eq!(reparsed.llm.providers[0].model, "m");
+}
