@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::context::{count_tokens, message_tokens, turn_starts};
+use crate::context::{count_tokens, message_tokens, starts_turn, turn_starts};
 use crate::llm::{ChatRequest, ContentPart, LlmError, Message, Provider, Role, StreamEvent};
 use crate::store::{SessionStore, StoreError};
 
@@ -299,13 +299,15 @@ fn cut_middle(text: &str, max_chars: usize) -> String {
 pub fn metadata_summary(messages: &[Message]) -> String {
     let mut user_messages = 0usize;
     let mut assistant_messages = 0usize;
+    let mut tool_result_messages = 0usize;
     let mut tools: BTreeMap<String, usize> = BTreeMap::new();
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut failed_calls = 0usize;
     let mut requests: Vec<String> = Vec::new();
     for message in messages {
         match message.role {
-            Role::User => user_messages += 1,
+            Role::User if starts_turn(message) => user_messages += 1,
+            Role::User => tool_result_messages += 1,
             Role::Assistant => assistant_messages += 1,
         }
         for part in &message.content {
@@ -349,7 +351,8 @@ from the replaced messages. Re-read files before relying on details.)\n\n"
     out.push_str("\n## Open questions\n- not recorded (metadata-only summary)\n");
     out.push_str("\n## Next steps\n- continue from the most recent messages below\n");
     out.push_str(&format!(
-        "\n## Activity\n- {user_messages} user messages and {assistant_messages} agent messages replaced\n"
+        "\n## Activity\n- {user_messages} user messages, {assistant_messages} agent messages and \
+{tool_result_messages} tool results replaced\n"
     ));
     if tools.is_empty() {
         out.push_str("- no tools used\n");
