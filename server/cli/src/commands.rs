@@ -139,6 +139,8 @@ pub enum Command {
         #[command(flatten)]
         common: QueryArgs,
     },
+    /// Serve the Language Server Protocol over stdio (for Helix, Neovim, VS Code, ...).
+    Lsp(crate::lsp_command::LspArgs),
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
     #[command(hide = true)]
     ParseOnly {
@@ -289,6 +291,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
             let report =

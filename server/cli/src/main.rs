@@ -4,6 +4,7 @@
 //! exit codes). It holds no indexing or search logic of its own.
 
 mod commands;
+mod lsp_command;
 mod output;
 mod parse_only;
 mod root;

@@ -4,6 +4,7 @@
 
 use tokio::io::{AsyncRead, AsyncWrite, BufReader, DuplexStream};
 use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::{Request, Response};
 
 use crate::framing::{Frame, read_frame, request_id_in, write_frame};
 
@@ -41,11 +42,19 @@ where
                 }
             };
             match frame {
-                Frame::Message(body) => {
-                    if write_frame(&mut to_server, &body).await.is_err() {
-                        break; // the server has stopped
+                Frame::Message(body) => match check_message(&body) {
+                    Ok(()) => {
+                        if write_frame(&mut to_server, &body).await.is_err() {
+                            break; // the server has stopped
+                        }
                     }
-                }
+                    // The protocol library stops reading after a message it cannot decode:
+                    // answer those here and keep the connection.
+                    Err((id, code, message)) => {
+                        eprintln!("lode lsp: {message}");
+                        let _ = errors.send(error_response(id, code, &message));
+                    }
+                },
                 Frame::Oversized { length, head } => {
                     let message = format!(
                         "message of {length} bytes is larger than the limit of {max_message_bytes} bytes; it was discarded"
@@ -102,6 +111,33 @@ where
         input_task,
         output_task,
     }
+}
+
+/// Whether a body is a JSON-RPC request, notification or response; otherwise the error to
+/// answer with: (id, code, message).
+fn check_message(body: &[u8]) -> Result<(), (serde_json::Value, i64, String)> {
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|error| {
+        (
+            serde_json::Value::Null,
+            -32700,
+            format!("message is not valid JSON: {error}"),
+        )
+    })?;
+    if serde_json::from_value::<Request>(value.clone()).is_ok()
+        || serde_json::from_value::<Response>(value.clone()).is_ok()
+    {
+        return Ok(());
+    }
+    let id = value
+        .get("id")
+        .filter(|id| id.is_number() || id.is_string())
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    Err((
+        id,
+        -32600,
+        "message is not a JSON-RPC 2.0 request, notification or response".into(),
+    ))
 }
 
 fn error_response(id: serde_json::Value, code: i64, message: &str) -> Vec<u8> {
