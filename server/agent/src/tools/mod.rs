@@ -5,6 +5,22 @@
 //! policy (see `permission`) before `run`, and tools reach the editor only through
 //! [`ToolContext::host`].
 
+pub mod args;
+pub mod code;
+pub mod command;
+pub mod diagnostics;
+pub mod edit;
+pub mod files;
+pub mod output;
+pub mod paths;
+pub mod plan;
+pub mod read;
+pub mod registry;
+
+pub use output::{CappedText, DEFAULT_OUTPUT_CAP, cap_output};
+pub use paths::{ResolvedPath, display_path, resolve_path};
+pub use registry::{ToolRegistry, default_tools, default_tools_with};
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -1,0 +1,141 @@
+//! The audit log: one JSON line per tool call, appended to `<root>/.lode/audit.jsonl` — when it
+//! happened, in which session, which tool with which arguments (secrets redacted), what the
+//! policy or the user decided, how it ended, and the exit code of commands.
+//!
+//! The log is append-only: every record is one `write` of one line to a file opened with
+//! `O_APPEND`, so concurrent sessions and processes never interleave partial lines.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::{ToolCallUpdate, ToolStatus};
+use crate::redact::{redact_json, redact_text};
+
+/// One audit line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub session_id: String,
+    pub tool: String,
+    /// The call's arguments, secrets redacted.
+    pub arguments: serde_json::Value,
+    /// `allow` (by policy), `deny` (by policy or mode), or `ask:<answer>` (e.g. `ask:allow_once`,
+    /// `ask:reject_always`, `ask:cancelled`).
+    pub decision: String,
+    /// `ok`, or `error:<category>` (e.g. `error:permission_denied`, `error:timeout`).
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot append to the audit log {path}: {source}")]
+pub struct AuditError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// The append-only audit log of one workspace.
+pub struct AuditLog {
+    path: PathBuf,
+    /// Serialises appends within this process.
+    lock: Mutex<()>,
+}
+
+impl AuditLog {
+    /// A log at `path` (created, with its directory, on the first append).
+    pub fn new(path: impl Into<PathBuf>) -> AuditLog {
+        AuditLog {
+            path: path.into(),
+            lock: Mutex::new(()),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record, redacting its arguments (callers cannot forget to).
+    pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        let mut record = record.clone();
+        record.arguments = redact_json(&record.arguments);
+        record.decision = redact_text(&record.decision);
+        let mut line = serde_json::to_string(&record).map_err(|error| AuditError {
+            path: self.path.clone(),
+            source: std::io::Error::other(error),
+        })?;
+        line.push('\n');
+        let error = |source| AuditError {
+            path: self.path.clone(),
+            source,
+        };
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent).map_err(error)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(error)?;
+        file.write_all(line.as_bytes()).map_err(error)
+    }
+
+    /// Appends the record of a finished call, reading the outcome and exit code from the final
+    /// [`ToolCallUpdate`] (`raw_output.category` for failures, `raw_output.exit_code`).
+    pub fn record(
+        &self,
+        session_id: &str,
+        tool: &str,
+        arguments: &serde_json::Value,
+        decision: &str,
+        update: &ToolCallUpdate,
+    ) -> Result<(), AuditError> {
+        let raw = update.raw_output.as_ref();
+        let outcome = match update.status {
+            ToolStatus::Failed => format!(
+                "error:{}",
+                raw.and_then(|raw| raw.get("category"))
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("failed")
+            ),
+            ToolStatus::Completed => "ok".to_owned(),
+            ToolStatus::Pending | ToolStatus::InProgress => "unfinished".to_owned(),
+        };
+        let exit_code = raw
+            .and_then(|raw| raw.get("exit_code"))
+            .and_then(serde_json::Value::as_i64);
+        self.append(&AuditRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            session_id: session_id.to_owned(),
+            tool: tool.to_owned(),
+            arguments: arguments.clone(),
+            decision: decision.to_owned(),
+            outcome,
+            exit_code,
+        })
+    }
+
+    /// Reads every record (for `lode` commands and tests); unreadable lines are skipped.
+    pub fn read_all(&self) -> Result<Vec<AuditRecord>, AuditError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(AuditError {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        Ok(text
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect())
+    }
+}

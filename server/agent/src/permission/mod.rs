@@ -1,0 +1,504 @@
+//! The permission policy: whether a tool call runs, is asked about, or is refused.
+//!
+//! Inputs are the tool's name, its [`PermissionTarget`] (what it reads, edits or runs) and the
+//! session [`Mode`]. The order of judgement, first match wins:
+//! 1. mode gating: in `ask` and `architect` only reads run;
+//! 2. the built-in command deny list (`rm -rf /`, `sudo`, `mkfs`, piping a download into a
+//!    shell, …), which nothing overrides;
+//! 3. `deny` rules from the configuration and remembered "reject always" answers;
+//! 4. what forces a question (command substitution, backticks, `eval`, `exec`, nested shells,
+//!    redirects into files, edits under `.git/` or `.lode/`), whatever the rules say;
+//! 5. `ask` rules; then `allow` rules, remembered "allow always" answers and the built-in
+//!    allowlist — a command line is allowed only when every simple command in it is;
+//! 6. the configured default for the kind of call (reads allow, edits and commands ask).
+
+pub mod config;
+pub mod shell;
+pub mod store;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::{Deserialize, Serialize};
+
+pub use config::{Action, PermissionConfig, PermissionRule};
+pub use shell::{CommandAnalysis, analyze};
+pub use store::{PermissionStore, Remembered, RememberedRule};
+
+use crate::host::PermissionAnswer;
+use crate::tools::PermissionTarget;
+use crate::tools::paths::resolve_path;
+
+/// The session mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Read-only: questions about the code, no changes.
+    Ask,
+    /// The default: reads, edits and commands, under the policy.
+    #[default]
+    Code,
+    /// Read-only plus a plan: designs a change without making it.
+    Architect,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Ask, Mode::Code, Mode::Architect];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Ask => "ask",
+            Mode::Code => "code",
+            Mode::Architect => "architect",
+        }
+    }
+
+    /// Whether tools with side effects (edits, commands) may run.
+    pub fn allows_side_effects(self) -> bool {
+        self == Mode::Code
+    }
+
+    /// A one-line description for mode pickers.
+    pub fn description(self) -> &'static str {
+        match self {
+            Mode::Ask => "Answer questions about the code; read-only",
+            Mode::Code => "Read, edit files and run commands, asking as the policy says",
+            Mode::Architect => "Read and plan a change without making it",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = PermissionError;
+
+    fn from_str(text: &str) -> Result<Mode, PermissionError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "ask" => Ok(Mode::Ask),
+            "code" => Ok(Mode::Code),
+            "architect" => Ok(Mode::Architect),
+            other => Err(PermissionError::UnknownMode(other.to_owned())),
+        }
+    }
+}
+
+/// The policy's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    /// Ask the user; an "always" answer is remembered under `always_pattern`.
+    Ask {
+        always_pattern: String,
+    },
+    Deny {
+        reason: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PermissionError {
+    #[error("unknown mode `{0}`; the modes are ask, code and architect")]
+    UnknownMode(String),
+    #[error("invalid permission pattern `{pattern}` for tool `{tool}`: {message}")]
+    InvalidPattern {
+        tool: String,
+        pattern: String,
+        message: String,
+    },
+    #[error("permission store {path}: {source}")]
+    Store {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What a pattern is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubjectKind {
+    Path,
+    Command,
+}
+
+/// Compiles a pattern: paths use gitignore-like anchoring (a pattern without `/` matches at any
+/// depth, `*` stops at `/`); commands use plain globs (`*` matches anything).
+fn compile(pattern: &str, kind: SubjectKind) -> Result<GlobMatcher, String> {
+    let glob = match kind {
+        SubjectKind::Path => {
+            return lode_index::search::path_matcher(pattern).map_err(|error| error.to_string());
+        }
+        SubjectKind::Command => GlobBuilder::new(pattern.trim())
+            .literal_separator(false)
+            .build(),
+    };
+    glob.map(|g| g.compile_matcher())
+        .map_err(|error| error.to_string())
+}
+
+fn matches(pattern: &str, kind: SubjectKind, subject: &str) -> bool {
+    // Patterns were validated at construction (config) or made by the policy (store); one that
+    // does not compile matches nothing.
+    compile(pattern, kind).is_ok_and(|matcher| matcher.is_match(subject))
+}
+
+/// Rule outcomes for one subject.
+#[derive(Debug, Default)]
+struct Verdict {
+    deny: Option<String>,
+    ask: bool,
+    allow: bool,
+}
+
+/// The permission policy of one workspace.
+#[derive(Clone)]
+pub struct PermissionPolicy {
+    config: PermissionConfig,
+    roots: Vec<PathBuf>,
+    store: Option<Arc<PermissionStore>>,
+}
+
+impl PermissionPolicy {
+    /// Builds the policy over remembered answers in `store`, checking every rule's pattern.
+    pub fn new(
+        config: PermissionConfig,
+        store: Arc<PermissionStore>,
+    ) -> Result<PermissionPolicy, PermissionError> {
+        Ok(PermissionPolicy::without_store(config)?.with_store(store))
+    }
+
+    /// Builds the policy without remembered answers ("always" answers are then not kept).
+    pub fn without_store(config: PermissionConfig) -> Result<PermissionPolicy, PermissionError> {
+        for rule in &config.rules {
+            if let Some(pattern) = &rule.pattern {
+                // A pattern is matched against paths and command lines: it must compile as both.
+                for kind in [SubjectKind::Path, SubjectKind::Command] {
+                    compile(pattern, kind).map_err(|message| PermissionError::InvalidPattern {
+                        tool: rule.tool.clone(),
+                        pattern: pattern.clone(),
+                        message,
+                    })?;
+                }
+            }
+        }
+        Ok(PermissionPolicy {
+            config,
+            roots: Vec::new(),
+            store: None,
+        })
+    }
+
+    /// The workspace roots edited paths are resolved against (absolute paths, `..`, symlinks).
+    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> PermissionPolicy {
+        self.roots = roots;
+        self
+    }
+
+    /// Remembered answers to consult and to record into.
+    pub fn with_store(mut self, store: Arc<PermissionStore>) -> PermissionPolicy {
+        self.store = Some(store);
+        self
+    }
+
+    pub fn config(&self) -> &PermissionConfig {
+        &self.config
+    }
+
+    pub fn store(&self) -> Option<&Arc<PermissionStore>> {
+        self.store.as_ref()
+    }
+
+    /// Judges one tool call.
+    pub fn decide(&self, tool: &str, target: &PermissionTarget, mode: Mode) -> Decision {
+        if !mode.allows_side_effects() && *target != PermissionTarget::Read {
+            return Decision::Deny {
+                reason: format!(
+                    "`{tool}` changes files or runs commands, and this session is in {mode} \
+                     mode, which is read-only. Switch to code mode to let it run."
+                ),
+            };
+        }
+        match target {
+            PermissionTarget::Read => self.decide_plain(tool, self.config.read),
+            PermissionTarget::Other => self.decide_plain(tool, self.config.other),
+            PermissionTarget::Edit { paths } => self.decide_edit(tool, paths),
+            PermissionTarget::Command { command } => self.decide_command(tool, command),
+        }
+    }
+
+    /// Records the user's answer: "always" answers are remembered under `always_pattern`.
+    pub fn record_answer(
+        &self,
+        tool: &str,
+        always_pattern: &str,
+        answer: PermissionAnswer,
+    ) -> Result<(), PermissionError> {
+        let decision = match answer {
+            PermissionAnswer::AllowAlways => Remembered::Allow,
+            PermissionAnswer::RejectAlways => Remembered::Deny,
+            _ => return Ok(()),
+        };
+        match &self.store {
+            Some(store) => store.remember(tool, always_pattern, decision),
+            None => Ok(()),
+        }
+    }
+
+    /// Remembers an "always" answer directly: `allow` true for allow, false for reject.
+    pub fn remember(&self, tool: &str, pattern: &str, allow: bool) -> Result<(), PermissionError> {
+        let answer = if allow {
+            PermissionAnswer::AllowAlways
+        } else {
+            PermissionAnswer::RejectAlways
+        };
+        self.record_answer(tool, pattern, answer)
+    }
+
+    /// Config rules and remembered answers of `tool` matching `subject` (`None`: the call as a
+    /// whole, matched only by rules without a pattern and remembered `*`).
+    fn verdict(&self, tool: &str, kind: SubjectKind, subject: Option<&str>) -> Verdict {
+        let mut verdict = Verdict::default();
+        for rule in &self.config.rules {
+            if rule.tool != "*" && rule.tool != tool {
+                continue;
+            }
+            let hit = match (&rule.pattern, subject) {
+                (None, _) => true,
+                (Some(pattern), Some(subject)) => matches(pattern, kind, subject),
+                (Some(pattern), None) => pattern.trim() == "*",
+            };
+            if !hit {
+                continue;
+            }
+            match rule.action {
+                Action::Deny => {
+                    verdict.deny.get_or_insert_with(|| match &rule.pattern {
+                        Some(pattern) => format!("denied by the permission rule `{pattern}`"),
+                        None => format!("`{tool}` is denied by the permission rules"),
+                    });
+                }
+                Action::Ask => verdict.ask = true,
+                Action::Allow => verdict.allow = true,
+            }
+        }
+        // A store that cannot be read grants nothing; the question is asked instead.
+        let remembered = self
+            .store
+            .as_ref()
+            .and_then(|store| store.rules_for(tool).ok())
+            .unwrap_or_default();
+        for rule in remembered {
+            let hit = match subject {
+                Some(subject) => rule.pattern == subject || matches(&rule.pattern, kind, subject),
+                None => rule.pattern == "*",
+            };
+            if !hit {
+                continue;
+            }
+            match rule.decision {
+                Remembered::Deny => {
+                    verdict.deny.get_or_insert_with(|| {
+                        format!("the user chose to always reject `{}`", rule.pattern)
+                    });
+                }
+                Remembered::Allow => verdict.allow = true,
+            }
+        }
+        verdict
+    }
+
+    fn by_default(action: Action, tool: &str, always_pattern: String) -> Decision {
+        match action {
+            Action::Allow => Decision::Allow,
+            Action::Ask => Decision::Ask { always_pattern },
+            Action::Deny => Decision::Deny {
+                reason: format!("`{tool}` is denied by the permission defaults"),
+            },
+        }
+    }
+
+    fn decide_plain(&self, tool: &str, default: Action) -> Decision {
+        let verdict = self.verdict(tool, SubjectKind::Command, None);
+        if let Some(reason) = verdict.deny {
+            return Decision::Deny { reason };
+        }
+        let always_pattern = "*".to_owned();
+        if verdict.ask {
+            return Decision::Ask { always_pattern };
+        }
+        if verdict.allow {
+            return Decision::Allow;
+        }
+        Self::by_default(default, tool, always_pattern)
+    }
+
+    /// Workspace-relative form of an edited path, or why it is refused.
+    fn normalize_path(&self, path: &str) -> Result<String, String> {
+        if self.roots.is_empty() {
+            let cleaned = path.trim().trim_start_matches("./");
+            if cleaned.starts_with('/') || cleaned.split('/').any(|part| part == "..") {
+                // Without roots the path cannot be placed: no rule may judge it, so it is asked.
+                return Ok(format!("?{cleaned}"));
+            }
+            return Ok(cleaned.to_owned());
+        }
+        resolve_path(&self.roots, path)
+            .map(|resolved| resolved.display(&self.roots))
+            .map_err(|error| error.message)
+    }
+
+    fn decide_edit(&self, tool: &str, paths: &[String]) -> Decision {
+        let mut relative = Vec::with_capacity(paths.len());
+        for path in paths {
+            match self.normalize_path(path) {
+                Ok(path) => relative.push(path),
+                Err(reason) => return Decision::Deny { reason },
+            }
+        }
+        let always_pattern = match relative.as_slice() {
+            [single] => edit_always_pattern(single),
+            _ => relative.first().cloned().unwrap_or_else(|| "*".to_owned()),
+        };
+        if relative.is_empty() {
+            return Decision::Ask { always_pattern };
+        }
+        let mut all_allowed = true;
+        let mut any_ask = false;
+        for path in &relative {
+            let verdict = self.verdict(tool, SubjectKind::Path, Some(path));
+            if let Some(reason) = verdict.deny {
+                return Decision::Deny { reason };
+            }
+            any_ask |= verdict.ask || is_protected_path(path) || path.starts_with('?');
+            all_allowed &= verdict.allow;
+        }
+        if any_ask {
+            return Decision::Ask { always_pattern };
+        }
+        if all_allowed {
+            return Decision::Allow;
+        }
+        Self::by_default(self.config.edit, tool, always_pattern)
+    }
+
+    fn decide_command(&self, tool: &str, command: &str) -> Decision {
+        let analysis = analyze(command);
+        if let Some(reason) = &analysis.denied {
+            return Decision::Deny {
+                reason: format!("blocked by lode's built-in deny list: {reason}"),
+            };
+        }
+        let whole = analysis
+            .segments
+            .iter()
+            .map(shell::Segment::text)
+            .collect::<Vec<_>>()
+            .join(" ; ");
+        if analysis.segments.is_empty() {
+            // Nothing to run: the tool reports the empty command.
+            return Decision::Allow;
+        }
+        // Deny rules see the whole line and each simple command.
+        let whole_verdict = self.verdict(tool, SubjectKind::Command, Some(&whole));
+        if let Some(reason) = whole_verdict.deny {
+            return Decision::Deny { reason };
+        }
+        let mut verdicts = Vec::with_capacity(analysis.segments.len());
+        for segment in &analysis.segments {
+            let verdict = self.verdict(tool, SubjectKind::Command, Some(&segment.text()));
+            if let Some(reason) = verdict.deny {
+                return Decision::Deny { reason };
+            }
+            verdicts.push(verdict);
+        }
+        let allowed = |index: usize| {
+            let segment = &analysis.segments[index];
+            let verdict = &verdicts[index];
+            segment.writes_to.is_empty()
+                && !verdict.ask
+                && (verdict.allow
+                    || (self.config.builtin_allowlist && shell::segment_is_allowlisted(segment)))
+        };
+        let first_unallowed = (0..analysis.segments.len()).find(|&index| !allowed(index));
+        let always_pattern = match first_unallowed {
+            Some(index) => command_always_pattern(&analysis.segments[index]),
+            None => command_always_pattern(&analysis.segments[0]),
+        };
+        if analysis.needs_ask.is_some() {
+            return Decision::Ask { always_pattern };
+        }
+        if whole_verdict.ask || verdicts.iter().any(|v| v.ask) {
+            return Decision::Ask { always_pattern };
+        }
+        if analysis.segments.iter().any(|s| !s.writes_to.is_empty()) {
+            return Decision::Ask { always_pattern };
+        }
+        if first_unallowed.is_none() {
+            return Decision::Allow;
+        }
+        Self::by_default(self.config.command, tool, always_pattern)
+    }
+
+    /// Why a command line must be asked about even when rules allow it, if it must.
+    pub fn forced_question(command: &str) -> Option<String> {
+        analyze(command).needs_ask
+    }
+}
+
+/// Edits under these directories are always asked about: `.git/hooks` runs code, `.lode` holds
+/// the agent's own state.
+fn is_protected_path(path: &str) -> bool {
+    [".git", ".lode"]
+        .iter()
+        .any(|dir| path == *dir || path.starts_with(&format!("{dir}/")))
+}
+
+/// "Always" for an edit covers the file's directory (`src/**`), or the file itself at the root.
+fn edit_always_pattern(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((dir, _)) => format!("{}/**", globset::escape(dir)),
+        None => format!("/{}", globset::escape(path)),
+    }
+}
+
+/// Programs whose second word is a subcommand worth remembering (`cargo test*`).
+const SUBCOMMAND_PROGRAMS: &[&str] = &[
+    "cargo", "git", "npm", "pnpm", "yarn", "bun", "deno", "go", "make", "just", "docker",
+    "kubectl", "uv", "pip", "pip3", "poetry", "mvn", "gradle", "dotnet", "bazel", "nix", "gh",
+    "rustup", "pytest", "tox", "nox",
+];
+/// Subcommands that take a script name as the third word (`npm run test*`).
+const RUN_SUBCOMMANDS: &[&str] = &["run", "exec", "x", "task"];
+
+/// "Always" for a command covers the program and its subcommand, or the exact command.
+fn command_always_pattern(segment: &shell::Segment) -> String {
+    let words = &segment.words;
+    if segment.env.is_empty()
+        && let [program, sub, rest @ ..] = words.as_slice()
+        && SUBCOMMAND_PROGRAMS.contains(&program.as_str())
+        && !sub.starts_with('-')
+    {
+        let mut prefix = vec![program.as_str(), sub.as_str()];
+        if RUN_SUBCOMMANDS.contains(&sub.as_str())
+            && let Some(script) = rest.first()
+            && !script.starts_with('-')
+        {
+            prefix.push(script);
+        }
+        let escaped: Vec<String> = prefix.iter().map(|w| globset::escape(w)).collect();
+        return format!("{}*", escaped.join(" "));
+    }
+    globset::escape(&segment.text())
+}

@@ -1,0 +1,1089 @@
+//! Shell command-line analysis for the permission policy: a small POSIX-shell lexer that splits a
+//! line into simple commands (segments) the way the shell would, removes quoting (so `"r"m` and
+//! `\rm` are `rm`), notes redirects, and finds what cannot be judged statically (command and
+//! process substitution, backticks, `eval`, `exec`, nested `sh -c`), which forces a question.
+//!
+//! On top of it sit the built-in deny list (commands nothing may allow) and the built-in
+//! allowlist (harmless, common commands allowed without asking).
+
+/// How a segment is joined to the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joiner {
+    /// First segment, `;`, `&&`, `||`, newline, or a grouping parenthesis.
+    Sequence,
+    /// `|` or `|&`: this segment reads the previous one's output.
+    Pipe,
+}
+
+/// One lexed word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Word {
+    text: String,
+    /// Some part was quoted or escaped.
+    quoted: bool,
+    /// Contains a `$` expansion (variable, substitution).
+    expansion: bool,
+}
+
+/// One simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub joiner: Joiner,
+    /// Leading `NAME=value` assignments.
+    pub env: Vec<String>,
+    /// The command and its arguments, quotes removed.
+    pub words: Vec<String>,
+    /// Files written by `>`, `>>`, `&>`… (not `/dev/null` or fd duplications).
+    pub writes_to: Vec<String>,
+    /// Whether any word of the command has a `$` expansion.
+    pub has_expansion: bool,
+    command_expansion: bool,
+}
+
+impl Segment {
+    /// The segment as one normalised line (env, words, single spaces), what rules match.
+    pub fn text(&self) -> String {
+        self.env
+            .iter()
+            .chain(self.words.iter())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The command name with wrappers (`command`, `env`, `nohup`, `time`, …) skipped and any
+    /// directory removed (`/bin/rm` is `rm`), and its arguments.
+    pub fn effective(&self) -> (String, Vec<String>) {
+        effective_command(&self.words)
+    }
+}
+
+/// What the lexer found in one command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommandAnalysis {
+    pub segments: Vec<Segment>,
+    /// Why the built-in deny list refuses the line (nothing overrides this).
+    pub denied: Option<String>,
+    /// Why the line must be asked about even when a rule would allow it.
+    pub needs_ask: Option<String>,
+}
+
+impl CommandAnalysis {
+    fn ask(&mut self, reason: impl Into<String>) {
+        if self.needs_ask.is_none() {
+            self.needs_ask = Some(reason.into());
+        }
+    }
+
+    fn deny(&mut self, reason: impl Into<String>) {
+        if self.denied.is_none() {
+            self.denied = Some(reason.into());
+        }
+    }
+
+    /// Whether the line is more than one simple command.
+    pub fn is_compound(&self) -> bool {
+        self.segments.len() > 1
+    }
+}
+
+/// Most nesting of `sh -c` / substitutions analysed; deeper lines are denied.
+const MAX_DEPTH: usize = 6;
+
+/// Analyses a command line.
+pub fn analyze(line: &str) -> CommandAnalysis {
+    analyze_at(line, 0)
+}
+
+fn analyze_at(line: &str, depth: usize) -> CommandAnalysis {
+    let mut analysis = CommandAnalysis::default();
+    if depth > MAX_DEPTH {
+        analysis.deny("the command nests shells and substitutions too deeply to check");
+        return analysis;
+    }
+    // `${IFS}` is a space to the shell; say so before lexing, so `rm${IFS}-rf${IFS}/` is seen.
+    let normalized = line
+        .replace("${IFS}", " ")
+        .replace("$IFS", " ")
+        .replace('\t', " ");
+    if is_fork_bomb(&normalized) {
+        analysis.deny("a fork bomb");
+        return analysis;
+    }
+    let lexed = Lexer::new(&normalized).run();
+    analysis.segments = lexed.segments;
+    for reason in lexed.ask_reasons {
+        analysis.ask(reason);
+    }
+    // What runs inside substitutions is judged like the line itself.
+    for inner in &lexed.substitutions {
+        let nested = analyze_at(inner, depth + 1);
+        if let Some(reason) = nested.denied {
+            analysis.deny(reason);
+        }
+    }
+    check_segments(&mut analysis, &lexed.substitutions, depth);
+    analysis
+}
+
+/// The built-in deny list and the per-command reasons to ask.
+fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], depth: usize) {
+    let segments = analysis.segments.clone();
+    let mut pipeline_has_download = false;
+    for segment in &segments {
+        if segment.joiner == Joiner::Sequence {
+            pipeline_has_download = false;
+        }
+        for target in &segment.writes_to {
+            if is_block_device(target) {
+                analysis.deny(format!("writes to the disk device {target}"));
+            }
+        }
+        if segment.command_expansion {
+            analysis.ask("the command name comes from a variable or substitution");
+        }
+        let (command, args) = segment.effective();
+        if command.is_empty() {
+            continue;
+        }
+        if let Some(reason) = deny_reason(&command, &args) {
+            analysis.deny(reason);
+        }
+        if is_shell(&command) {
+            if pipeline_has_download && segment.joiner == Joiner::Pipe {
+                analysis.deny("pipes a download into a shell");
+            }
+            if substitutions.iter().any(|inner| mentions_download(inner)) {
+                analysis.deny("runs a downloaded script in a shell");
+            }
+            if let Some(script) = inline_script(&args) {
+                analysis.ask("runs a nested shell");
+                let nested = analyze_at(&script, depth + 1);
+                if let Some(reason) = nested.denied {
+                    analysis.deny(reason);
+                }
+            }
+        }
+        if is_download(&command) {
+            pipeline_has_download = true;
+        }
+        match command.as_str() {
+            "eval" => analysis.ask("uses `eval`"),
+            "exec" => analysis.ask("uses `exec`"),
+            "source" | "." => analysis.ask("sources a script"),
+            "xargs" | "parallel" => analysis.ask("runs commands built from input"),
+            _ => {}
+        }
+        // `rm -r $DIR/` with an empty DIR is `rm -r /`.
+        if command == "rm" && segment.has_expansion && rm_is_recursive(&args) {
+            analysis.ask("`rm -r` with a variable in its arguments");
+        }
+    }
+}
+
+/// Commands nothing may allow, with the reason.
+fn deny_reason(command: &str, args: &[String]) -> Option<String> {
+    match command {
+        "sudo" | "doas" | "su" | "pkexec" | "run0" => {
+            return Some(format!("`{command}` runs commands as another user"));
+        }
+        "shutdown" | "reboot" | "halt" | "poweroff" => {
+            return Some(format!("`{command}` stops the machine"));
+        }
+        "init" | "telinit" if args.iter().any(|a| a == "0" || a == "6") => {
+            return Some("changes the machine's run level".into());
+        }
+        "systemctl"
+            if args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "poweroff" | "reboot" | "halt" | "kexec" | "suspend" | "hibernate"
+                )
+            }) =>
+        {
+            return Some("`systemctl` stops the machine".into());
+        }
+        "mke2fs" | "mkswap" | "wipefs" | "fdisk" | "sfdisk" | "parted" | "mkdosfs" => {
+            return Some(format!("`{command}` formats or repartitions disks"));
+        }
+        "dd" if args.iter().any(|a| {
+            a.strip_prefix("of=")
+                .is_some_and(|target| target.starts_with("/dev/") && !is_harmless_device(target))
+        }) =>
+        {
+            return Some("`dd` writes to a device".into());
+        }
+        "rm" => {
+            if args.iter().any(|a| a == "--no-preserve-root") {
+                return Some("`rm --no-preserve-root`".into());
+            }
+            if rm_is_recursive(args) {
+                if let Some(target) = operands(args).find(|t| is_precious_path(t)) {
+                    return Some(format!("`rm -r` of {target}"));
+                }
+            }
+        }
+        "chmod" | "chown" | "chgrp" => {
+            let recursive = args
+                .iter()
+                .any(|a| a == "--recursive" || (is_short_flags(a) && a.contains('R')));
+            if let Some(target) = operands(args).find(|t| is_precious_path(t))
+                && (recursive || is_root(t_trim(target)))
+            {
+                return Some(format!("`{command}` of {target}"));
+            }
+        }
+        "shred" | "tee" | "cp" | "mv" | "install" => {
+            if let Some(target) = args.iter().find(|a| is_block_device(a)) {
+                return Some(format!("`{command}` writes to the disk device {target}"));
+            }
+        }
+        _ => {}
+    }
+    if command.starts_with("mkfs") {
+        return Some(format!("`{command}` formats disks"));
+    }
+    None
+}
+
+fn t_trim(path: &str) -> &str {
+    path.trim_end_matches(['/', '*', '.'])
+}
+
+fn is_root(trimmed: &str) -> bool {
+    trimmed.is_empty()
+}
+
+fn is_short_flags(arg: &str) -> bool {
+    arg.starts_with('-') && !arg.starts_with("--") && arg.len() > 1
+}
+
+fn rm_is_recursive(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--recursive" || (is_short_flags(a) && (a.contains('r') || a.contains('R'))))
+}
+
+/// Non-flag arguments (everything after `--` counts as an operand).
+fn operands(args: &[String]) -> impl Iterator<Item = &String> {
+    let mut after_dashes = false;
+    args.iter().filter(move |a| {
+        if after_dashes {
+            return true;
+        }
+        if *a == "--" {
+            after_dashes = true;
+            return false;
+        }
+        !a.starts_with('-')
+    })
+}
+
+/// `/`, the home directory, top-level system directories, the parent directory.
+fn is_precious_path(path: &str) -> bool {
+    let path = path.trim();
+    let home_forms = ["~", "$HOME", "${HOME}"];
+    for home in home_forms {
+        if let Some(rest) = path.strip_prefix(home)
+            && t_trim(rest).is_empty()
+        {
+            return true;
+        }
+    }
+    if matches!(path, ".." | "../" | "../*" | "../." | "/..") {
+        return true;
+    }
+    let trimmed = t_trim(path);
+    if path.starts_with('/') && is_root(trimmed) {
+        return true;
+    }
+    const SYSTEM: &[&str] = &[
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/opt",
+        "/proc",
+        "/root",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/usr",
+        "/var",
+        "/Users",
+        "/System",
+        "/Library",
+        "/Applications",
+        "/mnt",
+        "/media",
+        "/snap",
+    ];
+    SYSTEM.contains(&trimmed)
+}
+
+fn is_harmless_device(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/null"
+            | "/dev/stdout"
+            | "/dev/stderr"
+            | "/dev/tty"
+            | "/dev/zero"
+            | "/dev/fd/1"
+            | "/dev/fd/2"
+    )
+}
+
+/// Disk devices (`/dev/sda`, `/dev/nvme0n1`, …).
+pub fn is_block_device(path: &str) -> bool {
+    let Some(name) = path.strip_prefix("/dev/") else {
+        return false;
+    };
+    [
+        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "mapper/", "md", "dm-", "loop", "rdisk",
+    ]
+    .iter()
+    .any(|prefix| name.starts_with(prefix))
+}
+
+fn is_shell(command: &str) -> bool {
+    matches!(
+        command,
+        "sh" | "bash"
+            | "zsh"
+            | "dash"
+            | "ksh"
+            | "fish"
+            | "csh"
+            | "tcsh"
+            | "ash"
+            | "busybox"
+            | "python"
+            | "python3"
+            | "perl"
+            | "ruby"
+            | "node"
+            | "php"
+            | "pwsh"
+    )
+}
+
+fn is_download(command: &str) -> bool {
+    matches!(
+        command,
+        "curl" | "wget" | "fetch" | "aria2c" | "http" | "https" | "xh"
+    )
+}
+
+fn mentions_download(text: &str) -> bool {
+    let analysis = Lexer::new(text).run();
+    analysis
+        .segments
+        .iter()
+        .any(|segment| is_download(&segment.effective().0))
+}
+
+/// The script of `sh -c SCRIPT` (also `bash -lc`, `-ec` …).
+fn inline_script(args: &[String]) -> Option<String> {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if is_short_flags(arg) && arg.contains('c') {
+            return iter.next().cloned();
+        }
+        if !arg.starts_with('-') {
+            return None;
+        }
+    }
+    None
+}
+
+/// Skips wrappers that run their arguments as a command.
+fn effective_command(words: &[String]) -> (String, Vec<String>) {
+    let mut index = 0;
+    while index < words.len() {
+        let name = basename(&words[index]);
+        let rest = &words[index + 1..];
+        let skip = match name.as_str() {
+            "command" | "builtin" | "nohup" | "time" | "stdbuf" | "setsid" | "unbuffer" => {
+                1 + rest.iter().take_while(|a| a.starts_with('-')).count()
+            }
+            "env" => {
+                1 + rest
+                    .iter()
+                    .take_while(|a| a.starts_with('-') || is_assignment(a))
+                    .count()
+            }
+            "nice" | "ionice" => {
+                let mut skip = 1;
+                let mut it = rest.iter();
+                while let Some(a) = it.next() {
+                    if a == "-n" || a == "-c" {
+                        skip += 2;
+                        it.next();
+                    } else if a.starts_with('-') {
+                        skip += 1;
+                    } else {
+                        break;
+                    }
+                }
+                skip
+            }
+            "timeout" => {
+                let flags = rest.iter().take_while(|a| a.starts_with('-')).count();
+                // The duration follows the flags.
+                1 + flags + usize::from(rest.len() > flags)
+            }
+            _ => 0,
+        };
+        if skip == 0 {
+            return (name, words[index + 1..].to_vec());
+        }
+        index += skip;
+    }
+    (String::new(), Vec::new())
+}
+
+fn basename(word: &str) -> String {
+    word.rsplit('/').next().unwrap_or(word).to_owned()
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// `:(){ :|:& };:` and renamed variants: a function that pipes itself into itself in the
+/// background.
+fn is_fork_bomb(line: &str) -> bool {
+    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let mut search = 0;
+    while let Some(found) = compact[search..].find("(){") {
+        let start = search + found;
+        let name: String = compact[..start]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':' || *c == '.')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        if !name.is_empty() {
+            let body = &compact[start..];
+            if body.contains(&format!("{name}|{name}&"))
+                || body.contains(&format!("{name}&{name}&"))
+            {
+                return true;
+            }
+        }
+        search = start + 3;
+    }
+    false
+}
+
+/// What the lexer produced.
+struct Lexed {
+    segments: Vec<Segment>,
+    substitutions: Vec<String>,
+    ask_reasons: Vec<String>,
+}
+
+struct Lexer<'a> {
+    chars: Vec<char>,
+    position: usize,
+    source: &'a str,
+    segments: Vec<Segment>,
+    substitutions: Vec<String>,
+    ask_reasons: Vec<String>,
+    words: Vec<Word>,
+    writes_to: Vec<String>,
+    joiner: Joiner,
+    word: Option<Word>,
+    /// The next word is the target of a redirect: `Some(true)` for a write.
+    pending_redirect: Option<bool>,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(source: &'a str) -> Self {
+        Lexer {
+            chars: source.chars().collect(),
+            position: 0,
+            source,
+            segments: Vec::new(),
+            substitutions: Vec::new(),
+            ask_reasons: Vec::new(),
+            words: Vec::new(),
+            writes_to: Vec::new(),
+            joiner: Joiner::Sequence,
+            word: None,
+            pending_redirect: None,
+        }
+    }
+
+    fn peek(&self, offset: usize) -> Option<char> {
+        self.chars.get(self.position + offset).copied()
+    }
+
+    fn word(&mut self) -> &mut Word {
+        self.word.get_or_insert_with(|| Word {
+            text: String::new(),
+            quoted: false,
+            expansion: false,
+        })
+    }
+
+    fn ask(&mut self, reason: &str) {
+        self.ask_reasons.push(reason.to_owned());
+    }
+
+    fn finish_word(&mut self) {
+        let Some(word) = self.word.take() else {
+            return;
+        };
+        match self.pending_redirect.take() {
+            Some(true) => {
+                if word.expansion {
+                    self.ask("redirects output to a file named by a variable");
+                }
+                if !is_harmless_device(&word.text) {
+                    self.writes_to.push(word.text);
+                }
+            }
+            Some(false) => {}
+            None => {
+                // Brace groups are just grouping.
+                if !word.quoted && (word.text == "{" || word.text == "}" || word.text == "!") {
+                    return;
+                }
+                self.words.push(word);
+            }
+        }
+    }
+
+    fn finish_segment(&mut self, next: Joiner) {
+        self.finish_word();
+        if self.pending_redirect.take().is_some() {
+            self.ask("a redirect without a target");
+        }
+        let words = std::mem::take(&mut self.words);
+        let writes_to = std::mem::take(&mut self.writes_to);
+        if !words.is_empty() || !writes_to.is_empty() {
+            let assignments = words.iter().take_while(|w| is_assignment(&w.text)).count();
+            let command_expansion = words.get(assignments).is_some_and(|w| w.expansion);
+            self.segments.push(Segment {
+                joiner: self.joiner,
+                env: words[..assignments]
+                    .iter()
+                    .map(|w| w.text.clone())
+                    .collect(),
+                has_expansion: words[assignments..].iter().any(|w| w.expansion),
+                command_expansion,
+                words: words[assignments..]
+                    .iter()
+                    .map(|w| w.text.clone())
+                    .collect(),
+                writes_to,
+            });
+        }
+        self.joiner = next;
+    }
+
+    /// Reads a balanced `(...)` body starting after the opening parenthesis; returns the inner
+    /// text.
+    fn read_balanced(&mut self) -> String {
+        let mut depth = 1usize;
+        let mut inner = String::new();
+        let mut quote: Option<char> = None;
+        while let Some(c) = self.peek(0) {
+            self.position += 1;
+            match (quote, c) {
+                (None, '\\') | (Some('"'), '\\') => {
+                    inner.push(c);
+                    if let Some(next) = self.peek(0) {
+                        inner.push(next);
+                        self.position += 1;
+                    }
+                    continue;
+                }
+                (None, '\'') | (None, '"') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '(') => depth += 1,
+                (None, ')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return inner;
+                    }
+                }
+                _ => {}
+            }
+            inner.push(c);
+        }
+        self.ask("an unclosed parenthesis");
+        inner
+    }
+
+    fn read_backticks(&mut self) -> String {
+        let mut inner = String::new();
+        while let Some(c) = self.peek(0) {
+            self.position += 1;
+            match c {
+                '\\' => {
+                    if let Some(next) = self.peek(0) {
+                        inner.push(next);
+                        self.position += 1;
+                    }
+                }
+                '`' => return inner,
+                _ => inner.push(c),
+            }
+        }
+        self.ask("an unclosed backtick");
+        inner
+    }
+
+    /// Handles `$` at the current position (already consumed).
+    fn dollar(&mut self) {
+        match self.peek(0) {
+            Some('(') => {
+                self.position += 1;
+                let inner = self.read_balanced();
+                self.ask("uses command substitution `$(…)`");
+                self.substitutions
+                    .push(inner.trim_start_matches('(').to_owned());
+                let word = self.word();
+                word.text.push_str("$(…)");
+                word.expansion = true;
+            }
+            Some('\'') => {
+                // ANSI-C quoting can spell any byte: `$'\x72m'` is `rm`.
+                self.position += 1;
+                self.ask("uses `$'…'` quoting");
+                let word = self.word();
+                word.quoted = true;
+                word.expansion = true;
+                while let Some(c) = self.peek(0) {
+                    self.position += 1;
+                    if c == '\\' {
+                        self.position += 1;
+                        continue;
+                    }
+                    if c == '\'' {
+                        break;
+                    }
+                    self.word().text.push(c);
+                }
+            }
+            Some('{') => {
+                self.position += 1;
+                let mut name = String::from("${");
+                while let Some(c) = self.peek(0) {
+                    self.position += 1;
+                    name.push(c);
+                    if c == '}' {
+                        break;
+                    }
+                }
+                let word = self.word();
+                word.text.push_str(&name);
+                word.expansion = true;
+            }
+            Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
+                let mut name = String::from("$");
+                if c.is_ascii_alphabetic() || c == '_' {
+                    while let Some(c) = self.peek(0) {
+                        if c.is_ascii_alphanumeric() || c == '_' {
+                            name.push(c);
+                            self.position += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                } else {
+                    name.push(c);
+                    self.position += 1;
+                }
+                let word = self.word();
+                word.text.push_str(&name);
+                word.expansion = true;
+            }
+            _ => self.word().text.push('$'),
+        }
+    }
+
+    fn run(mut self) -> Lexed {
+        while let Some(c) = self.peek(0) {
+            self.position += 1;
+            match c {
+                ' ' | '\r' => self.finish_word(),
+                '\n' => self.finish_segment(Joiner::Sequence),
+                '\\' => {
+                    match self.peek(0) {
+                        Some('\n') => {}
+                        Some(next) => {
+                            let word = self.word();
+                            word.text.push(next);
+                            word.quoted = true;
+                        }
+                        None => {}
+                    }
+                    self.position += 1;
+                }
+                '\'' => {
+                    self.word().quoted = true;
+                    let mut closed = false;
+                    while let Some(c) = self.peek(0) {
+                        self.position += 1;
+                        if c == '\'' {
+                            closed = true;
+                            break;
+                        }
+                        self.word().text.push(c);
+                    }
+                    if !closed {
+                        self.ask("an unclosed quote");
+                    }
+                }
+                '"' => {
+                    self.word().quoted = true;
+                    let mut closed = false;
+                    while let Some(c) = self.peek(0) {
+                        self.position += 1;
+                        match c {
+                            '"' => {
+                                closed = true;
+                                break;
+                            }
+                            '\\' => {
+                                if let Some(next) = self.peek(0) {
+                                    self.position += 1;
+                                    if !"\"\\$`\n".contains(next) {
+                                        self.word().text.push('\\');
+                                    }
+                                    if next != '\n' {
+                                        self.word().text.push(next);
+                                    }
+                                }
+                            }
+                            '$' => self.dollar(),
+                            '`' => {
+                                let inner = self.read_backticks();
+                                self.ask("uses backtick command substitution");
+                                self.substitutions.push(inner);
+                                let word = self.word();
+                                word.text.push_str("`…`");
+                                word.expansion = true;
+                            }
+                            _ => self.word().text.push(c),
+                        }
+                    }
+                    if !closed {
+                        self.ask("an unclosed quote");
+                    }
+                }
+                '$' => self.dollar(),
+                '`' => {
+                    let inner = self.read_backticks();
+                    self.ask("uses backtick command substitution");
+                    self.substitutions.push(inner);
+                    let word = self.word();
+                    word.text.push_str("`…`");
+                    word.expansion = true;
+                }
+                ';' => self.finish_segment(Joiner::Sequence),
+                '&' => match self.peek(0) {
+                    Some('&') => {
+                        self.position += 1;
+                        self.finish_segment(Joiner::Sequence);
+                    }
+                    Some('>') => {
+                        self.finish_word();
+                        self.position += 1;
+                        if self.peek(0) == Some('>') {
+                            self.position += 1;
+                        }
+                        self.pending_redirect = Some(true);
+                    }
+                    _ => {
+                        self.ask("runs a command in the background");
+                        self.finish_segment(Joiner::Sequence);
+                    }
+                },
+                '|' => match self.peek(0) {
+                    Some('|') => {
+                        self.position += 1;
+                        self.finish_segment(Joiner::Sequence);
+                    }
+                    Some('&') => {
+                        self.position += 1;
+                        self.finish_segment(Joiner::Pipe);
+                    }
+                    _ => self.finish_segment(Joiner::Pipe),
+                },
+                '(' => self.finish_segment(Joiner::Sequence),
+                ')' => self.finish_segment(Joiner::Sequence),
+                '<' | '>' if self.peek(0) == Some('(') => {
+                    self.position += 1;
+                    let inner = self.read_balanced();
+                    self.ask("uses process substitution");
+                    self.substitutions.push(inner);
+                    let word = self.word();
+                    word.text.push_str("<(…)");
+                    word.expansion = true;
+                }
+                '>' | '<' => {
+                    // `2>` / `1>`: the digits were the fd, not a word.
+                    if let Some(word) = &self.word
+                        && !word.quoted
+                        && !word.text.is_empty()
+                        && word.text.chars().all(|c| c.is_ascii_digit())
+                    {
+                        self.word = None;
+                    }
+                    self.finish_word();
+                    let write = c == '>';
+                    if write {
+                        match self.peek(0) {
+                            Some('>') | Some('|') => self.position += 1,
+                            Some('&') => {
+                                // `>&2`: duplicate a descriptor; `>&file` writes a file.
+                                self.position += 1;
+                                let digits =
+                                    self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-');
+                                if digits {
+                                    while self
+                                        .peek(0)
+                                        .is_some_and(|d| d.is_ascii_digit() || d == '-')
+                                    {
+                                        self.position += 1;
+                                    }
+                                    continue;
+                                }
+                            }
+                            _ => {}
+                        }
+                        self.pending_redirect = Some(true);
+                    } else {
+                        match self.peek(0) {
+                            Some('<') => {
+                                self.position += 1;
+                                if self.peek(0) == Some('<') {
+                                    self.position += 1;
+                                } else {
+                                    self.ask("uses a here-document");
+                                }
+                            }
+                            Some('&') => {
+                                self.position += 1;
+                                while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
+                                    self.position += 1;
+                                }
+                                continue;
+                            }
+                            _ => {}
+                        }
+                        self.pending_redirect = Some(false);
+                    }
+                }
+                _ => self.word().text.push(c),
+            }
+        }
+        self.finish_segment(Joiner::Sequence);
+        let _ = self.source;
+        Lexed {
+            segments: self.segments,
+            substitutions: self.substitutions,
+            ask_reasons: self.ask_reasons,
+        }
+    }
+}
+
+/// One entry of the built-in allowlist: a command prefix (words) and what disqualifies it.
+struct AllowEntry {
+    prefix: &'static [&'static str],
+    /// Arguments (exact, or prefixes ending in `=`) that make the command unsafe.
+    forbidden: &'static [&'static str],
+    /// Arguments that must be present.
+    required: &'static [&'static str],
+}
+
+const ALLOWLIST: &[AllowEntry] = &[
+    AllowEntry {
+        prefix: &["cargo", "check"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "test"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "build"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "clippy"],
+        forbidden: &["--fix"],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "fmt"],
+        forbidden: &[],
+        required: &["--check"],
+    },
+    AllowEntry {
+        prefix: &["cargo", "metadata"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "tree"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "status"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "diff"],
+        forbidden: &["--output", "--output=", "--ext-diff"],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "log"],
+        forbidden: &["--output", "--output=", "--ext-diff"],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "show"],
+        forbidden: &["--output", "--output=", "--ext-diff"],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "blame"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "ls-files"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["git", "rev-parse"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["ls"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["pwd"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["rg"],
+        forbidden: &["--pre", "--pre=", "--pre-glob", "--pre-glob="],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["grep"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["wc"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["head"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["tail"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["cat"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["echo"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["which"],
+        forbidden: &[],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["tree"],
+        forbidden: &["-o"],
+        required: &[],
+    },
+    AllowEntry {
+        prefix: &["find"],
+        forbidden: &[
+            "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf",
+            "-fls",
+        ],
+        required: &[],
+    },
+];
+
+/// The built-in allowlist as text, for documentation and `lode config`.
+pub fn allowlist_prefixes() -> Vec<String> {
+    ALLOWLIST
+        .iter()
+        .map(|entry| entry.prefix.join(" "))
+        .collect()
+}
+
+/// Whether one segment is on the built-in allowlist: its words start with an allowed prefix,
+/// with no forbidden argument, no environment assignments, no expansions and no writes.
+pub fn segment_is_allowlisted(segment: &Segment) -> bool {
+    if !segment.env.is_empty() || segment.has_expansion || !segment.writes_to.is_empty() {
+        return false;
+    }
+    ALLOWLIST.iter().any(|entry| {
+        entry.prefix.len() <= segment.words.len()
+            && entry
+                .prefix
+                .iter()
+                .zip(&segment.words)
+                .all(|(want, word)| want == word)
+            && !segment.words[entry.prefix.len()..].iter().any(|arg| {
+                entry.forbidden.iter().any(|bad| {
+                    if bad.ends_with('=') {
+                        arg.starts_with(bad)
+                    } else {
+                        arg == bad
+                    }
+                })
+            })
+            && entry
+                .required
+                .iter()
+                .all(|need| segment.words.iter().any(|arg| arg == need))
+    })
+}
