@@ -149,6 +149,16 @@ pub enum Command {
         #[arg(long)]
         no_tags: bool,
     },
+    /// Test support: serve a scripted LLM (OpenAI and Anthropic APIs) on 127.0.0.1 until killed.
+    #[command(hide = true)]
+    LlmScript {
+        /// The script (see docs/providers.md and fixtures/llm/).
+        #[arg(long, value_name = "FILE")]
+        script: PathBuf,
+        /// The port; 0 picks a free one. The address is printed as `listening on URL`.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
 }
 
 /// Options of the query commands.
@@ -299,6 +309,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::LlmScript { script, port } => crate::llm_script_command::run(&script, port),
     }
 }
 

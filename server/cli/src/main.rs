@@ -4,6 +4,7 @@
 //! exit codes). It holds no indexing or search logic of its own.
 
 mod commands;
+mod llm_script_command;
 mod lsp_command;
 mod output;
 mod parse_only;

@@ -249,15 +249,17 @@ impl Fault {
 /// Why a script cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
-    #[error("cannot read script {path}: {source}")]
+    // The underlying errors are part of the message rather than `source()`s, so a front end
+    // that prints the cause chain does not say them twice.
+    #[error("cannot read script {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("script{} is not valid: {source}", location(.path))]
+    #[error("script{} is not valid: {error}", location(.path))]
     Parse {
         path: Option<PathBuf>,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("script{}: turn {turn}: {message}", location(.path))]
     Invalid {
@@ -283,17 +285,17 @@ impl Script {
 
     /// Reads, parses and validates a script file.
     pub fn load(path: &Path) -> Result<Self, ScriptError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::parse(&text, Some(path.to_path_buf()))
     }
 
     fn parse(text: &str, path: Option<PathBuf>) -> Result<Self, ScriptError> {
-        let script: Script = serde_json::from_str(text).map_err(|source| ScriptError::Parse {
+        let script: Script = serde_json::from_str(text).map_err(|error| ScriptError::Parse {
             path: path.clone(),
-            source,
+            error,
         })?;
         script
             .validate()
