@@ -3,13 +3,15 @@
 //!
 //! An adapter only: no business logic lives here, and it must not reach into the index directly.
 //!
-//! - [`backend`] — the narrow trait the adapter needs from the agent ([`AgentBackend`]).
+//! - [`backend`] — the narrow trait the adapter needs from the agent ([`AgentBackend`]);
+//!   `agent_backend` implements it for `lode_agent::Agent`.
 //! - [`mapping`] — pure translations between agent and ACP shapes.
 //! - `client_host` — the agent's `SessionHost` for a turn: updates, permissions, client fs and
 //!   terminals.
 //! - `connection` — one ACP v1 connection and its method handlers.
 //! - [`transport`] — stdio and HTTP/WebSocket.
 
+mod agent_backend;
 pub mod backend;
 mod client_host;
 mod connection;
