@@ -261,8 +261,8 @@ fn no_provider_message(searched: &[ConfigCandidate]) -> String {
     for candidate in searched {
         let place = match (&candidate.path, candidate.origin) {
             (Some(path), _) => path.display().to_string(),
-            (None, ConfigOrigin::Flag) => "--config PATH (not given)".to_owned(),
-            (None, ConfigOrigin::Env) => format!("${CONFIG_ENV} (not set)"),
+            (None, ConfigOrigin::Flag) => "(not given)".to_owned(),
+            (None, ConfigOrigin::Env) => "(not set)".to_owned(),
             (None, _) => "(no such directory on this system)".to_owned(),
         };
         let state = match (&candidate.path, candidate.found) {

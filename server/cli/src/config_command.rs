@@ -1,0 +1,50 @@
+//! `lode config`: prints the effective configuration (all files layered, defaults filled in,
+//! secrets redacted) as TOML, preceded by comments naming every place a file was looked for.
+//! The loading, layering and redaction live in `lode_agent::config`; this module only prints.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use lode_agent::config::Config;
+
+use crate::commands::{WorkspaceArgs, resolve_root};
+
+/// Options of `lode config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The config file with the highest precedence (then $LODE_CONFIG,
+    /// <root>/.lode/config.toml, the user config dir).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Print only the config files that were read, one per line, highest precedence first.
+    #[arg(long)]
+    pub files: bool,
+    /// Exit with status 3 when no LLM provider is configured (for scripts and CI).
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// Runs `lode config`. Errors (unreadable file, bad TOML, invalid value) name the file, line and
+/// key; a missing provider is reported on stderr, and fails only with `--check`.
+pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
+    let root = resolve_root(workspace, None)?;
+    let loaded = Config::load(args.config.as_deref(), &root)?;
+    if args.files {
+        for file in &loaded.files {
+            println!("{}", file.display());
+        }
+    } else {
+        print!("{}", loaded.describe());
+    }
+    for warning in &loaded.warnings {
+        eprintln!("lode: warning: {warning}");
+    }
+    if let Err(error) = loaded.provider(None) {
+        if args.check {
+            return Err(error.into());
+        }
+        eprintln!("lode: note: {error}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
