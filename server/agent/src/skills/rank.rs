@@ -112,11 +112,13 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub struct HybridWeights {
     /// Weight of the BM25 score normalised by the best BM25 score of the collection.
     pub lexical: f64,
-    /// Weight of the cosine similarity (clamped to 0..1).
+    /// Weight of the cosine similarity, rescaled from floor..full to 0..1.
     pub semantic: f64,
-    /// Cosine below this counts as no semantic match (static embeddings rate unrelated texts
-    /// around 0.1–0.3).
+    /// Cosine at or below this counts as no semantic match (lode's static embeddings rate
+    /// unrelated texts around -0.1–0.1 and related ones around 0.3–0.6).
     pub semantic_floor: f64,
+    /// Cosine at or above this counts as a full semantic match.
+    pub semantic_full: f64,
 }
 
 impl Default for HybridWeights {
@@ -124,7 +126,8 @@ impl Default for HybridWeights {
         Self {
             lexical: 0.6,
             semantic: 0.4,
-            semantic_floor: 0.3,
+            semantic_floor: 0.15,
+            semantic_full: 0.55,
         }
     }
 }
@@ -139,12 +142,9 @@ pub fn hybrid_scores(bm25: &[f64], cosines: Option<&[f32]>, weights: HybridWeigh
             let lexical = if best > 0.0 { lexical / best } else { 0.0 };
             match cosines.and_then(|c| c.get(i)) {
                 Some(&cos) => {
-                    let cos = f64::from(cos).clamp(0.0, 1.0);
-                    let semantic = if cos >= weights.semantic_floor {
-                        (cos - weights.semantic_floor) / (1.0 - weights.semantic_floor)
-                    } else {
-                        0.0
-                    };
+                    let span = (weights.semantic_full - weights.semantic_floor).max(f64::EPSILON);
+                    let semantic =
+                        ((f64::from(cos) - weights.semantic_floor) / span).clamp(0.0, 1.0);
                     weights.lexical * lexical + weights.semantic * semantic
                 }
                 None => lexical,
