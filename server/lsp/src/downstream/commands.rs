@@ -139,7 +139,7 @@ pub fn parse_cargo_messages(stdout: &str, crate_dir: &Path) -> ByFile {
                 continue;
             };
             let number = |key: &str| span.get(key).and_then(Value::as_u64).unwrap_or(1) as u32;
-            found.entry(path).or_default().push(Diagnostic {
+            let diagnostic = Diagnostic {
                 severity,
                 line: number("line_start"),
                 column: number("column_start"),
@@ -148,7 +148,12 @@ pub fn parse_cargo_messages(stdout: &str, crate_dir: &Path) -> ByFile {
                 message: text.clone(),
                 code: code.clone(),
                 source: Some("rustc".into()),
-            });
+            };
+            // The library and its test build report the same error once each.
+            let file = found.entry(path).or_default();
+            if !file.contains(&diagnostic) {
+                file.push(diagnostic);
+            }
         }
     }
     for diagnostics in found.values_mut() {

@@ -137,5 +137,5 @@ fn is_executable(path: &Path) -> bool {
 
 /// Errors first, then warnings, then the rest; by position within a severity.
 pub fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
-    diagnostics.sort_by(|a, b| (a.severity, a.line, a.column).cmp(&(b.severity, b.line, b.column)));
+    diagnostics.sort_by_key(|d| (d.severity, d.line, d.column));
 }

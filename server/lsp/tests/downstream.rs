@@ -1,0 +1,195 @@
+//! The LSP client half against real checkers: pyright's language server (installed by
+//! scripts/install-test-tools.sh into target/test-tools), `pyright --outputjson`, and
+//! `cargo check` on a crate with a deliberate error.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use lode_lsp::downstream::{
+    ClientSettings, DiagnosticsConfig, DiagnosticsProvider, DiagnosticsSource, Severity, commands,
+};
+
+/// target/test-tools/node_modules/.bin, or $LODE_TEST_TOOLS/node_modules/.bin.
+fn tool(name: &str) -> Option<PathBuf> {
+    let tools = std::env::var_os("LODE_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
+    let path = tools.join("node_modules/.bin").join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    // In CI the install script has run: a missing tool is a failure, not a skip.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{name} is missing: run scripts/install-test-tools.sh"
+    );
+    eprintln!("skipping: {name} is not installed (run scripts/install-test-tools.sh)");
+    None
+}
+
+const BROKEN: &str =
+    "def greet(name: str) -> str:\n    return \"hello \" + name\n\n\ncount: int = greet(\"x\")\n";
+const FIXED: &str =
+    "def greet(name: str) -> str:\n    return \"hello \" + name\n\n\nmessage: str = greet(\"x\")\n";
+const FINE: &str = "def add(a: int, b: int) -> int:\n    return a + b\n";
+
+fn python_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("broken.py"), BROKEN).unwrap();
+    std::fs::write(dir.path().join("fine.py"), FINE).unwrap();
+    dir
+}
+
+fn settings() -> ClientSettings {
+    ClientSettings {
+        settle: Duration::from_millis(300),
+        timeout: Duration::from_secs(60),
+        initialize_timeout: Duration::from_secs(60),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_language_server_reports_then_clears_a_type_error() {
+    let Some(server) = tool("pyright-langserver") else {
+        return;
+    };
+    let dir = python_workspace();
+    let config = DiagnosticsConfig {
+        servers: HashMap::from([(
+            "python".to_string(),
+            vec![server.to_string_lossy().into_owned(), "--stdio".into()],
+        )]),
+        default_servers: false,
+        commands: false,
+        client: settings(),
+    };
+    let provider = DiagnosticsProvider::new(dir.path(), config);
+    let broken = dir.path().join("broken.py");
+    let fine = dir.path().join("fine.py");
+
+    let found = provider
+        .diagnostics_for(&[broken.clone(), fine.clone()])
+        .await;
+    assert_eq!(found.len(), 2);
+    assert!(
+        matches!(&found[0].source, DiagnosticsSource::Server(command) if command.contains("pyright-langserver")),
+        "{:?}",
+        found[0]
+    );
+    let errors: Vec<_> = found[0].errors().collect();
+    assert_eq!(errors.len(), 1, "{found:?}");
+    assert_eq!(errors[0].line, 5);
+    assert_eq!(errors[0].column, 14);
+    assert!(errors[0].message.contains("str"), "{}", errors[0].message);
+    assert_eq!(found[0].path, std::fs::canonicalize(&broken).unwrap());
+    assert!(
+        found[1]
+            .diagnostics
+            .iter()
+            .all(|d| d.severity != Severity::Error),
+        "{:?}",
+        found[1]
+    );
+
+    // The agent fixes the file: the warm server is told and the error goes away.
+    std::fs::write(&broken, FIXED).unwrap();
+    let found = provider
+        .diagnostics_for(std::slice::from_ref(&broken))
+        .await;
+    assert_eq!(found[0].errors().count(), 0, "{found:?}");
+
+    // Breaking it again brings the error back (a second change to an open file).
+    std::fs::write(&broken, BROKEN).unwrap();
+    let found = provider
+        .diagnostics_for(std::slice::from_ref(&broken))
+        .await;
+    assert_eq!(found[0].errors().count(), 1, "{found:?}");
+    provider.shutdown().await;
+}
+
+#[tokio::test]
+async fn pyright_command_reports_the_same_error() {
+    let Some(pyright) = tool("pyright") else {
+        return;
+    };
+    let dir = python_workspace();
+    let broken = std::fs::canonicalize(dir.path().join("broken.py")).unwrap();
+    let found = commands::pyright(
+        &pyright.to_string_lossy(),
+        dir.path(),
+        std::slice::from_ref(&broken),
+    )
+    .await
+    .unwrap();
+    let diagnostics = &found[&broken];
+    assert_eq!(diagnostics.len(), 1, "{found:?}");
+    assert_eq!(
+        (diagnostics[0].line, diagnostics[0].severity),
+        (5, Severity::Error)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cargo_check_is_the_fallback_when_the_server_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"broken_fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let lib = dir.path().join("src/lib.rs");
+    std::fs::write(&lib, "pub fn answer() -> u32 {\n    \"forty-two\"\n}\n").unwrap();
+    let config = DiagnosticsConfig {
+        // A "server" that exits at once: the provider must fall back to cargo check.
+        servers: HashMap::from([("rust".to_string(), vec!["false".to_string()])]),
+        default_servers: false,
+        commands: true,
+        client: settings(),
+    };
+    let provider = DiagnosticsProvider::new(dir.path(), config);
+    let found = provider
+        .diagnostics_for(&[PathBuf::from("src/lib.rs")])
+        .await;
+    assert_eq!(found.len(), 1);
+    assert!(
+        matches!(&found[0].source, DiagnosticsSource::Command(command) if command.starts_with("cargo check")),
+        "{:?}",
+        found[0]
+    );
+    let errors: Vec<_> = found[0].errors().collect();
+    assert_eq!(errors.len(), 1, "{found:?}");
+    assert_eq!(errors[0].code.as_deref(), Some("E0308"));
+    assert_eq!((errors[0].line, errors[0].column), (2, 5));
+    assert_eq!(found[0].path, std::fs::canonicalize(&lib).unwrap());
+}
+
+#[tokio::test]
+async fn files_nothing_can_check_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello\n").unwrap();
+    std::fs::write(dir.path().join("main.go"), "package main\n").unwrap();
+    let config = DiagnosticsConfig {
+        servers: HashMap::from([("go".to_string(), vec!["lode-no-such-server".to_string()])]),
+        default_servers: false,
+        commands: true,
+        client: settings(),
+    };
+    let provider = DiagnosticsProvider::new(dir.path(), config);
+    let found = provider
+        .diagnostics_for(&[PathBuf::from("notes.txt"), PathBuf::from("main.go")])
+        .await;
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0].source, DiagnosticsSource::None);
+    assert!(found[0].error.as_deref().unwrap().contains("no checker"));
+    assert!(
+        found[1]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("lode-no-such-server is not on PATH"),
+        "{:?}",
+        found[1]
+    );
+}
