@@ -374,14 +374,15 @@ impl LanguageServer for LodeServer {
         options.index_dir = self.options.index_dir.clone();
         options.scan = self.options.scan.clone();
         let debounce = self.options.debounce;
-        let index = tokio::task::block_in_place(|| LiveIndex::open(options, debounce)).map_err(
-            |error| {
+        let index = tokio::task::spawn_blocking(move || LiveIndex::open(options, debounce))
+            .await
+            .map_err(internal)?
+            .map_err(|error| {
                 internal(format!(
                     "cannot open the index of {}: {error}",
                     root.display()
                 ))
-            },
-        )?;
+            })?;
         eprintln!("lode lsp: workspace {}", index.root().display());
         let _ = self.index.set(index);
 
