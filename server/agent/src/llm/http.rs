@@ -385,7 +385,7 @@ impl<D: SseDecoder> StreamState<D> {
                 self.next_deadline = Instant::now() + self.timeouts.idle;
                 if self.parser.push(&bytes).is_err() {
                     self.fail(LlmError::Malformed(
-                        "an event-stream line was too long".to_string(),
+                        "an event-stream line or event was too large".to_string(),
                     ));
                     return;
                 }

@@ -6,8 +6,8 @@
 
 use std::collections::VecDeque;
 
-/// The longest line the parser buffers. A provider never sends a line this long; a stream that
-/// does is broken (or hostile), and buffering it would only exhaust memory.
+/// The longest line, and the largest event, the parser buffers. A provider never sends one this
+/// large; a stream that does is broken (or hostile), and buffering it would only exhaust memory.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// One dispatched event.
@@ -19,9 +19,9 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// A line longer than [`MAX_LINE_BYTES`].
+/// A line or an event larger than [`MAX_LINE_BYTES`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("an event-stream line exceeded {MAX_LINE_BYTES} bytes")]
+#[error("an event-stream line or event exceeded {MAX_LINE_BYTES} bytes")]
 pub struct LineTooLong;
 
 /// Feed bytes with [`SseParser::push`], take events with [`SseParser::next_event`], and call
@@ -55,7 +55,7 @@ impl SseParser {
         }
         while let Some(end) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
             self.append_to_line(&rest[..end])?;
-            self.end_line();
+            self.end_line()?;
             let terminator = rest[end];
             rest = &rest[end + 1..];
             if terminator == b'\r' {
@@ -90,14 +90,14 @@ impl SseParser {
         Ok(())
     }
 
-    fn end_line(&mut self) {
+    fn end_line(&mut self) -> Result<(), LineTooLong> {
         let line = std::mem::take(&mut self.line);
         if line.is_empty() {
             self.dispatch();
-            return;
+            return Ok(());
         }
         if line.first() == Some(&b':') {
-            return; // A comment (keep-alive).
+            return Ok(()); // A comment (keep-alive).
         }
         let text = String::from_utf8_lossy(&line);
         let (field, value) = match text.split_once(':') {
@@ -106,6 +106,9 @@ impl SseParser {
         };
         match field {
             "data" => {
+                if self.data.len() + value.len() >= MAX_LINE_BYTES {
+                    return Err(LineTooLong);
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
@@ -116,6 +119,7 @@ impl SseParser {
             // `id` and `retry` steer reconnection, which a one-shot request never does.
             _ => {}
         }
+        Ok(())
     }
 
     fn dispatch(&mut self) {
@@ -253,5 +257,19 @@ mod tests {
         let big = vec![b'x'; MAX_LINE_BYTES];
         parser.push(b"data: ").unwrap();
         assert_eq!(parser.push(&big), Err(LineTooLong));
+    }
+
+    #[test]
+    fn oversized_event_of_many_lines_is_refused() {
+        let mut parser = SseParser::new();
+        let line = format!("data: {}\n", "y".repeat(1024 * 1024));
+        let mut result = Ok(());
+        for _ in 0..17 {
+            result = parser.push(line.as_bytes());
+            if result.is_err() {
+                break;
+            }
+        }
+        assert_eq!(result, Err(LineTooLong));
     }
 }
