@@ -405,7 +405,10 @@ pub struct CompactionOutcome {
 }
 
 /// Summarises all but the newest `keep_recent_turns` turns of a stored session and records the
-/// summary in the store. Returns `None` when there is nothing old enough to replace.
+/// summary in the store. When the newest turn is the only one (one long turn of many tool calls,
+/// perhaps after an earlier summary), that turn is cut instead, before an assistant message that follows tool results, so that at
+/// most about half of the history's tokens are kept and no call is separated from its result.
+/// Returns `None` when there is nothing old enough to replace.
 pub async fn compact_session(
     store: &SessionStore,
     session_id: &str,
@@ -416,17 +419,26 @@ pub async fn compact_session(
     let history = store.load_history(session_id)?;
     let entries = history.model_entries();
     let messages: Vec<Message> = entries.iter().map(|entry| entry.to_message()).collect();
-    let starts = turn_starts(&messages);
-    if starts.len() <= keep_recent_turns.max(1) {
-        return Ok(None);
-    }
-    let cut = starts[starts.len() - keep_recent_turns.max(1)];
-    // The last ordinary message before the cut; a previous summary alone is nothing new.
-    let Some(up_to_seq) = entries[..cut]
-        .iter()
-        .filter(|entry| entry.summary_of.is_none())
-        .map(|entry| entry.seq)
-        .max()
+    // The last ordinary message before a cut; a previous summary alone is nothing new.
+    let up_to = |cut: usize| {
+        entries[..cut]
+            .iter()
+            .filter(|entry| entry.summary_of.is_none())
+            .map(|entry| entry.seq)
+            .max()
+    };
+    let Some((cut, up_to_seq)) = turn_cut(&messages, keep_recent_turns)
+        .and_then(|cut| Some((cut, up_to(cut)?)))
+        .or_else(|| {
+            // Only when the newest turn is the only one left (besides summaries): a session of
+            // one long turn of tool calls.
+            let newest = *turn_starts(&messages).last()?;
+            if up_to(newest).is_some() {
+                return None;
+            }
+            let cut = split_newest_turn(&messages)?;
+            Some((cut, up_to(cut)?))
+        })
     else {
         return Ok(None);
     };
@@ -442,4 +454,34 @@ pub async fn compact_session(
         tokens_after: message_tokens(&summary_message),
         summary,
     }))
+}
+
+/// The index of the first message of the newest `keep_recent_turns` turns (at least one), when
+/// there are older turns before it.
+fn turn_cut(messages: &[Message], keep_recent_turns: usize) -> Option<usize> {
+    let starts = turn_starts(messages);
+    let keep = keep_recent_turns.max(1);
+    (starts.len() > keep).then(|| starts[starts.len() - keep])
+}
+
+/// A cut inside the newest turn: the earliest assistant message that follows a message of tool
+/// results and leaves at most half of the tokens after it; the latest such message when none
+/// leaves that little.
+fn split_newest_turn(messages: &[Message]) -> Option<usize> {
+    let last_start = *turn_starts(messages).last()?;
+    let total: usize = messages.iter().map(message_tokens).sum();
+    let candidates: Vec<usize> = (last_start + 1..messages.len())
+        .filter(|&index| {
+            messages[index].role == Role::Assistant
+                && messages[index - 1]
+                    .content
+                    .iter()
+                    .any(|part| matches!(part, ContentPart::ToolResult(_)))
+        })
+        .collect();
+    candidates
+        .iter()
+        .copied()
+        .find(|&index| messages[index..].iter().map(message_tokens).sum::<usize>() <= total / 2)
+        .or_else(|| candidates.last().copied())
 }

@@ -766,3 +766,74 @@ fn turn_boundaries_never_split_a_call_from_its_result() {
         assert!(!(is_result && seen.contains(&index)));
     }
 }
+
+#[tokio::test]
+async fn one_long_turn_is_split_after_a_tool_result() {
+    let script = Script::from_json(
+        &json!({"turns": [{"respond": {"text": SUMMARY_TEXT}, "repeat": true}]}).to_string(),
+    )
+    .unwrap();
+    let server = ScriptedServer::start(script).await.unwrap();
+    let provider = scripted_provider(&server, ProviderKind::OpenAi);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(&dir.path().join("agent.sqlite")).unwrap();
+    let id = store
+        .create_session(&NewSession {
+            cwd: "/repo".into(),
+            mode: "code".into(),
+            model: None,
+        })
+        .unwrap()
+        .id;
+    // One user request followed by eight tool round trips, all in the same turn.
+    store
+        .append_message(&id, &Message::user_text("fix every file"), Visibility::Both)
+        .unwrap();
+    for n in 0..8 {
+        let call = Message {
+            role: Role::Assistant,
+            content: vec![ContentPart::ToolCall(ToolCall {
+                id: format!("c{n}"),
+                name: "read_file".into(),
+                arguments: json!({ "path": format!("src/f{n}.rs") }),
+            })],
+        };
+        store.append_message(&id, &call, Visibility::Both).unwrap();
+        let output = format!("line of file {n}\n").repeat(40);
+        store
+            .append_message(&id, &result(&format!("c{n}"), &output), Visibility::Both)
+            .unwrap();
+    }
+    let before = messages_tokens(&store.load_history(&id).unwrap().model_messages());
+
+    let outcome = compact_session(&store, &id, provider.as_ref(), 1, CancellationToken::new())
+        .await
+        .unwrap()
+        .expect("the long turn is split");
+    let model = store.load_history(&id).unwrap().model_messages();
+    assert!(model[0].text().starts_with(SUMMARY_HEADER));
+    // The kept part starts with a tool call and every call keeps its result.
+    assert_eq!(model[1].role, Role::Assistant);
+    assert!(model[1].tool_calls().next().is_some());
+    assert_eq!(model.len() % 2, 1);
+    assert!(messages_tokens(&model[1..]) <= before / 2);
+    assert!(outcome.replaced_messages > 1);
+    assert_eq!(store.load_history(&id).unwrap().user_messages().count(), 17);
+
+    // Again: the remaining part of the turn is split once more, still whole pairs.
+    let again = compact_session(&store, &id, provider.as_ref(), 1, CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(again.is_some());
+    let model = store.load_history(&id).unwrap().model_messages();
+    assert_eq!(model[1].role, Role::Assistant);
+    assert!(model[0].text().starts_with(SUMMARY_HEADER));
+    assert_eq!(
+        model
+            .iter()
+            .filter(|m| m.text().starts_with(SUMMARY_HEADER))
+            .count(),
+        1,
+        "only the newest summary is sent"
+    );
+}
