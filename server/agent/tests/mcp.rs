@@ -59,8 +59,8 @@ fn stdio_server(name: &str, args: &[&str]) -> McpServerConfig {
 }
 
 fn context(root: &std::path::Path) -> ToolContext {
-    let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(root))
-        .expect("open index");
+    let index =
+        lode_index::Workspace::open(lode_index::WorkspaceOptions::new(root)).expect("open index");
     ToolContext {
         roots: vec![root.to_owned()],
         index: Arc::new(index),
@@ -119,8 +119,16 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     assert_eq!(add.permission_target(&json!({})), PermissionTarget::Other);
     assert_eq!(add.spec().parameters["required"], json!(["a", "b"]));
     let output = add.run(json!({"a": 2, "b": 40}), &context).await.unwrap();
-    assert!(output.model_text.contains("<untrusted_tool_output server=\"fixture\" tool=\"add\">"));
-    assert!(output.model_text.contains("\n42\n"), "{}", output.model_text);
+    assert!(
+        output
+            .model_text
+            .contains("<untrusted_tool_output server=\"fixture\" tool=\"add\">")
+    );
+    assert!(
+        output.model_text.contains("\n42\n"),
+        "{}",
+        output.model_text
+    );
 
     // The configured environment reaches the child.
     let env = tool_named(&tools, "mcp__fixture__env");
@@ -144,8 +152,16 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     // Output is capped.
     let big = tool_named(&tools, "mcp__fixture__big");
     let output = big.run(json!({"chars": 100_000}), &context).await.unwrap();
-    assert!(output.model_text.len() < 31_000, "{}", output.model_text.len());
-    assert!(output.model_text.contains("[output truncated: 100000 characters"));
+    assert!(
+        output.model_text.len() < 31_000,
+        "{}",
+        output.model_text.len()
+    );
+    assert!(
+        output
+            .model_text
+            .contains("[output truncated: 100000 characters")
+    );
 
     // Shutdown stops the child process.
     let pid_tool = tool_named(&tools, "mcp__fixture__pid");
@@ -167,7 +183,10 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     }
     assert!(!alive, "the MCP server process {pid} survived shutdown");
     // Calls after shutdown fail cleanly.
-    let error = add.run(json!({"a": 1, "b": 1}), &context).await.unwrap_err();
+    let error = add
+        .run(json!({"a": 1, "b": 1}), &context)
+        .await
+        .unwrap_err();
     assert_eq!(error.category, ToolErrorCategory::Failed);
 }
 
@@ -190,14 +209,25 @@ async fn failing_servers_are_reported_and_the_rest_still_work() {
         crash.message
     );
     let missing = failures.iter().find(|f| f.server == "missing").unwrap();
-    assert!(missing.message.contains("command not found"), "{}", missing.message);
+    assert!(
+        missing.message.contains("command not found"),
+        "{}",
+        missing.message
+    );
     let duplicate = failures.iter().find(|f| f.server == "good").unwrap();
     assert!(duplicate.message.contains("already has this name"));
-    assert!(crash.to_string().starts_with("MCP server \"crashes\" is not available"));
+    assert!(
+        crash
+            .to_string()
+            .starts_with("MCP server \"crashes\" is not available")
+    );
 
     let tools = manager.tools();
     let echo = tool_named(&tools, "mcp__good__echo");
-    let output = echo.run(json!({"text": "hi"}), &context(dir.path())).await.unwrap();
+    let output = echo
+        .run(json!({"text": "hi"}), &context(dir.path()))
+        .await
+        .unwrap();
     assert!(output.model_text.contains("echo: hi"));
     manager.shutdown().await;
 }
@@ -227,9 +257,8 @@ async fn streamable_http_server_tools_work() {
         .unwrap(),
     ))
     .unwrap();
-    let (servers, errors) = settings.resolve_with(|name| {
-        (name == "LODE_TEST_HEADER").then(|| "value".to_owned())
-    });
+    let (servers, errors) =
+        settings.resolve_with(|name| (name == "LODE_TEST_HEADER").then(|| "value".to_owned()));
     assert!(errors.is_empty(), "{errors:?}");
     let (manager, failures) = McpManager::connect_all(&servers, None).await;
     assert!(failures.is_empty(), "{failures:?}");
@@ -312,7 +341,8 @@ fn config_entries_resolve_or_explain() {
             McpConfigError::NoTransport("neither".into()),
         ]
     );
-    let unknown: toml::Value = toml::from_str("[[servers]]\nname = \"x\"\ncomand = \"typo\"").unwrap();
+    let unknown: toml::Value =
+        toml::from_str("[[servers]]\nname = \"x\"\ncomand = \"typo\"").unwrap();
     assert!(matches!(
         McpSettings::from_toml(&unknown),
         Err(McpConfigError::Invalid(message)) if message.contains("comand")
@@ -321,7 +351,10 @@ fn config_entries_resolve_or_explain() {
 
 #[test]
 fn exposed_names_are_sanitised_and_bounded() {
-    assert_eq!(exposed_tool_name("git hub", "list.issues"), "mcp__git_hub__list_issues");
+    assert_eq!(
+        exposed_tool_name("git hub", "list.issues"),
+        "mcp__git_hub__list_issues"
+    );
     let long = exposed_tool_name("server", &"t".repeat(100));
     assert_eq!(long.len(), 64);
     let other = exposed_tool_name("server", &format!("{}u", "t".repeat(99)));

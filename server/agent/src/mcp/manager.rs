@@ -95,7 +95,9 @@ impl McpManager {
                 let mut counter = 2;
                 while !taken.insert(name.clone()) {
                     let suffix = format!("_{counter}");
-                    let keep = base.len().min(super::tool::MAX_TOOL_NAME_CHARS - suffix.len());
+                    let keep = base
+                        .len()
+                        .min(super::tool::MAX_TOOL_NAME_CHARS - suffix.len());
                     name = format!("{}{suffix}", &base[..keep]);
                     counter += 1;
                 }

@@ -14,8 +14,8 @@ pub mod manager;
 pub mod tool;
 
 pub use config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfigError, McpServerConfig,
-    McpServerEntry, McpSettings, McpTransport,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfigError, McpServerConfig, McpServerEntry,
+    McpSettings, McpTransport,
 };
 pub use connection::{McpConnection, McpError};
 pub use manager::{McpFailure, McpManager};

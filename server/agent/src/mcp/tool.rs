@@ -12,8 +12,7 @@ use super::connection::McpConnection;
 use crate::event::ToolKind;
 use crate::llm::ToolSpec;
 use crate::tools::{
-    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput,
-    ToolPresentation,
+    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 
 /// Longest tool output handed to the model, in characters.

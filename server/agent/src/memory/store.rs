@@ -342,9 +342,8 @@ impl MemoryStore {
             }
         };
         drop(connection);
-        self.get(id)?.ok_or_else(|| {
-            self.error(rusqlite::Error::QueryReturnedNoRows)
-        })
+        self.get(id)?
+            .ok_or_else(|| self.error(rusqlite::Error::QueryReturnedNoRows))
     }
 
     pub fn get(&self, id: i64) -> Result<Option<Memory>, MemoryError> {
@@ -375,15 +374,12 @@ impl MemoryStore {
             .into_iter()
             .map(|(memory, _, _)| memory)
             .collect();
-        memories.sort_by(|a, b| b.id.cmp(&a.id));
+        memories.sort_by_key(|memory| std::cmp::Reverse(memory.id));
         memories.truncate(limit);
         Ok(memories)
     }
 
-    fn load_scope(
-        &self,
-        scope: &MemoryScope,
-    ) -> Result<Vec<(Memory, Option<Vec<u8>>, Option<String>)>, MemoryError> {
+    fn load_scope(&self, scope: &MemoryScope) -> Result<Vec<StoredRow>, MemoryError> {
         let connection = self.lock();
         let (filter, workspace): (&str, Option<String>) = match scope {
             MemoryScope::Workspace(root) => (
@@ -418,8 +414,8 @@ impl MemoryStore {
         if rows.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        let bm25 = Bm25Index::new(rows.iter().map(|(memory, _, _)| memory.text.as_str()))
-            .scores(query);
+        let bm25 =
+            Bm25Index::new(rows.iter().map(|(memory, _, _)| memory.text.as_str())).scores(query);
         let cosines: Option<Vec<f32>> = self.embedder.as_ref().and_then(|embedder| {
             let model = embedder.identity().to_string();
             let query_vector = embedder.embed_query(query).ok()?;
@@ -478,6 +474,9 @@ impl MemoryStore {
 pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
+
+/// A memory with its stored embedding blob and the identity of the model that made it.
+type StoredRow = (Memory, Option<Vec<u8>>, Option<String>);
 
 const COLUMNS: &str = "id, text, source, source_detail, kind, workspace, session_id, created_at";
 

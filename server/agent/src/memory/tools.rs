@@ -13,8 +13,7 @@ use super::store::{MemoryError, MemoryScope, MemorySource, MemoryStore, NewMemor
 use crate::event::ToolKind;
 use crate::llm::ToolSpec;
 use crate::tools::{
-    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput,
-    ToolPresentation,
+    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 
 /// Most results `memory_search` returns.
@@ -111,10 +110,7 @@ impl Tool for MemorySaveTool {
     }
 
     fn present(&self, arguments: &serde_json::Value, _context: &ToolContext) -> ToolPresentation {
-        let text = arguments
-            .get("text")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
+        let text = arguments.get("text").and_then(|v| v.as_str()).unwrap_or("");
         let preview: String = text.chars().take(60).collect();
         ToolPresentation {
             title: format!("Remember: {preview}"),

@@ -205,7 +205,11 @@ fn load_skill_dir(dir: &Path, source: SkillSource) -> Result<Option<DiscoveredSk
     let resources = files
         .into_iter()
         .filter(|file| file != "SKILL.md")
-        .filter(|file| RESOURCE_DIRS.iter().any(|d| file.starts_with(&format!("{d}/"))))
+        .filter(|file| {
+            RESOURCE_DIRS
+                .iter()
+                .any(|d| file.starts_with(&format!("{d}/")))
+        })
         .collect();
     Ok(Some(DiscoveredSkill {
         document,
@@ -262,7 +266,9 @@ fn hash_folder(dir: &Path, files: &[String]) -> std::io::Result<String> {
         contents.push((file.as_str(), std::fs::read(dir.join(file))?));
     }
     Ok(hash_bytes(
-        contents.iter().map(|(name, bytes)| (*name, bytes.as_slice())),
+        contents
+            .iter()
+            .map(|(name, bytes)| (*name, bytes.as_slice())),
     ))
 }
 

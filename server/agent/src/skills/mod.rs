@@ -396,7 +396,11 @@ impl SkillSet {
     pub fn get(&self, name: &str) -> Option<Arc<Skill>> {
         let mut state = self.lock();
         self.refresh_locked(&mut state);
-        state.skills.iter().find(|skill| skill.name == name).cloned()
+        state
+            .skills
+            .iter()
+            .find(|skill| skill.name == name)
+            .cloned()
     }
 
     /// Records the user's trust in the workspace skill `name` with its current content.

@@ -39,7 +39,9 @@ pub enum SkillParseError {
     EmptyDescription,
     #[error("the description has {chars} characters; at most {MAX_DESCRIPTION_CHARS} are allowed")]
     DescriptionTooLong { chars: usize },
-    #[error("`compatibility` has {chars} characters; at most {MAX_COMPATIBILITY_CHARS} are allowed")]
+    #[error(
+        "`compatibility` has {chars} characters; at most {MAX_COMPATIBILITY_CHARS} are allowed"
+    )]
     CompatibilityTooLong { chars: usize },
     #[error("`allowed-tools` must be a list of tool names or a space-separated string")]
     InvalidAllowedTools,

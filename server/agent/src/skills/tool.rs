@@ -9,8 +9,7 @@ use super::{SkillSet, render_skill, render_skill_file};
 use crate::event::ToolKind;
 use crate::llm::ToolSpec;
 use crate::tools::{
-    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput,
-    ToolPresentation,
+    PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 
 /// Largest resource file returned, in bytes.
@@ -98,10 +97,18 @@ impl Tool for LoadSkillTool {
             Some(_) => return Err(invalid("`file` must be a string")),
         };
         let skill = self.skills.get(name).ok_or_else(|| {
-            let known: Vec<String> = self.skills.skills().iter().map(|s| s.name.clone()).collect();
+            let known: Vec<String> = self
+                .skills
+                .skills()
+                .iter()
+                .map(|s| s.name.clone())
+                .collect();
             ToolError::new(
                 ToolErrorCategory::NotFound,
-                format!("no skill named {name:?}; known skills: {}", known.join(", ")),
+                format!(
+                    "no skill named {name:?}; known skills: {}",
+                    known.join(", ")
+                ),
                 true,
             )
         })?;
@@ -142,15 +149,21 @@ impl Tool for LoadSkillTool {
             ));
         }
         let dir = skill.dir.as_ref().ok_or_else(|| {
-            ToolError::new(ToolErrorCategory::NotFound, "bundled skills have no files", false)
-        })?;
-        let bytes = tokio::fs::read(dir.join(normalised)).await.map_err(|error| {
             ToolError::new(
-                ToolErrorCategory::Failed,
-                format!("cannot read {file}: {error}"),
+                ToolErrorCategory::NotFound,
+                "bundled skills have no files",
                 false,
             )
         })?;
+        let bytes = tokio::fs::read(dir.join(normalised))
+            .await
+            .map_err(|error| {
+                ToolError::new(
+                    ToolErrorCategory::Failed,
+                    format!("cannot read {file}: {error}"),
+                    false,
+                )
+            })?;
         let truncated = bytes.len() > MAX_RESOURCE_BYTES;
         let mut content =
             String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_RESOURCE_BYTES)]).into_owned();
