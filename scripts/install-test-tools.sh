@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Installs the language servers the LSP-client tests drive, into target/test-tools (idempotent).
-#
-# pyright (npm) gives `pyright-langserver --stdio` and `pyright --outputjson`. Tests look for it at
-# target/test-tools/node_modules/.bin (or $LODE_TEST_TOOLS) and skip, saying so, when it is missing.
-# Needs Node 18+ and npm; installs nothing outside target/.
+# Installs the outside tools the LSP tests drive (idempotent):
+# - pyright (npm) into target/test-tools: `pyright-langserver --stdio` and `pyright --outputjson`
+#   for the downstream-diagnostics tests (server/lsp/tests/downstream.rs). Needs Node 18+ and npm.
+# - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/lsp_neovim.rs.
+# Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools="${LODE_TEST_TOOLS:-$PWD/target/test-tools}"
 pyright_version="1.1.414"
+
+if ! command -v nvim >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "install-test-tools: installing neovim"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+    else
+        echo "install-test-tools: nvim is missing and cannot be installed here; the Neovim test will be skipped" >&2
+    fi
+fi
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

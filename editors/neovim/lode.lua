@@ -15,6 +15,8 @@ M.defaults = {
   cmd = { "lode", "lsp" },
   filetypes = { "rust", "python", "javascript", "javascriptreact", "typescript", "typescriptreact", "go" },
   root_markers = { ".lode", ".git" },
+  -- Passed to the client as is (e.g. { debounce_text_changes = 150 }).
+  flags = {},
 }
 
 local function find_root(markers, start)
@@ -46,6 +48,7 @@ function M.setup(opts)
           cmd = config.cmd,
           filetypes = config.filetypes,
           root_dir = require("lspconfig.util").root_pattern(unpack(config.root_markers)),
+          flags = config.flags,
         },
       }
     end
@@ -65,6 +68,7 @@ function M.setup(opts)
           name = "lode",
           cmd = config.cmd,
           root_dir = root,
+          flags = config.flags,
           workspace_folders = { { uri = vim.uri_from_fname(root), name = root } },
         })
         clients[root] = id

@@ -23,6 +23,9 @@ use tokio::time::Instant;
 /// How long a buffer must be quiet before its text is re-indexed.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(300);
 
+/// How long a query waits for pending edits while a refresh holds the writer.
+pub const FLUSH_PATIENCE_WHILE_REFRESHING: Duration = Duration::from_secs(2);
+
 /// How often a write waits for another lode process holding the writer lock.
 const LOCK_RETRIES: u32 = 100;
 const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
@@ -200,13 +203,10 @@ impl LiveIndex {
     }
 
     /// Indexes every pending buffer now and waits until the index shows it, so a query sees
-    /// what the editor sent before it. While a refresh runs this returns at once: queries then
-    /// answer from what the index has committed.
+    /// what the editor sent before it. While a refresh runs (the first index build of a large
+    /// workspace can take minutes) it waits at most [`FLUSH_PATIENCE_WHILE_REFRESHING`] once
+    /// the refresh is seen: queries then answer from what the index has committed.
     pub async fn flush(&self) {
-        let mut refreshing = self.inner.refreshing.clone();
-        if *refreshing.borrow_and_update() {
-            return;
-        }
         let due: Vec<PathBuf> = lock(&self.inner.pending)
             .drain()
             .map(|(path, _)| path)
@@ -216,9 +216,14 @@ impl LiveIndex {
         }
         let (reached, barrier) = oneshot::channel();
         self.send(Command::Barrier(reached));
+        let mut refreshing = self.inner.refreshing.clone();
+        let patience = async {
+            let _ = refreshing.wait_for(|running| *running).await;
+            tokio::time::sleep(FLUSH_PATIENCE_WHILE_REFRESHING).await;
+        };
         tokio::select! {
             _ = barrier => {}
-            _ = refreshing.wait_for(|running| *running) => {}
+            _ = patience => {}
         }
     }
 
