@@ -6,7 +6,7 @@
 //!
 //! | piece | share (default) | source |
 //! |---|---|---|
-//! | base instructions | fixed (about 700 tokens) | [`base_instructions`] per mode |
+//! | base instructions | fixed (about 340–500 tokens) | [`base_instructions`] per mode |
 //! | environment | ≤ 800 tokens | [`Environment::detect`]: cwd, OS, date, git branch and changes |
 //! | instruction files | ≤ 10 %, ≤ 8k | [`find_instruction_files`]: `AGENTS.md`, `CLAUDE.md`, `.lode/instructions.md` |
 //! | memory | ≤ 5 %, ≤ 4k | caller-supplied texts (empty until memory lands) |
