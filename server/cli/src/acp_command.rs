@@ -1,0 +1,73 @@
+//! `lode acp`: lode as an Agent Client Protocol agent, on stdio (what editors spawn) or, with
+//! `--http`, over the streamable HTTP / WebSocket transport for clients that connect to a
+//! long-running lode. Opens the agent and hands it to `lode_acp`; stdout is the protocol.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use lode_acp::{AgentBackend, HttpOptions};
+
+use crate::commands::{AgentFlags, WorkspaceArgs};
+
+/// Options of `lode acp`.
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Serve HTTP + SSE and WebSocket on this address instead of stdio (default 127.0.0.1:0, a
+    /// free port; the bound address is printed on stderr).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub http: Option<SocketAddr>,
+    /// Bearer token HTTP clients must send (required on a non-loopback address).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "LODE_ACP_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// The config file (default search: $LODE_CONFIG, <root>/.lode/config.toml, the user config dir).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitCode> {
+    let flags = AgentFlags {
+        config: args.config,
+        mode: None,
+        model: None,
+    };
+    let agent_args = crate::agent_cli::agent_args(workspace, flags)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("lode-acp")
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(async {
+        let agent = lode_agent::Agent::open(&agent_args.root, agent_args.options)
+            .context("cannot open the agent")?;
+        let backend: Arc<dyn AgentBackend> = Arc::new(agent);
+        match args.http {
+            None => lode_acp::serve_stdio(backend).await?,
+            Some(addr) => {
+                let options = HttpOptions { token: args.token };
+                let listener = lode_acp::bind_http(addr, &options).await?;
+                let bound = listener
+                    .local_addr()
+                    .context("cannot read the bound address")?;
+                eprintln!(
+                    "lode acp: listening on http://{bound}/acp (WebSocket: ws://{bound}/acp)"
+                );
+                lode_acp::serve_http(backend, listener, options).await?;
+            }
+        }
+        anyhow::Ok(())
+    });
+    // A read of stdin may still be parked on a blocking thread, and turns of a vanished client
+    // are already cancelled: do not wait for either.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    outcome.map(|()| ExitCode::SUCCESS)
+}

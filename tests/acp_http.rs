@@ -1,0 +1,143 @@
+//! `lode acp --http` end to end: the real binary serving the HTTP/WebSocket transport, driven by
+//! the SDK's `HttpClient` (HTTP + SSE, and WebSocket) through a full turn, and the bearer token
+//! guarding it.
+
+#[path = "acp_support/mod.rs"]
+mod support;
+
+use std::process::Stdio;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    InitializeRequest, NewSessionRequest, PromptRequest, StopReason,
+};
+use agent_client_protocol_http::HttpClient;
+use support::{PATIENCE, Seen, Workspace, agent_text, with_client};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Starts `lode acp --http` and returns it with the `host:port` it printed on stderr.
+async fn serve(workspace: &Workspace, extra: &[&str]) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(support::lode())
+        .arg("--root")
+        .arg(workspace.root())
+        .args(["acp", "--http"])
+        .args(extra)
+        .env_remove("LODE_CONFIG")
+        .env_remove("LODE_ACP_TOKEN")
+        .env("XDG_CONFIG_HOME", workspace.root().join(".no-user-config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(rest) = line.strip_prefix("lode acp: listening on http://") {
+                return rest.split('/').next().unwrap().to_string();
+            }
+        }
+        panic!("lode acp --http exited without printing its address");
+    })
+    .await
+    .expect("lode acp --http printed its address");
+    (child, addr)
+}
+
+async fn one_turn(client: HttpClient, workspace: &Workspace) -> (StopReason, String) {
+    let seen = Seen::default();
+    let root = workspace.root();
+    let stop = with_client(client, "reject_once", seen.clone(), async |cx| {
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+            .block_task()
+            .await?;
+        let session = cx
+            .send_request(NewSessionRequest::new(root))
+            .block_task()
+            .await?;
+        let response = cx
+            .send_request(PromptRequest::new(
+                session.session_id,
+                vec!["Say hello".into()],
+            ))
+            .block_task()
+            .await?;
+        Ok(response.stop_reason)
+    })
+    .await;
+    let expected = "Hello from the scripted server. I stream in small pieces.";
+    // Updates travel on the session's SSE stream, the response on the POST: wait for all text.
+    seen.wait_for("the whole answer", |_| {
+        agent_text(&seen.updates()) == expected
+    })
+    .await;
+    (stop, agent_text(&seen.updates()))
+}
+
+#[tokio::test]
+async fn http_and_websocket_clients_run_turns_against_one_server() {
+    let workspace = Workspace::new("hello.json");
+    let (_server, addr) = serve(&workspace, &[]).await;
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert!(health.status().is_success());
+
+    let (stop, text) = one_turn(
+        HttpClient::new(format!("http://{addr}")).unwrap(),
+        &workspace,
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        text,
+        "Hello from the scripted server. I stream in small pieces."
+    );
+}
+
+#[tokio::test]
+async fn a_token_is_required_when_set() {
+    let workspace = Workspace::new("hello.json");
+    let (_server, addr) = serve(&workspace, &["--token", "open-sesame"]).await;
+    let refused = reqwest::Client::new()
+        .post(format!("http://{addr}/acp"))
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+
+    let client = HttpClient::builder(format!("ws://{addr}"))
+        .configure_http(|http| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                reqwest::header::HeaderValue::from_static("Bearer open-sesame"),
+            );
+            http.default_headers(headers)
+        })
+        .build()
+        .unwrap();
+    let (stop, _) = one_turn(client, &workspace).await;
+    assert_eq!(stop, StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn a_public_address_without_a_token_is_refused() {
+    let workspace = Workspace::new("hello.json");
+    let output = tokio::process::Command::new(support::lode())
+        .arg("--root")
+        .arg(workspace.root())
+        .args(["acp", "--http", "0.0.0.0:0"])
+        .env_remove("LODE_ACP_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("bearer token"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+}

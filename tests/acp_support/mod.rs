@@ -1,0 +1,236 @@
+//! Shared parts of the ACP end-to-end tests: a workspace whose only model is the scripted LLM
+//! server (`lode llm-script`), the real `lode acp` as a child process, and an ACP client built
+//! with the `agent-client-protocol` SDK that records every update and answers permission
+//! questions as told.
+
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client, ConnectTo};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// Safety net against hangs only; no test asserts on time.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub fn lode() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lode"))
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A scripted LLM server; killed when dropped.
+pub struct LlmServer {
+    child: std::process::Child,
+    pub base_url: String,
+}
+
+impl Drop for LlmServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn llm_server(script: &str) -> LlmServer {
+    let script = repo_root().join("fixtures/llm").join(script);
+    let mut child = std::process::Command::new(lode())
+        .args(["llm-script", "--script"])
+        .arg(&script)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("lode llm-script starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut first = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("lode llm-script prints its address");
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line from llm-script: {first:?}"))
+        .to_string();
+    LlmServer {
+        child,
+        base_url: format!("{url}/v1"),
+    }
+}
+
+/// A workspace with a tiny Rust program and a config whose one provider is the scripted server.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+    pub llm: LlmServer,
+}
+
+impl Workspace {
+    pub fn new(script: &str) -> Workspace {
+        let llm = llm_server(script);
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(
+            root.join("src/main.rs"),
+            "fn main() {\n    println!(\"hello\");\n}\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(".lode")).unwrap();
+        std::fs::write(
+            root.join(".lode/config.toml"),
+            format!(
+                "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-1\"\ncontext_window = 32000\n\n[[llm.providers]]\nname = \"backup\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-2\"\n",
+                llm.base_url, llm.base_url
+            ),
+        )
+        .unwrap();
+        Workspace { dir, llm }
+    }
+
+    pub fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap()
+    }
+
+    /// `lode acp` on stdio, with `LODE_CONFIG` unset so only the workspace config counts.
+    pub fn spawn_acp(&self, extra: &[&str]) -> tokio::process::Child {
+        tokio::process::Command::new(lode())
+            .arg("--root")
+            .arg(self.root())
+            .arg("acp")
+            .args(extra)
+            .env_remove("LODE_CONFIG")
+            .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("lode acp starts")
+    }
+}
+
+/// The stdio of a `lode acp` child as an ACP transport.
+pub fn stdio_transport(child: &mut tokio::process::Child) -> impl ConnectTo<Client> + 'static {
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    ByteStreams::new(stdin.compat_write(), stdout.compat())
+}
+
+/// What the client saw: every `session/update` and every permission question.
+#[derive(Clone, Default)]
+pub struct Seen {
+    updates: Arc<Mutex<Vec<SessionNotification>>>,
+    questions: Arc<Mutex<Vec<RequestPermissionRequest>>>,
+    changed: Arc<tokio::sync::Notify>,
+}
+
+impl Seen {
+    pub fn updates(&self) -> Vec<SessionUpdate> {
+        self.updates
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|n| n.update.clone())
+            .collect()
+    }
+
+    pub fn questions(&self) -> Vec<RequestPermissionRequest> {
+        self.questions.lock().unwrap().clone()
+    }
+
+    pub fn clear(&self) {
+        self.updates.lock().unwrap().clear();
+    }
+
+    /// Waits until an update satisfies `wanted`.
+    pub async fn wait_for(&self, what: &str, wanted: impl Fn(&SessionUpdate) -> bool) {
+        let found = tokio::time::timeout(PATIENCE, async {
+            loop {
+                let notified = self.changed.notified();
+                if self.updates().iter().any(&wanted) {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+        assert!(found.is_ok(), "never saw {what}; saw {:?}", self.updates());
+    }
+}
+
+/// The kind names (`agent_message_chunk`, `tool_call`, ...) of updates, in order.
+pub fn kinds(updates: &[SessionUpdate]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|update| {
+            serde_json::to_value(update).unwrap()["sessionUpdate"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The text of the agent's message chunks, joined.
+pub fn agent_text(updates: &[SessionUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|update| match update {
+            SessionUpdate::AgentMessageChunk(chunk) => serde_json::to_value(&chunk.content)
+                .unwrap()["text"]
+                .as_str()
+                .map(str::to_string),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs `body` as an ACP client over `transport`, answering every permission question with the
+/// option `answer` (`allow_once`, `reject_once`, ...).
+pub async fn with_client<R: Send + 'static>(
+    transport: impl ConnectTo<Client> + 'static,
+    answer: &'static str,
+    seen: Seen,
+    body: impl AsyncFnOnce(ConnectionTo<Agent>) -> Result<R, agent_client_protocol::Error> + Send,
+) -> R {
+    let on_update = seen.clone();
+    let on_question = seen.clone();
+    let run = Client
+        .v1()
+        .name("lode-e2e")
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                on_update.updates.lock().unwrap().push(notification);
+                on_update.changed.notify_waiters();
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |question: RequestPermissionRequest,
+                        responder: Responder<RequestPermissionResponse>,
+                        _cx| {
+                on_question.questions.lock().unwrap().push(question);
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(answer)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, body);
+    tokio::time::timeout(PATIENCE, run)
+        .await
+        .expect("the ACP exchange finished in time")
+        .expect("the ACP exchange succeeded")
+}

@@ -1,0 +1,142 @@
+//! `lode acp` on the raw wire: hand-written JSON-RPC lines to the real binary, checking that
+//! malformed, oversized and out-of-order messages get JSON-RPC errors while the process keeps
+//! serving, and that nothing but protocol ever reaches stdout.
+
+#[path = "acp_support/mod.rs"]
+mod support;
+
+use serde_json::{Value, json};
+use support::{PATIENCE, Workspace};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+struct Wire {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Wire {
+    fn start(workspace: &Workspace) -> Wire {
+        let mut child = workspace.spawn_acp(&[]);
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Wire {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    async fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next line lode writes; every line must be one JSON-RPC message.
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(PATIENCE, self.lines.next_line())
+            .await
+            .expect("lode answered in time")
+            .unwrap()
+            .expect("lode still running");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried non-JSON {line:?}: {e}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        message
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        )
+        .await;
+        loop {
+            let message = self.next().await;
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn bad_and_out_of_order_input_gets_errors_and_lode_keeps_serving() {
+    let workspace = Workspace::new("hello.json");
+    let mut wire = Wire::start(&workspace);
+    let root = workspace.root();
+
+    let early = wire
+        .request(1, "session/new", json!({"cwd": root, "mcpServers": []}))
+        .await;
+    assert!(
+        early["error"]["code"].is_i64(),
+        "a call before initialize is refused: {early}"
+    );
+    let early_prompt = wire
+        .request(
+            2,
+            "session/prompt",
+            json!({"sessionId": "x", "prompt": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    assert!(early_prompt["error"].is_object(), "{early_prompt}");
+
+    wire.send_raw("{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": ")
+        .await;
+    let parse = wire.next().await;
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":1,\"pad\":\"{}\"}}}}",
+        "x".repeat(2 * 1024 * 1024)
+    );
+    wire.send_raw(&huge).await;
+    let refused = wire.next().await;
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert!(refused.to_string().contains("1 MiB"), "{refused}");
+
+    let init = wire
+        .request(
+            5,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let unknown = wire.request(6, "session/teleport", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    let missing = wire
+        .request(
+            7,
+            "session/prompt",
+            json!({"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}),
+        )
+        .await;
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    let bad_params = wire.request(8, "session/new", json!({"cwd": 42})).await;
+    assert_eq!(bad_params["error"]["code"], -32602, "{bad_params}");
+
+    let session = wire
+        .request(9, "session/new", json!({"cwd": root, "mcpServers": []}))
+        .await;
+    let session_id = session["result"]["sessionId"]
+        .as_str()
+        .expect("a session after all that")
+        .to_string();
+    let answer = wire
+        .request(
+            10,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": "hello?"}]}),
+        )
+        .await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    drop(wire.stdin);
+    let exit = tokio::time::timeout(PATIENCE, wire.child.wait())
+        .await
+        .expect("lode exits on EOF")
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
