@@ -1,5 +1,5 @@
 //! SIGKILL `lode index` at many moments; every following run must open, check, repair and
-//! end with an index identical to one built from scratch.
+//! end with an index identical to one built from scratch (catalog, lexical index and vectors).
 
 mod support;
 
@@ -135,6 +135,57 @@ fn killing_lode_index_at_any_moment_leaves_a_repairable_index() {
             top_hit(query, &["--index-dir", &fresh_dir_arg]),
             "{query}"
         );
+    }
+
+    // The vectors were repaired too: one per chunk, and semantic rankings (restricted to one
+    // file, where the generated code differs only in numbers) equal the fresh index's,
+    // including the files every round changed.
+    let verbose = run(root, &["index", "-v"]);
+    let report = stderr(&verbose);
+    let vectors: u64 = report
+        .split("vectors: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no vector count in {report}"));
+    assert_eq!(vectors, repaired.0, "{report}");
+    let ranking = |query: &str, extra: &[&str]| -> Vec<(String, u64)> {
+        let mut command = lode(root);
+        command.args(["search", query, "--json", "--no-refresh", "--limit", "5"]);
+        command.args(extra);
+        let output = command.output().unwrap();
+        // 1: nothing related enough in that file (both indexes must agree on that too).
+        assert!(
+            matches!(output.status.code(), Some(0 | 1)),
+            "{}",
+            stderr(&output)
+        );
+        support::stdout(&output)
+            .lines()
+            .map(|line| {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                (
+                    v["path"].as_str().unwrap().to_string(),
+                    v["start_line"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let mut changed: Vec<usize> = (0..delays_ms.len())
+        .flat_map(|round| (0..3).map(move |k| (round * 97 + k * 31) % 1200))
+        .collect();
+    changed.extend([5, 600, 1199]);
+    for n in changed {
+        let path = format!("src/module_{n}.rs");
+        for query in ["crash marker", "computes a value of the widget"] {
+            let args = ["--mode", "semantic", "--path", path.as_str()];
+            let fresh_args = [&args[..], &["--index-dir", &fresh_dir_arg]].concat();
+            assert_eq!(
+                ranking(query, &args),
+                ranking(query, &fresh_args),
+                "{query} in {path}"
+            );
+        }
     }
 
     write(root, "src/extra.rs", "pub fn after_the_storm() {}\n");

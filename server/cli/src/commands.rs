@@ -46,6 +46,8 @@ pub struct WorkspaceArgs {
     /// Benchmark knob: chunk sizes in non-whitespace bytes as TARGET,MAX,MIN.
     #[arg(long, global = true, hide = true, value_name = "T,M,m", value_parser = parse_chunk_sizes)]
     pub chunk_sizes: Option<ChunkSizes>,
+    #[command(flatten)]
+    pub embedding: crate::semantic_cli::EmbedderArgs,
 }
 
 fn parse_numbers<const N: usize>(text: &str) -> Result<[f64; N], String> {
@@ -106,6 +108,10 @@ pub enum Command {
         /// Benchmark knob: field weights as SYMBOLS,PATH,CONTENT,COMMENTS.
         #[arg(long, hide = true, value_parser = parse_boosts)]
         boosts: Option<FieldBoosts>,
+        /// lexical (BM25), semantic (vectors) or hybrid (both, fused; the default when the
+        /// index has vectors, else lexical).
+        #[arg(long, value_name = "MODE")]
+        mode: Option<lode_index::SearchMode>,
         #[command(flatten)]
         common: QueryArgs,
     },
@@ -183,10 +189,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if verbose {
                 let t = stats.timings;
                 eprintln!(
-                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s",
+                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s",
                     t.scan.as_secs_f64(),
                     t.parse_and_write.as_secs_f64(),
-                    t.commit.as_secs_f64()
+                    t.commit.as_secs_f64(),
+                    t.embed.as_secs_f64()
+                );
+                let v = stats.vectors;
+                eprintln!(
+                    "vectors: {} in the index; {} embedded, {} reused, {} dropped{}",
+                    stats.total_vectors,
+                    v.embedded,
+                    v.reused,
+                    v.deleted,
+                    if v.reset {
+                        " (every chunk: new index or new embedder)"
+                    } else {
+                        ""
+                    }
                 );
             }
             Ok(ExitCode::SUCCESS)
@@ -197,6 +217,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             path,
             lang,
             boosts,
+            mode,
             common,
         } => {
             let language = match lang {
@@ -213,7 +234,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 language,
                 boosts,
             };
-            let hits = workspace.search(&request)?;
+            let mode = mode.unwrap_or(if workspace.has_vectors() {
+                lode_index::SearchMode::Hybrid
+            } else {
+                lode_index::SearchMode::Lexical
+            });
+            let hits = workspace.search_with_mode(&request, mode)?;
             if common.json {
                 print_json_lines(&hits)?;
             } else {
@@ -349,6 +375,7 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
     if let Some(sizes) = args.chunk_sizes {
         options.chunk_sizes = sizes;
     }
+    options.embedder = crate::semantic_cli::embedder(&args.embedding)?;
     if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -387,6 +414,9 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspa
 fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshStats> {
     let bar = progress_bar("indexing");
     let stats = workspace.refresh_with(mode, &|progress| {
+        if progress.phase == lode_index::RefreshPhase::Embed {
+            crate::semantic_cli::show_embedding(&bar);
+        }
         bar.set_length(progress.total as u64);
         bar.set_position(progress.done as u64);
     });

@@ -9,6 +9,7 @@ mod lsp_command;
 mod output;
 mod parse_only;
 mod root;
+mod semantic_cli;
 
 use std::process::ExitCode;
 

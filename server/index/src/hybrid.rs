@@ -199,10 +199,11 @@ impl Workspace {
                 None => "the index has no vectors yet; run `lode index`".into(),
             }));
         }
-        if request.query.trim().is_empty() {
-            return Err(IndexError::InvalidQuery("the query is empty".into()));
+        if request.query.trim().is_empty() || depth == 0 {
+            return Ok(Vec::new());
         }
         let vector = embedder.embed_query(&request.query)?;
+        let floor = embedder.relevance_floor();
         let filter = VectorFilter {
             language: request.language.map(|l| l.name().to_string()),
             path_glob: request.path_glob.clone(),
@@ -210,6 +211,7 @@ impl Workspace {
         Ok(store
             .search(&vector, depth, &filter)?
             .into_iter()
+            .filter(|hit| hit.score >= floor)
             .map(|hit| (hit.id, hit.score))
             .collect())
     }

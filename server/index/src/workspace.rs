@@ -113,6 +113,8 @@ pub struct RefreshStats {
     pub parsed_bytes: u64,
     /// What the vector sync did (all zero without an embedder).
     pub vectors: SyncStats,
+    /// Vectors in the store after the refresh (0 without one).
+    pub total_vectors: u64,
     /// Where the time went.
     pub timings: RefreshTimings,
 }
@@ -406,6 +408,7 @@ impl Workspace {
             let embed_started = Instant::now();
             stats.vectors = self.sync_vectors(&catalog, progress)?;
             stats.timings.embed = embed_started.elapsed();
+            stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
             stats.set_totals(catalog.counts()?);
             return Ok(stats);
         }
@@ -496,6 +499,7 @@ impl Workspace {
         let embed_started = Instant::now();
         stats.vectors = self.sync_vectors(&catalog, progress)?;
         stats.timings.embed = embed_started.elapsed();
+        stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
         stats.set_totals(catalog.counts()?);
         Ok(stats)
     }

@@ -87,6 +87,13 @@ pub trait Embedder: Send + Sync {
         256
     }
 
+    /// Similarity below which a chunk is not considered related to a query at all (semantic
+    /// and hybrid search drop such hits, so a query about nothing in the code finds nothing).
+    /// Depends on the model's score distribution; the default keeps every hit.
+    fn relevance_floor(&self) -> f32 {
+        f32::NEG_INFINITY
+    }
+
     /// Whether the embedder splits identifiers into words itself. When it does not, chunk
     /// texts carry the split words of their identifiers as an extra line.
     fn splits_identifiers(&self) -> bool {

@@ -202,7 +202,17 @@ impl Embedder for StaticEmbedder {
     fn splits_identifiers(&self) -> bool {
         true
     }
+
+    /// Common directions are removed from the table, so unrelated texts score near 0
+    /// (measured: -0.07 to 0.07 for queries about nothing in the code) and related ones from
+    /// about 0.2 up.
+    fn relevance_floor(&self) -> f32 {
+        STATIC_RELEVANCE_FLOOR
+    }
 }
+
+/// See [`StaticEmbedder::relevance_floor`].
+const STATIC_RELEVANCE_FLOOR: f32 = 0.12;
 
 #[cfg(test)]
 mod tests {

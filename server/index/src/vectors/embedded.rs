@@ -210,9 +210,12 @@ fn sync_dir(dir: &Path) -> Result<(), VectorError> {
         })
 }
 
-/// An entry of the top-k heap, ordered so the heap's top is the worst kept hit.
+/// An entry of the top-k heap, ordered so the heap's top is the worst kept hit. Equal scores
+/// are ordered by content hash, so two indexes of the same files rank alike whatever ids their
+/// chunks got.
 struct Ranked {
     score: f32,
+    content_hash: u64,
     id: i64,
 }
 
@@ -229,10 +232,11 @@ impl PartialOrd for Ranked {
 }
 impl Ord for Ranked {
     fn cmp(&self, other: &Self) -> Ordering {
-        // Better = higher score, then lower id; the heap keeps the worst on top.
+        // Better = higher score, then lower hash, then lower id; the heap keeps the worst on top.
         other
             .score
             .total_cmp(&self.score)
+            .then(self.content_hash.cmp(&other.content_hash))
             .then(self.id.cmp(&other.id))
     }
 }
@@ -545,29 +549,27 @@ impl VectorStore for EmbeddedStore {
                 let score = dot_i8(&quantized, segment.quantized(row)) as f32
                     * segment.scale(row)
                     * query_scale;
+                let candidate = Ranked {
+                    score,
+                    content_hash: segment.content_hash(row),
+                    id: segment.id(row),
+                };
                 if heap.len() < k {
-                    heap.push(Ranked {
-                        score,
-                        id: segment.id(row),
-                    });
-                } else if heap.peek().is_some_and(|worst| score > worst.score) {
+                    heap.push(candidate);
+                } else if heap.peek().is_some_and(|worst| candidate < *worst) {
                     heap.pop();
-                    heap.push(Ranked {
-                        score,
-                        id: segment.id(row),
-                    });
+                    heap.push(candidate);
                 }
             }
         }
-        let mut hits: Vec<VectorHit> = heap
+        Ok(heap
+            .into_sorted_vec()
             .into_iter()
             .map(|r| VectorHit {
                 id: r.id,
                 score: r.score,
             })
-            .collect();
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        Ok(hits)
+            .collect())
     }
 
     fn reload(&self) -> Result<(), VectorError> {

@@ -1,0 +1,123 @@
+//! The embedder flags shared by every workspace command, and turning them into an embedder.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use lode_index::embed::{
+    Embedder, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder, StaticEmbedder,
+};
+
+/// Which embedder makes the vectors for semantic and hybrid search.
+#[derive(Debug, Args)]
+pub struct EmbedderArgs {
+    /// Embedder for semantic search: static (built in, the default), openai (any
+    /// OpenAI-compatible /v1/embeddings), ollama, or none (no vectors). Also $LODE_EMBEDDER.
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        env = "LODE_EMBEDDER",
+        default_value = "static"
+    )]
+    pub embedder: String,
+    /// Base URL of the embedding service (openai: https://api.openai.com/v1, ollama:
+    /// http://127.0.0.1:11434). Also $LODE_EMBED_URL.
+    #[arg(long, global = true, value_name = "URL", env = "LODE_EMBED_URL")]
+    pub embed_url: Option<String>,
+    /// Embedding model (openai: text-embedding-3-small, ollama: nomic-embed-text).
+    /// Also $LODE_EMBED_MODEL.
+    #[arg(long, global = true, value_name = "NAME", env = "LODE_EMBED_MODEL")]
+    pub embed_model: Option<String>,
+    /// Environment variable holding the API key (openai default: OPENAI_API_KEY; an empty
+    /// value sends no key). Also $LODE_EMBED_API_KEY_ENV.
+    #[arg(
+        long,
+        global = true,
+        value_name = "VAR",
+        env = "LODE_EMBED_API_KEY_ENV"
+    )]
+    pub embed_api_key_env: Option<String>,
+    /// Vector length; without it the service is asked once per run. Also $LODE_EMBED_DIMENSIONS.
+    #[arg(long, global = true, value_name = "N", env = "LODE_EMBED_DIMENSIONS")]
+    pub embed_dimensions: Option<usize>,
+    /// Texts per embedding request (HTTP embedders).
+    #[arg(long, global = true, value_name = "N", default_value_t = 64)]
+    pub embed_batch: usize,
+    /// Seconds before an embedding request times out (HTTP embedders).
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 60)]
+    pub embed_timeout: u64,
+}
+
+/// The embedder the flags select (`None` for `--embedder none`). An HTTP embedder that cannot
+/// start (service down, key missing) leaves semantic search off for this run, with a warning:
+/// lexical search, symbols and the map keep working, and the vectors catch up on a later run.
+pub fn embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    match selected_embedder(args) {
+        Ok(embedder) => Ok(embedder),
+        Err(error) if args.embedder == "openai" || args.embedder == "ollama" => {
+            let message = error
+                .chain()
+                .map(|cause| cause.to_string())
+                .collect::<Vec<_>>()
+                .join(": ");
+            eprintln!("lode: semantic search is off for this run: {message}");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn selected_embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    let http = |default_url: &str, default_model: &str, default_key: Option<&str>| {
+        let mut config = HttpEmbedderConfig::new(
+            args.embed_url
+                .clone()
+                .unwrap_or_else(|| default_url.to_string()),
+            args.embed_model
+                .clone()
+                .unwrap_or_else(|| default_model.to_string()),
+        );
+        config.api_key_env = match &args.embed_api_key_env {
+            Some(variable) if variable.is_empty() => None,
+            Some(variable) => Some(variable.clone()),
+            None => default_key.map(str::to_string),
+        };
+        config.dimensions = args.embed_dimensions;
+        config.batch_size = args.embed_batch.max(1);
+        config.timeout = Duration::from_secs(args.embed_timeout.max(1));
+        config
+    };
+    let embedder: Arc<dyn Embedder> = match args.embedder.as_str() {
+        "none" => return Ok(None),
+        "static" => Arc::new(StaticEmbedder::builtin().context("the built-in embedding table")?),
+        "openai" => Arc::new(
+            OpenAiEmbedder::new(http(
+                "https://api.openai.com/v1",
+                "text-embedding-3-small",
+                Some("OPENAI_API_KEY"),
+            ))
+            .context("cannot start the openai embedder")?,
+        ),
+        "ollama" => Arc::new(
+            OllamaEmbedder::new(http("http://127.0.0.1:11434", "nomic-embed-text", None))
+                .context("cannot start the ollama embedder")?,
+        ),
+        other => bail!("unknown embedder {other:?} (static, openai, ollama, none)"),
+    };
+    Ok(Some(embedder))
+}
+
+/// Switches the refresh progress bar to counting embedded chunks.
+pub fn show_embedding(bar: &indicatif::ProgressBar) {
+    if bar.is_hidden() || bar.message() == "embedding" {
+        return;
+    }
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} chunks ({eta})")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("embedding");
+}
