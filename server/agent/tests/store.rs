@@ -420,3 +420,31 @@ fn two_threads_and_two_stores_write_one_database() {
     }
     assert_eq!(shared.list_sessions(None).unwrap().len(), 4);
 }
+
+#[test]
+fn a_damaged_row_is_reported_not_misread() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agent.sqlite");
+    let store = SessionStore::open(&path).unwrap();
+    let id = store.create_session(&new_session("/r")).unwrap().id;
+    store
+        .append_message(&id, &Message::user_text("fine"), Visibility::Both)
+        .unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute("UPDATE messages SET parts = '{not json' WHERE seq = 1", [])
+        .unwrap();
+    assert!(matches!(
+        store.load_history(&id),
+        Err(StoreError::Corrupt(_))
+    ));
+    raw.execute(
+        "UPDATE messages SET parts = '[]', visibility = 'everyone' WHERE seq = 1",
+        [],
+    )
+    .unwrap();
+    let error = store.load_history(&id).unwrap_err();
+    assert!(error.to_string().contains("everyone"), "{error}");
+    // Other sessions stay readable.
+    let other = store.create_session(&new_session("/r")).unwrap().id;
+    assert!(store.load_history(&other).unwrap().messages.is_empty());
+}
