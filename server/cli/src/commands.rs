@@ -112,6 +112,9 @@ pub enum Command {
         /// index has vectors, else lexical).
         #[arg(long, value_name = "MODE")]
         mode: Option<lode_index::SearchMode>,
+        /// Benchmark knob: hybrid fusion weights as LEXICAL,SEMANTIC,SYMBOLS,K (all query shapes).
+        #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
+        fusion: Option<lode_index::hybrid::FusionWeights>,
         #[command(flatten)]
         common: QueryArgs,
     },
@@ -218,6 +221,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             lang,
             boosts,
             mode,
+            fusion,
             common,
         } => {
             let language = match lang {
@@ -239,7 +243,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 lode_index::SearchMode::Lexical
             });
-            let hits = workspace.search_with_mode(&request, mode)?;
+            let hits = match fusion {
+                Some(weights) if mode == lode_index::SearchMode::Hybrid => {
+                    workspace.search_hybrid_with(&request, weights)?
+                }
+                _ => workspace.search_with_mode(&request, mode)?,
+            };
             if common.json {
                 print_json_lines(&hits)?;
             } else {

@@ -121,3 +121,24 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
     }
     bar.set_message("embedding");
 }
+
+/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K` fusion weights (a benchmark knob).
+pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, String> {
+    let numbers: Vec<f32> = text
+        .split(',')
+        .map(|part| {
+            part.trim()
+                .parse::<f32>()
+                .map_err(|e| format!("{part:?}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    match numbers[..] {
+        [lexical, semantic, symbols, k] if k > 0.0 => Ok(lode_index::hybrid::FusionWeights {
+            lexical,
+            semantic,
+            symbols,
+            k,
+        }),
+        _ => Err("expected LEXICAL,SEMANTIC,SYMBOLS,K with K > 0".into()),
+    }
+}
