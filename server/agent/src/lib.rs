@@ -11,4 +11,7 @@
 pub mod event;
 pub mod host;
 pub mod llm;
+pub mod mcp;
+pub mod memory;
+pub mod skills;
 pub mod tools;

@@ -150,6 +150,8 @@ pub enum Command {
     },
     /// Serve the Language Server Protocol over stdio (for Helix, Neovim, VS Code, ...).
     Lsp(crate::lsp_command::LspArgs),
+    /// Skills: list them, show one, trust or revoke a workspace skill.
+    Skill(crate::skill_command::SkillArgs),
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
     #[command(hide = true)]
     ParseOnly {
@@ -337,6 +339,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
+        Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
             let report =

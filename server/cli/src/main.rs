@@ -10,6 +10,7 @@ mod output;
 mod parse_only;
 mod root;
 mod semantic_cli;
+mod skill_command;
 
 use std::process::ExitCode;
 
