@@ -574,6 +574,14 @@ async fn cancellation_mid_stream_ends_the_stream_with_cancelled() {
             }
         }
         assert!(cancelled, "{kind:?}");
+        drop(stream);
+        // The client closed its connection: the server sees its stream abandoned.
+        within(async {
+            while server.abandoned_streams() == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
     }
 }
 

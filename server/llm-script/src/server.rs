@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 
 use crate::conversation::{Api, Conversation};
 use crate::script::{Fault, Respond, Script, ScriptError, ScriptUsage, Turn};
-use crate::wire::{self, Frame};
+use crate::wire;
 
 /// The largest request body accepted by default (agent requests carry whole conversations).
 pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024 * 1024;
@@ -57,6 +57,8 @@ struct Progress {
     used: Vec<bool>,
     faults_served: Vec<u32>,
     requests: Vec<RecordedRequest>,
+    /// Streams whose body was dropped before its last event (the client went away).
+    abandoned_streams: usize,
 }
 
 #[derive(Debug)]
@@ -98,6 +100,7 @@ impl ScriptedServer {
                 used: vec![false; turns],
                 faults_served: vec![0; turns],
                 requests: Vec::new(),
+                abandoned_streams: 0,
             }),
         });
         let router = Router::new()
@@ -169,6 +172,12 @@ impl ScriptedServerHandle {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.progress().requests.clone()
+    }
+
+    /// How many streamed answers lost their client before the last event: a client that
+    /// cancels must close its connection, and this is how a test sees that it did.
+    pub fn abandoned_streams(&self) -> usize {
+        self.shared.progress().abandoned_streams
     }
 
     /// Turns not yet served (labels, or `#n`), repeating turns excluded.
@@ -270,6 +279,10 @@ async fn answer(
     match (plan, &parsed) {
         (Plan::Serve { turn_index, fault }, Ok(request)) => {
             let turn = &shared.script.turns[turn_index];
+            let guard = AbandonGuard {
+                shared: Arc::clone(&shared),
+                completed: false,
+            };
             serve_turn(
                 api,
                 request,
@@ -277,6 +290,7 @@ async fn answer(
                 &turn.respond,
                 fault,
                 body.len(),
+                guard,
             )
             .await
         }
@@ -365,6 +379,26 @@ fn json_response(status: StatusCode, body: Value, retry_after: Option<u64>) -> R
     response
 }
 
+/// Counts a streamed body dropped before its end as abandoned.
+struct AbandonGuard {
+    shared: Arc<Shared>,
+    completed: bool,
+}
+
+impl AbandonGuard {
+    fn complete(&mut self) {
+        self.completed = true;
+    }
+}
+
+impl Drop for AbandonGuard {
+    fn drop(&mut self) {
+        if !self.completed {
+            self.shared.progress().abandoned_streams += 1;
+        }
+    }
+}
+
 async fn serve_turn(
     api: Api,
     request: &Value,
@@ -372,12 +406,14 @@ async fn serve_turn(
     respond: &Respond,
     fault: Option<Fault>,
     request_bytes: usize,
+    mut guard: AbandonGuard,
 ) -> Response {
     let fault = fault.unwrap_or_default();
     if let Some(wait) = fault.slow_first_byte_ms {
         tokio::time::sleep(Duration::from_millis(wait)).await;
     }
     if let Some(status) = fault.status {
+        guard.complete();
         let message = fault
             .message
             .clone()
@@ -414,13 +450,16 @@ async fn serve_turn(
     }
     let delay = fault.delay_between_events_ms.map(Duration::from_millis);
     let body = futures::stream::unfold(
-        (frames.into_iter(), true),
-        move |(mut frames, first)| async move {
-            let frame: Frame = frames.next()?;
+        (frames.into_iter(), true, guard),
+        move |(mut frames, first, mut guard)| async move {
+            let Some(frame) = frames.next() else {
+                guard.complete();
+                return None;
+            };
             if let (Some(delay), false) = (delay, first) {
                 tokio::time::sleep(delay).await;
             }
-            Some((Ok::<_, Infallible>(frame.encode()), (frames, false)))
+            Some((Ok::<_, Infallible>(frame.encode()), (frames, false, guard)))
         },
     );
     Response::builder()
