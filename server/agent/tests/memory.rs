@@ -355,3 +355,26 @@ async fn memory_tools_save_and_search() {
         .unwrap_err();
     assert_eq!(error.category, ToolErrorCategory::InvalidArguments);
 }
+
+#[test]
+fn memory_settings_open_the_configured_store_or_none() {
+    let p = paths();
+    let table: toml::Value = toml::from_str(&format!(
+        "path = {:?}\nauto_recall = false",
+        p.db.to_string_lossy()
+    ))
+    .unwrap();
+    let settings = lode_agent::memory::MemorySettings::from_toml(&table).unwrap();
+    assert!(!settings.auto_recall);
+    let store = settings.open(None).unwrap().expect("enabled by default");
+    assert_eq!(store.path(), p.db);
+    let off: toml::Value = toml::from_str("enabled = false").unwrap();
+    let off = lode_agent::memory::MemorySettings::from_toml(&off).unwrap();
+    assert!(off.open(None).unwrap().is_none());
+    let typo: toml::Value = toml::from_str("auto_recal = true").unwrap();
+    assert!(
+        lode_agent::memory::MemorySettings::from_toml(&typo)
+            .unwrap_err()
+            .contains("auto_recal")
+    );
+}

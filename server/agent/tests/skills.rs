@@ -553,3 +553,24 @@ async fn load_skill_returns_bodies_and_files_with_their_trust() {
     let error = tool.run(json!({"file": 3}), &context).await.unwrap_err();
     assert_eq!(error.category, ToolErrorCategory::InvalidArguments);
 }
+
+#[test]
+fn skills_settings_shape_the_configuration() {
+    let fixture = Fixture::new();
+    let table: toml::Value = toml::from_str(&format!(
+        "top_k = 2\nbundled = false\nuser_dir = {:?}",
+        fixture.user.to_string_lossy()
+    ))
+    .unwrap();
+    let settings = lode_agent::skills::SkillsSettings::from_toml(&table).unwrap();
+    let config = settings.config_for(&fixture.root);
+    assert_eq!(config.top_k, 2);
+    assert!(!config.include_bundled);
+    assert_eq!(config.user_dir.as_deref(), Some(fixture.user.as_path()));
+    assert_eq!(
+        config.trust_db.as_deref(),
+        Some(fixture.root.join(".lode/agent.sqlite").as_path())
+    );
+    let bad: toml::Value = toml::from_str("top_k = \"five\"").unwrap();
+    assert!(lode_agent::skills::SkillsSettings::from_toml(&bad).is_err());
+}

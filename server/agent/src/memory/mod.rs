@@ -14,6 +14,7 @@ pub mod tools;
 pub use render::{memory_texts, render_memories, render_memory};
 pub use store::{
     MAX_MEMORY_CHARS, MAX_SUMMARY_CHARS, Memory, MemoryError, MemoryKind, MemoryScope,
-    MemorySource, MemoryStore, NewMemory, ScoredMemory, default_memory_path, estimate_tokens,
+    MemorySettings, MemorySource, MemoryStore, NewMemory, ScoredMemory, default_memory_path,
+    estimate_tokens,
 };
 pub use tools::{MemorySaveTool, MemorySearchTool};

@@ -171,6 +171,55 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
+/// The `[memory]` config section.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySettings {
+    /// `false` turns long-term memory off (no recall, no summaries, no memory tools).
+    pub enabled: bool,
+    /// The store (default `<data dir>/lode/memory.sqlite`).
+    pub path: Option<PathBuf>,
+    /// Whether relevant memories enter each turn's context automatically (default true).
+    pub auto_recall: bool,
+    /// Whether a session's summary is stored when it ends (default true).
+    pub session_summaries: bool,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            path: None,
+            auto_recall: true,
+            session_summaries: true,
+        }
+    }
+}
+
+impl MemorySettings {
+    /// Reads the `[memory]` table (as kept verbatim by the config loader).
+    pub fn from_toml(value: &toml::Value) -> Result<Self, String> {
+        value
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("invalid [memory] section: {}", e.message()))
+    }
+
+    /// Opens the configured store (`None` when memory is disabled).
+    pub fn open(
+        &self,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> Result<Option<MemoryStore>, MemoryError> {
+        if !self.enabled {
+            return Ok(None);
+        }
+        match &self.path {
+            Some(path) => MemoryStore::open(path, embedder).map(Some),
+            None => MemoryStore::open_default(embedder).map(Some),
+        }
+    }
+}
+
 /// `<data dir>/lode/memory.sqlite`.
 pub fn default_memory_path() -> Option<PathBuf> {
     dirs::data_dir().map(|dir| dir.join("lode").join("memory.sqlite"))

@@ -77,6 +77,52 @@ impl SkillsConfig {
     }
 }
 
+/// The `[skills]` config section.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsSettings {
+    /// `false` turns skills off entirely (no selection, no catalogue, no `load_skill`).
+    pub enabled: bool,
+    /// Skill bodies put in the prompt per turn (default 5).
+    pub top_k: usize,
+    /// Whether the skills bundled with lode are offered (default true).
+    pub bundled: bool,
+    /// The user's skills folder (default `<config dir>/lode/skills`).
+    pub user_dir: Option<PathBuf>,
+}
+
+impl Default for SkillsSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            top_k: DEFAULT_TOP_K,
+            bundled: true,
+            user_dir: None,
+        }
+    }
+}
+
+impl SkillsSettings {
+    /// Reads the `[skills]` table (as kept verbatim by the config loader).
+    pub fn from_toml(value: &toml::Value) -> Result<Self, String> {
+        value
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("invalid [skills] section: {}", e.message()))
+    }
+
+    /// The skill locations of `root` under these settings.
+    pub fn config_for(&self, root: &Path) -> SkillsConfig {
+        let mut config = SkillsConfig::for_workspace(root);
+        config.top_k = self.top_k;
+        config.include_bundled = self.bundled;
+        if let Some(dir) = &self.user_dir {
+            config.user_dir = Some(dir.clone());
+        }
+        config
+    }
+}
+
 /// `<config dir>/lode/skills`, when the platform has a config dir.
 pub fn default_user_skills_dir() -> Option<PathBuf> {
     dirs::config_dir().map(|dir| dir.join("lode").join("skills"))
