@@ -217,10 +217,10 @@ fn deny_reason(command: &str, args: &[String]) -> Option<String> {
             if args.iter().any(|a| a == "--no-preserve-root") {
                 return Some("`rm --no-preserve-root`".into());
             }
-            if rm_is_recursive(args) {
-                if let Some(target) = operands(args).find(|t| is_precious_path(t)) {
-                    return Some(format!("`rm -r` of {target}"));
-                }
+            if rm_is_recursive(args)
+                && let Some(target) = operands(args).find(|t| is_precious_path(t))
+            {
+                return Some(format!("`rm -r` of {target}"));
             }
         }
         "chmod" | "chown" | "chgrp" => {
@@ -497,10 +497,9 @@ struct Lexed {
     ask_reasons: Vec<String>,
 }
 
-struct Lexer<'a> {
+struct Lexer {
     chars: Vec<char>,
     position: usize,
-    source: &'a str,
     segments: Vec<Segment>,
     substitutions: Vec<String>,
     ask_reasons: Vec<String>,
@@ -512,12 +511,11 @@ struct Lexer<'a> {
     pending_redirect: Option<bool>,
 }
 
-impl<'a> Lexer<'a> {
-    fn new(source: &'a str) -> Self {
+impl Lexer {
+    fn new(source: &str) -> Self {
         Lexer {
             chars: source.chars().collect(),
             position: 0,
-            source,
             segments: Vec::new(),
             substitutions: Vec::new(),
             ask_reasons: Vec::new(),
@@ -897,7 +895,6 @@ impl<'a> Lexer<'a> {
             }
         }
         self.finish_segment(Joiner::Sequence);
-        let _ = self.source;
         Lexed {
             segments: self.segments,
             substitutions: self.substitutions,
