@@ -8,10 +8,13 @@
 //! It must not know about ACP, LSP, JSON-RPC or terminals: the `acp`, `lsp` and `cli` crates adapt
 //! [`event::AgentEvent`]s and [`host::SessionHost`] to their protocol.
 
+pub mod audit;
 pub mod event;
 pub mod host;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
+pub mod permission;
+pub mod redact;
 pub mod skills;
 pub mod tools;
