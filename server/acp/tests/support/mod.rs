@@ -11,7 +11,7 @@ use lode_acp::{
 use lode_agent::event::{
     AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolKind, ToolStatus,
 };
-use lode_agent::host::{PermissionRequest, SessionHost};
+use lode_agent::host::{PermissionRequest, SessionHost, TerminalCommand};
 use lode_agent::llm::ModelInfo;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -189,6 +189,49 @@ impl AgentBackend for ScriptedBackend {
                 });
                 cancel.cancelled().await;
                 Ok(StopReason::Cancelled)
+            }
+            "terminal" => {
+                let Some(terminals) = host.client_terminals() else {
+                    return Err(BackendError::InvalidInput("no client terminals".into()));
+                };
+                let command = TerminalCommand {
+                    command: "cargo".into(),
+                    args: vec!["test".into()],
+                    cwd: PathBuf::from("/work/project"),
+                    env: vec![("RUST_LOG".into(), "info".into())],
+                    output_byte_limit: Some(4096),
+                };
+                let id = terminals
+                    .create(&command)
+                    .await
+                    .map_err(|e| BackendError::Internal(e.0))?;
+                let exit = terminals
+                    .wait_for_exit(&id)
+                    .await
+                    .map_err(|e| BackendError::Internal(e.0))?;
+                let output = terminals
+                    .output(&id)
+                    .await
+                    .map_err(|e| BackendError::Internal(e.0))?;
+                terminals
+                    .release(&id)
+                    .await
+                    .map_err(|e| BackendError::Internal(e.0))?;
+                host.emit(AgentEvent::TextDelta {
+                    text: format!("{id} exited {:?}: {}", exit.exit_code, output.output),
+                });
+                Ok(StopReason::EndTurn)
+            }
+            "read" => {
+                let Some(fs) = host.client_fs() else {
+                    return Err(BackendError::InvalidInput("no client fs".into()));
+                };
+                let text = fs
+                    .read_text_file(std::path::Path::new("/work/project/a.rs"), Some(2), Some(1))
+                    .await
+                    .map_err(|e| BackendError::Internal(e.0))?;
+                host.emit(AgentEvent::TextDelta { text });
+                Ok(StopReason::EndTurn)
             }
             "panic" => panic!("scripted panic inside a turn"),
             other => Err(BackendError::InvalidInput(format!(
