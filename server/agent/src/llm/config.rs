@@ -107,6 +107,14 @@ pub enum ProviderConfigError {
         "provider \"{provider}\": the environment variable {variable} is not set (it should hold the API key; see api_key_env)"
     )]
     MissingApiKey { provider: String, variable: String },
+    #[error(
+        "provider \"{provider}\": {host} needs an API key; set api_key_env to the environment variable that holds it (usually {suggestion})"
+    )]
+    NoApiKeyEnv {
+        provider: String,
+        host: String,
+        suggestion: &'static str,
+    },
     #[error("provider \"{provider}\": {field} must not be empty")]
     Empty {
         provider: String,
@@ -286,7 +294,16 @@ pub fn build_provider_with_env(
         });
     }
     let key = match &config.api_key_env {
-        None => None,
+        None => {
+            if let Some((host, suggestion)) = hosted_api(&parsed) {
+                return Err(ProviderConfigError::NoApiKeyEnv {
+                    provider,
+                    host: host.to_string(),
+                    suggestion,
+                });
+            }
+            None
+        }
         Some(variable) => match env(variable).filter(|value| !value.trim().is_empty()) {
             Some(value) => Some(ApiKey::new(value.trim())),
             None => {
@@ -338,6 +355,17 @@ pub fn build_provider_with_env(
             Arc::new(AnthropicProvider::new(connection, info, options))
         }
     })
+}
+
+/// Hosted APIs that always need a key, with the variable people usually keep it in.
+fn hosted_api(url: &reqwest::Url) -> Option<(&'static str, &'static str)> {
+    const HOSTED: [(&str, &str); 3] = [
+        ("api.openai.com", "OPENAI_API_KEY"),
+        ("api.anthropic.com", "ANTHROPIC_API_KEY"),
+        ("openrouter.ai", "OPENROUTER_API_KEY"),
+    ];
+    let host = url.host_str()?;
+    HOSTED.iter().find(|(hosted, _)| host == *hosted).copied()
 }
 
 fn extra_headers(config: &ProviderConfig) -> Result<HeaderMap, ProviderConfigError> {
@@ -422,6 +450,17 @@ mod tests {
     }
 
     #[test]
+    fn hosted_apis_without_a_key_variable_are_refused() {
+        let config = ProviderConfig::new("claude", ProviderKind::Anthropic, "claude-x");
+        let error = build_provider_with_env(&config, &|_| None).err().unwrap();
+        assert!(error.to_string().contains("ANTHROPIC_API_KEY"), "{error}");
+        let mut config = ProviderConfig::new("router", ProviderKind::OpenAi, "m");
+        config.base_url = Some("https://openrouter.ai/api/v1".to_string());
+        let error = build_provider_with_env(&config, &|_| None).err().unwrap();
+        assert!(error.to_string().contains("OPENROUTER_API_KEY"), "{error}");
+    }
+
+    #[test]
     fn invalid_values_get_clear_errors() {
         let mut config = ProviderConfig::new("p", ProviderKind::OpenAi, "m");
         config.base_url = Some("ftp://example.com".to_string());
@@ -434,7 +473,7 @@ mod tests {
             build_provider_with_env(&config, &|_| None),
             Err(ProviderConfigError::InvalidBaseUrl { .. })
         ));
-        config.base_url = None;
+        config.base_url = Some("http://localhost:8080/v1".to_string());
         config.idle_timeout_secs = Some(-1.0);
         assert!(matches!(
             build_provider_with_env(&config, &|_| None),
