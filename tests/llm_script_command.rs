@@ -72,7 +72,10 @@ fn serves_the_script_at_the_printed_address() {
         r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"again"}]}"#,
     );
     assert!(response.starts_with("HTTP/1.1 400"), "{response}");
-    assert!(response.contains("every scripted turn has been used"), "{response}");
+    assert!(
+        response.contains("every scripted turn has been used"),
+        "{response}"
+    );
 }
 
 #[test]
@@ -87,6 +90,9 @@ fn a_bad_script_is_a_clear_error() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("turn 1: chunk_chars must be at least 1"), "{stderr}");
+    assert!(
+        stderr.contains("turn 1: chunk_chars must be at least 1"),
+        "{stderr}"
+    );
     assert!(stderr.contains("bad.json"), "{stderr}");
 }
