@@ -376,6 +376,57 @@ async fn list_files_honours_gitignore_and_globs() {
 }
 
 #[tokio::test]
+async fn grep_finds_lines_by_regex_and_skips_ignored_files() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.root.join("build")).unwrap();
+    std::fs::write(fx.root.join("build/gen.rs"), "pub fn generated() {}\n").unwrap();
+    let out = fx
+        .run("grep", json!({"pattern": r"pub fn \w+\(", "glob": "*.rs"}))
+        .await
+        .unwrap();
+    let lines: Vec<&str> = out.model_text.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "src/lib.rs:8: pub fn count_sessions(dir: &str) -> usize {",
+            "src/lib.rs:14: pub fn greet(name: &str) -> String {",
+            "src/store.rs:10:     pub fn open(_dir: &str) -> SessionStore {",
+            "src/store.rs:15:     pub fn len(&self) -> usize {",
+            "src/store.rs:20:     pub fn insert(&mut self, name: &str) {",
+        ]
+    );
+    assert_eq!(out.locations[0].path, fx.root.join("src/lib.rs"));
+    assert_eq!(out.locations[0].line, Some(8));
+
+    let folded = fx
+        .run(
+            "grep",
+            json!({"pattern": "SESSION COUNTS", "case_insensitive": true, "path": "scripts"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        folded.model_text,
+        "scripts/report.py:1: \"\"\"Builds a short report of session counts.\"\"\"\n"
+    );
+
+    let limited = fx
+        .run("grep", json!({"pattern": "s", "limit": 3}))
+        .await
+        .unwrap();
+    assert!(limited.model_text.contains("stopped at 3"));
+    assert_eq!(limited.raw_output.unwrap()["more"], true);
+
+    let none = fx
+        .run("grep", json!({"pattern": "no_such_text_anywhere"}))
+        .await
+        .unwrap();
+    assert!(none.model_text.starts_with("No line matches"));
+    let bad = fx.run("grep", json!({"pattern": "fn ("})).await;
+    assert_eq!(category(bad).0, ToolErrorCategory::InvalidArguments);
+}
+
+#[tokio::test]
 async fn edit_file_replaces_a_unique_match_and_updates_the_index() {
     let fx = Fixture::new();
     let out = fx

@@ -11,6 +11,7 @@ pub mod command;
 pub mod diagnostics;
 pub mod edit;
 pub mod files;
+pub mod grep;
 pub mod output;
 pub mod paths;
 pub mod plan;

@@ -7,6 +7,7 @@ use super::code::{FindReferencesTool, FindSymbolTool, RepoMapTool, SearchCodeToo
 use super::command::{CommandLimits, RunCommandTool};
 use super::diagnostics::DiagnosticsTool;
 use super::edit::{EditFileTool, WriteFileTool};
+use super::grep::GrepTool;
 use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
 use crate::llm::ToolSpec;
@@ -93,6 +94,7 @@ pub fn default_tools_with(limits: CommandLimits) -> ToolRegistry {
     let tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(ReadFileTool),
         Arc::new(ListFilesTool),
+        Arc::new(GrepTool),
         Arc::new(SearchCodeTool),
         Arc::new(RepoMapTool),
         Arc::new(FindSymbolTool),
