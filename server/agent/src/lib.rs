@@ -8,7 +8,12 @@
 //! It must not know about ACP, LSP, JSON-RPC or terminals: the `acp`, `lsp` and `cli` crates adapt
 //! [`event::AgentEvent`]s and [`host::SessionHost`] to their protocol.
 
+pub mod agent;
 pub mod audit;
+pub mod compaction;
+pub mod config;
+pub mod context;
+pub mod doom_loop;
 pub mod event;
 pub mod host;
 pub mod llm;
@@ -17,4 +22,11 @@ pub mod memory;
 pub mod permission;
 pub mod redact;
 pub mod skills;
+pub mod slash;
+pub mod step;
+pub mod store;
 pub mod tools;
+mod turn;
+mod turn_commands;
+
+pub use agent::{Agent, AgentError, AgentOptions, SessionInfo, SlashCommand, UserInput};

@@ -148,8 +148,36 @@ pub enum Command {
         #[command(flatten)]
         common: QueryArgs,
     },
+    /// Chat with the agent in the terminal (a REPL; /help lists lode's commands).
+    Chat {
+        /// Continue a stored session (its history is shown first).
+        #[arg(long, value_name = "SESSION_ID")]
+        resume: Option<String>,
+        #[command(flatten)]
+        agent: AgentFlags,
+    },
+    /// Run one prompt non-interactively. Tools that need permission are denied unless the
+    /// policy or --yes-to allows them. Exit 0 when the agent finished, 4 when it stopped early.
+    Run {
+        prompt: String,
+        /// Print every event as one JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Allow tool calls whose permission pattern or title matches this glob (repeatable),
+        /// e.g. `--yes-to 'cargo test*'` or `--yes-to 'src/**'`.
+        #[arg(long, value_name = "PATTERN")]
+        yes_to: Vec<String>,
+        #[command(flatten)]
+        agent: AgentFlags,
+    },
     /// Serve the Language Server Protocol over stdio (for Helix, Neovim, VS Code, ...).
     Lsp(crate::lsp_command::LspArgs),
+    /// Serve the Agent Client Protocol on stdio (Zed, VS Code ACP clients, ...), or over HTTP
+    /// and WebSocket with --http.
+    Acp(crate::acp_command::AcpArgs),
+    /// Print the effective configuration (files layered, defaults filled, secrets redacted)
+    /// and the files it came from.
+    Config(crate::config_command::ConfigArgs),
     /// Skills: list them, show one, trust or revoke a workspace skill.
     Skill(crate::skill_command::SkillArgs),
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
@@ -170,6 +198,20 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
+}
+
+/// Options of the agent commands.
+#[derive(Debug, Args)]
+pub struct AgentFlags {
+    /// The config file (default search: $LODE_CONFIG, <root>/.lode/config.toml, the user config dir).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Start in this mode: ask (read-only), code, architect (plans, no edits).
+    #[arg(long, value_name = "MODE", value_parser = crate::agent_cli::parse_mode_flag)]
+    pub mode: Option<lode_agent::permission::Mode>,
+    /// Use this configured provider (its `name`) instead of the default.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 }
 
 /// Options of the query commands.
@@ -338,7 +380,23 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Chat { resume, agent } => {
+            crate::agent_cli::chat(crate::agent_cli::agent_args(&args, agent)?, resume)
+        }
+        Command::Run {
+            prompt,
+            json,
+            yes_to,
+            agent,
+        } => crate::agent_cli::run(
+            crate::agent_cli::agent_args(&args, agent)?,
+            prompt,
+            json,
+            yes_to,
+        ),
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
+        Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
+        Command::Config(config) => crate::config_command::run_config(&args, config),
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
@@ -366,7 +424,7 @@ pub fn scan_options(args: &WorkspaceArgs) -> ScanOptions {
     }
 }
 
-fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     let root = match explicit.or(args.root.as_deref()) {
         Some(path) => path.to_path_buf(),
         None => {

@@ -3,7 +3,10 @@
 //! It wires the library crates together and owns presentation (text, JSON Lines, progress bars,
 //! exit codes). It holds no indexing or search logic of its own.
 
+mod acp_command;
+mod agent_cli;
 mod commands;
+mod config_command;
 mod llm_script_command;
 mod lsp_command;
 mod output;

@@ -1,0 +1,546 @@
+//! The agent facade: the one door through which front ends (ACP, LSP code actions, `lode chat`,
+//! `lode run`) open sessions and run turns.
+//!
+//! An [`Agent`] owns the configuration, the configured models, the shared code index, the session
+//! store, the permission policy and the audit log of one workspace. It is cheap to clone and
+//! `Send + Sync`: one value serves every session of a process. Turns run in `crate::turn`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use lode_index::scan::ScanOptions;
+use lode_index::{RefreshMode, Workspace, WorkspaceOptions};
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::AuditLog;
+use crate::config::{Config, ConfigError, LoadedConfig};
+use crate::event::{AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent};
+use crate::host::SessionHost;
+use crate::llm::{ContentPart, ModelInfo, Provider, Role};
+use crate::mcp::McpServerConfig;
+use crate::permission::{Mode, PermissionPolicy, PermissionStore};
+use crate::store::{NewSession, SessionStore, StoreError, Visibility};
+use crate::tools::ToolRegistry;
+
+/// Why an agent operation failed. Tool failures are not errors: they go back to the model.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot open the code index: {0}")]
+    Index(#[from] lode_index::IndexError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Provider(String),
+    #[error("no session with id {0}")]
+    NoSuchSession(String),
+    #[error("session {0} is already running a turn; cancel it or wait")]
+    Busy(String),
+    #[error("unknown model {name:?}; configured: {available}")]
+    UnknownModel { name: String, available: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// How to open an agent.
+#[derive(Clone, Default)]
+pub struct AgentOptions {
+    /// `--config PATH` (see `Config::load` for the search order).
+    pub config_file: Option<PathBuf>,
+    /// Where the code index lives (default `<root>/.lode/index`).
+    pub index_dir: Option<PathBuf>,
+    pub scan: Option<ScanOptions>,
+    /// An index already open in this process (e.g. by the LSP server), shared instead of opened.
+    pub index: Option<Arc<Workspace>>,
+    /// Where sessions, permission decisions and the audit log live (default `<root>/.lode`).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// A session as front ends list it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub title: Option<String>,
+    pub cwd: PathBuf,
+    pub mode: Mode,
+    /// The configured provider name the session uses.
+    pub model: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One piece of what the user sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserInput {
+    Text(String),
+    Image {
+        mime_type: String,
+        data: String,
+    },
+    /// A link to a file or resource; `file://` links inside the workspace are read and included.
+    ResourceLink {
+        uri: String,
+        name: String,
+    },
+    /// Content the client embedded (an editor selection, an open buffer).
+    Resource {
+        uri: String,
+        text: Option<String>,
+        mime_type: Option<String>,
+    },
+}
+
+/// A command lode handles itself when a prompt starts with `/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlashCommand {
+    pub name: String,
+    pub description: String,
+    pub input_hint: Option<String>,
+}
+
+/// Everything one workspace's sessions share.
+pub(crate) struct Shared {
+    pub root: PathBuf,
+    pub config: Config,
+    pub config_files: Vec<PathBuf>,
+    pub providers: NamedProviders,
+    pub index: Arc<Workspace>,
+    /// Resolved once the first full refresh after opening has finished (or failed).
+    pub index_ready: OnceCell<()>,
+    pub store: Arc<SessionStore>,
+    pub policy: PermissionPolicy,
+    pub audit: AuditLog,
+    pub tools: ToolRegistry,
+    /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
+    pub running: Mutex<HashMap<String, CancellationToken>>,
+    /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
+    pub mcp_servers: Mutex<HashMap<String, Vec<McpServerConfig>>>,
+}
+
+/// The agent of one workspace. Clone it freely.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Agent {
+    /// Loads the configuration, opens (or shares) the code index and the stores, and starts
+    /// bringing the index up to date in the background.
+    pub fn open(root: &Path, options: AgentOptions) -> Result<Agent, AgentError> {
+        let root = std::fs::canonicalize(root)
+            .map_err(|error| AgentError::Other(format!("workspace {}: {error}", root.display())))?;
+        let loaded = Config::load(options.config_file.as_deref(), &root)?;
+        let providers = build_providers(&loaded)?;
+        let LoadedConfig { config, files, .. } = loaded;
+        let (index, needs_refresh) = match options.index {
+            Some(index) => (index, false),
+            None => {
+                let mut workspace_options = WorkspaceOptions::new(&root);
+                workspace_options.index_dir = options.index_dir.clone();
+                if let Some(scan) = options.scan.clone() {
+                    workspace_options.scan = scan;
+                }
+                (Arc::new(Workspace::open(workspace_options)?), true)
+            }
+        };
+        let data_dir = options.data_dir.unwrap_or_else(|| root.join(".lode"));
+        std::fs::create_dir_all(&data_dir).map_err(|error| {
+            AgentError::Other(format!("cannot create {}: {error}", data_dir.display()))
+        })?;
+        let database = data_dir.join("agent.sqlite");
+        let store = Arc::new(SessionStore::open(&database)?);
+        let permissions = Arc::new(
+            PermissionStore::open(&database)
+                .map_err(|error| AgentError::Other(error.to_string()))?,
+        );
+        let policy = PermissionPolicy::new(config.permissions.clone(), permissions.clone())
+            .map_err(|error| AgentError::Other(format!("[permissions]: {error}")))?
+            .with_roots(vec![root.clone()]);
+        let audit = AuditLog::new(data_dir.join("audit.jsonl"));
+        let shared = Arc::new(Shared {
+            root,
+            config_files: files,
+            config,
+            providers,
+            index,
+            index_ready: OnceCell::new(),
+            store,
+            policy,
+            audit,
+            tools: crate::tools::default_tools(),
+            running: Mutex::new(HashMap::new()),
+            mcp_servers: Mutex::new(HashMap::new()),
+        });
+        if !needs_refresh {
+            let _ = shared.index_ready.set(());
+        }
+        Ok(Agent { shared })
+    }
+
+    /// The canonical workspace root.
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// The shared code index.
+    pub fn index(&self) -> &Arc<Workspace> {
+        &self.shared.index
+    }
+
+    /// The configuration in effect.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The config files that were read, highest precedence first.
+    pub fn config_files(&self) -> &[PathBuf] {
+        &self.shared.config_files
+    }
+
+    /// The configured models, the default first.
+    pub fn models(&self) -> Vec<ModelInfo> {
+        self.shared
+            .providers
+            .iter()
+            .map(|(_, provider)| provider.info().clone())
+            .collect()
+    }
+
+    /// Makes sure the index has been brought up to date once since the agent opened. The first
+    /// turn waits for it; later turns don't (edits made by tools update the index directly).
+    pub(crate) async fn ensure_index_ready(&self) {
+        let shared = self.shared.clone();
+        self.shared
+            .index_ready
+            .get_or_init(|| async move {
+                let index = shared.index.clone();
+                let outcome = tokio::task::spawn_blocking(move || {
+                    index.refresh_with(RefreshMode::Quick, &|_| {})
+                })
+                .await;
+                match outcome {
+                    Ok(Ok(_)) => {}
+                    // Another process holds the writer lock: search the index as it stands.
+                    Ok(Err(lode_index::IndexError::Locked { .. })) => {}
+                    Ok(Err(error)) => eprintln!("lode: indexing failed: {error}"),
+                    Err(error) => eprintln!("lode: indexing stopped: {error}"),
+                }
+            })
+            .await;
+    }
+
+    fn default_model_name(&self) -> String {
+        self.shared
+            .providers
+            .first()
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn provider(&self, name: &str) -> Arc<dyn Provider> {
+        self.shared
+            .providers
+            .iter()
+            .find(|(candidate, _)| candidate == name)
+            .or_else(|| self.shared.providers.first())
+            .map(|(_, provider)| provider.clone())
+            // `build_providers` refuses an empty provider list, so there is always a first one.
+            .unwrap_or_else(|| unreachable!("an agent always has at least one provider"))
+    }
+
+    /// Starts a session in `cwd` (inside the workspace) with the configured default mode and model.
+    pub fn new_session(
+        &self,
+        cwd: PathBuf,
+        mcp_servers: Vec<McpServerConfig>,
+    ) -> Result<SessionInfo, AgentError> {
+        let record = self.shared.store.create_session(&NewSession {
+            cwd,
+            mode: mode_name(self.shared.config.agent.default_mode).to_owned(),
+            model: Some(self.default_model_name()),
+        })?;
+        if !mcp_servers.is_empty() {
+            crate::turn::remember_mcp_servers(&self.shared, &record.id, mcp_servers);
+        }
+        Ok(self.session_info(record))
+    }
+
+    fn session_info(&self, record: crate::store::SessionInfo) -> SessionInfo {
+        SessionInfo {
+            mode: parse_mode(&record.mode).unwrap_or(self.shared.config.agent.default_mode),
+            model: record.model.unwrap_or_else(|| self.default_model_name()),
+            id: record.id,
+            title: record.title,
+            cwd: record.cwd,
+            updated_at: record.updated_at,
+        }
+    }
+
+    /// Every stored session of this workspace, most recently used first.
+    pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, AgentError> {
+        Ok(self
+            .shared
+            .store
+            .list_sessions(None)?
+            .into_iter()
+            .map(|record| self.session_info(record))
+            .collect())
+    }
+
+    pub fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
+        let record = self
+            .shared
+            .store
+            .get_session(id)?
+            .ok_or_else(|| AgentError::NoSuchSession(id.to_owned()))?;
+        Ok(self.session_info(record))
+    }
+
+    /// The session and its user-visible history as events to replay: user messages, the
+    /// agent's text and thinking, and every tool call in its final state.
+    pub fn load_session(&self, id: &str) -> Result<(SessionInfo, Vec<AgentEvent>), AgentError> {
+        let info = self.session(id)?;
+        let history = self.shared.store.load_history(id)?;
+        let mut events = Vec::new();
+        for message in history
+            .messages
+            .iter()
+            .filter(|message| message.visibility.to_user())
+        {
+            for part in &message.content {
+                match (message.role, part) {
+                    (Role::User, ContentPart::Text { text }) => {
+                        events.push(AgentEvent::UserMessage { text: text.clone() })
+                    }
+                    (Role::Assistant, ContentPart::Text { text }) => {
+                        events.push(AgentEvent::TextDelta { text: text.clone() })
+                    }
+                    (Role::Assistant, ContentPart::Thinking { text, .. }) if !text.is_empty() => {
+                        events.push(AgentEvent::ThoughtDelta { text: text.clone() })
+                    }
+                    (Role::Assistant, ContentPart::ToolCall(call)) => {
+                        if let Some(stored) = history.tool_calls.get(&call.id) {
+                            let tool = self.shared.tools.get(&stored.tool);
+                            let (title, kind) = match &tool {
+                                Some(tool) => (
+                                    tool.present(&stored.raw_input, &self.replay_context())
+                                        .title,
+                                    tool.kind(),
+                                ),
+                                None => (stored.tool.clone(), crate::event::ToolKind::Other),
+                            };
+                            events.push(AgentEvent::ToolCallStarted(ToolCallStart {
+                                id: stored.id.clone(),
+                                tool: stored.tool.clone(),
+                                title,
+                                kind,
+                                locations: stored.locations.clone(),
+                                raw_input: stored.raw_input.clone(),
+                            }));
+                            let mut content = stored.display.clone();
+                            if content.is_empty()
+                                && let Some(output) = &stored.output
+                            {
+                                content.push(ToolContent::Text {
+                                    text: output.clone(),
+                                });
+                            }
+                            events.push(AgentEvent::ToolCallUpdated(ToolCallUpdate {
+                                id: stored.id.clone(),
+                                status: stored.status,
+                                title: None,
+                                content,
+                                locations: Vec::new(),
+                                raw_output: None,
+                            }));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok((info, events))
+    }
+
+    /// A context for presenting stored tool calls (no host, nothing runs).
+    fn replay_context(&self) -> crate::tools::ToolContext {
+        crate::turn::tool_context(
+            &self.shared,
+            Arc::new(crate::turn::SilentHost),
+            String::new(),
+            CancellationToken::new(),
+        )
+    }
+
+    /// Picks a stored session up again without replaying it.
+    pub fn resume_session(&self, id: &str) -> Result<SessionInfo, AgentError> {
+        self.session(id)
+    }
+
+    /// Ends a session's activity (a running turn is cancelled); it stays listed and loadable.
+    pub fn close_session(&self, id: &str) -> Result<(), AgentError> {
+        self.cancel(id);
+        self.shared
+            .store
+            .close_session(id)
+            .map_err(|error| match error {
+                StoreError::NoSuchSession(id) => AgentError::NoSuchSession(id),
+                other => other.into(),
+            })
+    }
+
+    /// Deletes a session and its history.
+    pub fn delete_session(&self, id: &str) -> Result<(), AgentError> {
+        self.cancel(id);
+        if self.shared.store.delete_session(id)? {
+            Ok(())
+        } else {
+            Err(AgentError::NoSuchSession(id.to_owned()))
+        }
+    }
+
+    /// Cancels the session's running turn, if any. The turn returns [`StopReason::Cancelled`].
+    pub fn cancel(&self, id: &str) {
+        let running = self
+            .shared
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(token) = running.get(id) {
+            token.cancel();
+        }
+    }
+
+    pub fn set_mode(&self, id: &str, mode: Mode) -> Result<(), AgentError> {
+        self.session(id)?;
+        self.shared.store.set_mode(id, mode_name(mode))?;
+        Ok(())
+    }
+
+    /// Switches the session to another configured provider (by its `name`).
+    pub fn set_model(&self, id: &str, provider_name: &str) -> Result<(), AgentError> {
+        self.session(id)?;
+        if !self
+            .shared
+            .providers
+            .iter()
+            .any(|(name, _)| name == provider_name)
+        {
+            return Err(AgentError::UnknownModel {
+                name: provider_name.to_owned(),
+                available: self
+                    .shared
+                    .providers
+                    .iter()
+                    .map(|(name, _)| name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        self.shared.store.set_model(id, Some(provider_name))?;
+        Ok(())
+    }
+
+    /// The commands lode answers itself (ACP `available_commands_update`, `/help`).
+    pub fn slash_commands(&self) -> Vec<SlashCommand> {
+        crate::slash::COMMANDS
+            .iter()
+            .map(|(name, description, hint)| SlashCommand {
+                name: (*name).to_owned(),
+                description: (*description).to_owned(),
+                input_hint: hint.map(str::to_owned),
+            })
+            .collect()
+    }
+
+    /// Runs one turn: the user's input, then model steps and tool calls until the model finishes,
+    /// a limit is hit or `cancel` fires. Every step is emitted through `host`.
+    pub async fn prompt(
+        &self,
+        id: &str,
+        input: Vec<UserInput>,
+        host: Arc<dyn SessionHost>,
+        cancel: CancellationToken,
+    ) -> Result<StopReason, AgentError> {
+        let info = self.session(id)?;
+        {
+            let mut running = self
+                .shared
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if running.contains_key(id) {
+                return Err(AgentError::Busy(id.to_owned()));
+            }
+            running.insert(id.to_owned(), cancel.clone());
+        }
+        let outcome = crate::turn::run_turn(self, &info, input, host.clone(), cancel).await;
+        self.shared
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+        let stop = outcome?;
+        host.emit(AgentEvent::TurnFinished { stop_reason: stop });
+        Ok(stop)
+    }
+
+    /// The user-visible messages of a session (for tests and front ends that show history).
+    pub fn visible_messages(&self, id: &str) -> Result<Vec<crate::llm::Message>, AgentError> {
+        Ok(self
+            .shared
+            .store
+            .load_history(id)?
+            .messages
+            .iter()
+            .filter(|message| {
+                message.visibility == Visibility::Both || message.visibility == Visibility::UserOnly
+            })
+            .map(|message| message.to_message())
+            .collect())
+    }
+}
+
+/// Configured providers by name, the default first.
+type NamedProviders = Vec<(String, Arc<dyn Provider>)>;
+
+fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> {
+    let config = &loaded.config;
+    let default = loaded.provider(None)?;
+    let mut providers = Vec::new();
+    let mut ordered: Vec<&crate::llm::ProviderConfig> = vec![default];
+    ordered.extend(
+        config
+            .llm
+            .providers
+            .iter()
+            .filter(|entry| entry.name != default.name),
+    );
+    for entry in ordered {
+        let provider = crate::llm::build_provider(entry)
+            .map_err(|error| AgentError::Provider(format!("provider {:?}: {error}", entry.name)))?;
+        providers.push((entry.name.clone(), provider));
+    }
+    Ok(providers)
+}
+
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Ask => "ask",
+        Mode::Code => "code",
+        Mode::Architect => "architect",
+    }
+}
+
+pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
+    match text.trim() {
+        "ask" => Some(Mode::Ask),
+        "code" => Some(Mode::Code),
+        "architect" => Some(Mode::Architect),
+        _ => None,
+    }
+}

@@ -1,0 +1,731 @@
+//! One turn of a session: the user's message, then model steps and tool calls until the model
+//! finishes, a limit is reached, or the turn is cancelled.
+//!
+//! Per step: assemble the context (compacting first when history nears its budget), stream the
+//! model's answer (retrying what a retry can fix), store it, then run each tool call through the
+//! permission policy, emitting every step as an event and storing every result.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentError, SessionInfo, Shared, UserInput};
+use crate::compaction;
+use crate::context::{
+    self, CodeContext, ContextBudget, ContextInput, Environment, PrecomputedCode, WorkspaceCode,
+};
+use crate::doom_loop::DoomLoopDetector;
+use crate::event::{
+    AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolStatus,
+};
+use crate::host::{PermissionAnswer, PermissionRequest, SessionHost};
+use crate::llm::{
+    ChatRequest, ContentPart, FinishReason, LlmError, Message, Provider, Role, ToolCall, ToolResult,
+};
+use crate::mcp::McpServerConfig;
+use crate::permission::{Decision, Mode};
+use crate::step::{StepResponse, collect_step};
+use crate::store::{ToolCallFinish, Visibility};
+use crate::tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput};
+
+/// Attempts per model step for errors a retry can fix (429, 5xx, timeouts, dropped streams).
+const STEP_ATTEMPTS: u32 = 4;
+/// First backoff; doubles per attempt, with jitter, capped by [`MAX_BACKOFF`].
+const BASE_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(20);
+/// A file attached by link is cut to this many characters.
+const MAX_ATTACHED_CHARS: usize = 30_000;
+/// A session title is the first user message, cut to this many characters.
+const TITLE_CHARS: usize = 60;
+
+/// A host that shows nothing and answers no; used where no front end is involved.
+pub(crate) struct SilentHost;
+
+impl SessionHost for SilentHost {
+    fn emit(&self, _event: AgentEvent) {}
+}
+
+pub(crate) fn tool_context(
+    shared: &Shared,
+    host: Arc<dyn SessionHost>,
+    call_id: String,
+    cancel: CancellationToken,
+) -> ToolContext {
+    ToolContext {
+        roots: vec![shared.root.clone()],
+        index: shared.index.clone(),
+        host,
+        call_id,
+        cancel,
+    }
+}
+
+pub(crate) fn remember_mcp_servers(
+    shared: &Shared,
+    session_id: &str,
+    servers: Vec<McpServerConfig>,
+) {
+    let mut sessions = shared.mcp_servers.lock().unwrap_or_else(|p| p.into_inner());
+    sessions.insert(session_id.to_owned(), servers);
+}
+
+/// Runs one turn. Errors are failures of lode itself (store, provider after retries); tool
+/// failures go back to the model.
+pub(crate) async fn run_turn(
+    agent: &Agent,
+    info: &SessionInfo,
+    input: Vec<UserInput>,
+    host: Arc<dyn SessionHost>,
+    cancel: CancellationToken,
+) -> Result<StopReason, AgentError> {
+    let shared = &agent.shared;
+    let provider = agent.provider(&info.model);
+    if let [UserInput::Text(text)] = input.as_slice()
+        && let Some((command, argument)) = crate::slash::parse(text)
+    {
+        return crate::turn_commands::run(agent, info, command, &argument, host.as_ref(), &cancel)
+            .await;
+    }
+    agent.ensure_index_ready().await;
+
+    let user_message = user_message(shared, input, provider.info().supports_images);
+    let first_text = user_message.text();
+    shared
+        .store
+        .append_message(&info.id, &user_message, Visibility::Both)?;
+    if info.title.is_none() && !first_text.trim().is_empty() {
+        let title = title_from(&first_text);
+        shared.store.set_title(&info.id, &title)?;
+        host.emit(AgentEvent::TitleChanged { title });
+    }
+
+    let mode = info.mode;
+    let specs = shared.tools.specs(mode);
+    let budget = ContextBudget::for_model(provider.info());
+    let turn_context = prepare_turn_context(shared, &info.id, budget).await?;
+
+    let mut doom = DoomLoopDetector::default();
+    let mut loop_warnings = 0;
+    let mut compacted_for_overflow = false;
+    let max_steps = shared.config.agent.max_tool_iterations.max(1);
+    for _ in 0..max_steps {
+        if cancel.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+        let request = build_request(
+            shared,
+            &info.id,
+            mode,
+            &specs,
+            &turn_context,
+            budget,
+            provider.as_ref(),
+            host.as_ref(),
+            &cancel,
+        )
+        .await?;
+        let response =
+            match step_with_retries(provider.as_ref(), &request, host.as_ref(), &cancel).await {
+                Ok(response) => response,
+                Err(LlmError::Cancelled) => return Ok(StopReason::Cancelled),
+                Err(LlmError::ContextLength { message }) if !compacted_for_overflow => {
+                    compacted_for_overflow = true;
+                    host.emit(AgentEvent::Notice {
+                        message: format!(
+                            "the model's context is full ({message}); compacting and retrying"
+                        ),
+                    });
+                    compact(shared, &info.id, provider.as_ref(), host.as_ref(), &cancel).await?;
+                    continue;
+                }
+                Err(error) => return Err(AgentError::Provider(error.to_string())),
+            };
+        if let Some(usage) = response.usage {
+            host.emit(AgentEvent::Usage {
+                used: usage.input_tokens + usage.output_tokens,
+                size: u64::from(provider.info().context_window),
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+            });
+        }
+        let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
+        if response.message.content.is_empty() {
+            // Nothing to store: an empty answer ends the turn as the model asked.
+            return Ok(stop_reason_for(response.finish));
+        }
+        let seq = shared
+            .store
+            .append_message(&info.id, &response.message, Visibility::Both)?;
+        if calls.is_empty() {
+            return Ok(stop_reason_for(response.finish));
+        }
+
+        let mut results = Vec::with_capacity(calls.len());
+        let mut looping = false;
+        for call in &calls {
+            let result = if cancel.is_cancelled() {
+                cancelled_result(call)
+            } else {
+                run_tool_call(shared, &info.id, seq, mode, call, host.clone(), &cancel).await
+            };
+            if !cancel.is_cancelled() && doom.record(&call.name, &call.arguments, &result.content) {
+                looping = true;
+            }
+            results.push(ContentPart::ToolResult(result));
+        }
+        if looping {
+            loop_warnings += 1;
+            results.push(ContentPart::Text {
+                text: "lode: the same tool call has now returned the same result three times. \
+                       Stop repeating it: change approach, or finish and explain what blocks you."
+                    .to_owned(),
+            });
+        }
+        shared.store.append_message(
+            &info.id,
+            &Message {
+                role: Role::User,
+                content: results,
+            },
+            Visibility::Both,
+        )?;
+        if cancel.is_cancelled() {
+            return Ok(StopReason::Cancelled);
+        }
+        if loop_warnings >= 2 {
+            host.emit(AgentEvent::Notice {
+                message: "stopped: the model kept repeating the same tool call".to_owned(),
+            });
+            return Ok(StopReason::MaxTurnRequests);
+        }
+        match response.finish {
+            FinishReason::Refusal => return Ok(StopReason::Refusal),
+            FinishReason::MaxTokens | FinishReason::ToolUse | FinishReason::EndTurn => {}
+        }
+    }
+    host.emit(AgentEvent::Notice {
+        message: format!(
+            "stopped after {max_steps} model requests in one turn ([agent] max_tool_iterations)"
+        ),
+    });
+    Ok(StopReason::MaxTurnRequests)
+}
+
+fn stop_reason_for(finish: FinishReason) -> StopReason {
+    match finish {
+        FinishReason::EndTurn | FinishReason::ToolUse => StopReason::EndTurn,
+        FinishReason::MaxTokens => StopReason::MaxTokens,
+        FinishReason::Refusal => StopReason::Refusal,
+    }
+}
+
+fn title_from(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// The user's input as one message. Links to files inside the workspace are read and attached;
+/// anything else is named, never fetched.
+fn user_message(shared: &Shared, input: Vec<UserInput>, supports_images: bool) -> Message {
+    let mut content = Vec::new();
+    for piece in input {
+        match piece {
+            UserInput::Text(text) => content.push(ContentPart::Text { text }),
+            UserInput::Image { mime_type, data } if supports_images => {
+                content.push(ContentPart::Image { mime_type, data })
+            }
+            UserInput::Image { mime_type, .. } => content.push(ContentPart::Text {
+                text: format!(
+                    "[an image ({mime_type}) was attached, but this model does not take images]"
+                ),
+            }),
+            UserInput::ResourceLink { uri, name } => content.push(ContentPart::Text {
+                text: attach_link(shared, &uri, &name),
+            }),
+            UserInput::Resource {
+                uri,
+                text: Some(text),
+                ..
+            } => content.push(ContentPart::Text {
+                text: format!(
+                    "<attached uri=\"{uri}\">\n{}\n</attached>",
+                    cap_chars(&text)
+                ),
+            }),
+            UserInput::Resource {
+                uri,
+                text: None,
+                mime_type,
+            } => content.push(ContentPart::Text {
+                text: format!(
+                    "[attached {uri} ({}) — binary content not shown]",
+                    mime_type.as_deref().unwrap_or("unknown type")
+                ),
+            }),
+        }
+    }
+    Message {
+        role: Role::User,
+        content,
+    }
+}
+
+fn cap_chars(text: &str) -> String {
+    if text.chars().count() <= MAX_ATTACHED_CHARS {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(MAX_ATTACHED_CHARS).collect();
+    format!("{head}\n[… cut at {MAX_ATTACHED_CHARS} characters]")
+}
+
+fn attach_link(shared: &Shared, uri: &str, name: &str) -> String {
+    let Some(path) = uri.strip_prefix("file://") else {
+        return format!("[linked resource {name}: {uri} (not fetched)]");
+    };
+    let roots = [shared.root.clone()];
+    match crate::tools::paths::resolve_path(&roots, &percent_decode(path)) {
+        Ok(resolved) => match std::fs::read(&resolved.absolute) {
+            Ok(bytes) => format!(
+                "<attached path=\"{}\">\n{}\n</attached>",
+                resolved.display(&roots),
+                cap_chars(&String::from_utf8_lossy(&bytes))
+            ),
+            Err(error) => format!("[linked file {name} could not be read: {error}]"),
+        },
+        Err(error) => format!("[linked file {name} not attached: {}]", error.message),
+    }
+}
+
+/// Decodes `%XX` escapes in a file URI path.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+        {
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What one turn computes once: environment, instruction files, repo map and retrieved code.
+struct TurnContext {
+    environment: Environment,
+    instructions: Vec<context::InstructionFile>,
+    code: PrecomputedCode,
+}
+
+async fn prepare_turn_context(
+    shared: &Shared,
+    session_id: &str,
+    budget: ContextBudget,
+) -> Result<TurnContext, AgentError> {
+    let history = shared.store.load_history(session_id)?.model_messages();
+    let root = shared.root.clone();
+    let index = shared.index.clone();
+    let shares = shared.config.agent.context.clone();
+    let max_instruction_bytes = shared.config.agent.instruction_file_max_bytes;
+    let prepared = tokio::task::spawn_blocking(move || {
+        let environment = Environment::detect(&root);
+        let mentions = context::extract_mentions(&root, &history);
+        let instructions =
+            context::find_instruction_files(&root, &mentions.files, max_instruction_bytes);
+        let input_budget = budget.context_window.saturating_sub(budget.reserved_output);
+        let share =
+            |fraction: f64, cap: usize| ((input_budget as f64 * fraction) as usize).min(cap);
+        let code = WorkspaceCode::new(index);
+        let repo_map = code
+            .repo_map(
+                &mentions.files,
+                &mentions.identifiers,
+                share(shares.repo_map_share, shares.repo_map_max_tokens),
+            )
+            .unwrap_or_default();
+        let chunks = context::latest_user_text(&history)
+            .map(|query| {
+                code.retrieve(
+                    &query,
+                    &HashSet::new(),
+                    share(shares.retrieval_share, shares.retrieval_max_tokens),
+                )
+                .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        TurnContext {
+            environment,
+            instructions,
+            code: PrecomputedCode { repo_map, chunks },
+        }
+    })
+    .await
+    .map_err(|error| AgentError::Other(format!("preparing the context failed: {error}")))?;
+    Ok(prepared)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn build_request(
+    shared: &Shared,
+    session_id: &str,
+    mode: Mode,
+    specs: &[crate::llm::ToolSpec],
+    turn: &TurnContext,
+    budget: ContextBudget,
+    provider: &dyn Provider,
+    host: &dyn SessionHost,
+    cancel: &CancellationToken,
+) -> Result<ChatRequest, AgentError> {
+    let assemble = |history: &[Message]| {
+        context::assemble(&ContextInput {
+            mode,
+            root: &shared.root,
+            history,
+            tools: specs,
+            environment: &turn.environment,
+            instructions: &turn.instructions,
+            memory: &[],
+            skills: &[],
+            code: &turn.code as &dyn CodeContext,
+            budget,
+            shares: &shared.config.agent.context,
+        })
+    };
+    let mut history = shared.store.load_history(session_id)?.model_messages();
+    let mut assembled = assemble(&history);
+    let threshold = shared.config.agent.compaction_threshold;
+    if assembled.history_pressure() >= threshold {
+        // Old tool output is the cheapest thing to let go of, and only for this request.
+        compaction::prune_tool_outputs(&mut history, shared.config.agent.keep_recent_tool_outputs);
+        assembled = assemble(&history);
+    }
+    if assembled.history_overflow() {
+        compact(shared, session_id, provider, host, cancel).await?;
+        let mut history = shared.store.load_history(session_id)?.model_messages();
+        compaction::prune_tool_outputs(&mut history, shared.config.agent.keep_recent_tool_outputs);
+        assembled = assemble(&history);
+    }
+    let max_tokens = Some(provider.info().max_output_tokens);
+    Ok(assembled.into_request(specs.to_vec(), max_tokens))
+}
+
+async fn compact(
+    shared: &Shared,
+    session_id: &str,
+    provider: &dyn Provider,
+    host: &dyn SessionHost,
+    cancel: &CancellationToken,
+) -> Result<(), AgentError> {
+    let outcome =
+        compaction::compact_session(&shared.store, session_id, provider, 1, cancel.child_token())
+            .await?;
+    let message = match outcome {
+        Some(outcome) => format!(
+            "compacted {} older messages ({} → {} tokens){}",
+            outcome.replaced_messages,
+            outcome.tokens_before,
+            outcome.tokens_after,
+            match &outcome.summary.source {
+                compaction::SummarySource::Model => String::new(),
+                compaction::SummarySource::Metadata { error } =>
+                    format!("; the summary call failed ({error}), kept a metadata summary"),
+            }
+        ),
+        None => "nothing old enough to compact".to_owned(),
+    };
+    host.emit(AgentEvent::Notice { message });
+    Ok(())
+}
+
+fn backoff(attempt: u32, hint: Option<Duration>) -> Duration {
+    if let Some(wait) = hint {
+        return wait.min(MAX_BACKOFF * 3);
+    }
+    let exponential = BASE_BACKOFF
+        .saturating_mul(1 << attempt.min(6))
+        .min(MAX_BACKOFF);
+    // Full jitter between half and all of the exponential delay.
+    let jitter = 0.5 + fastrand::f64() * 0.5;
+    exponential.mul_f64(jitter)
+}
+
+/// Streams one model response, retrying errors a retry can fix.
+async fn step_with_retries(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    host: &dyn SessionHost,
+    cancel: &CancellationToken,
+) -> Result<StepResponse, LlmError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let outcome = match provider.stream(request, cancel.clone()).await {
+            Ok(stream) => collect_step(stream, host, cancel)
+                .await
+                .map_err(|failure| (failure.error, failure.emitted_output)),
+            Err(error) => Err((error, false)),
+        };
+        let (error, emitted) = match outcome {
+            Ok(response) => return Ok(response),
+            Err(failure) => failure,
+        };
+        if cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        if !error.is_retryable() || attempt >= STEP_ATTEMPTS {
+            return Err(error);
+        }
+        let hint = match &error {
+            LlmError::RateLimited { retry_after } => *retry_after,
+            _ => None,
+        };
+        let wait = backoff(attempt, hint);
+        host.emit(AgentEvent::Notice {
+            message: format!(
+                "{error}; retrying in {:.1}s (attempt {} of {STEP_ATTEMPTS}){}",
+                wait.as_secs_f64(),
+                attempt + 1,
+                if emitted {
+                    " — the partial answer above is discarded"
+                } else {
+                    ""
+                }
+            ),
+        });
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(LlmError::Cancelled),
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+fn cancelled_result(call: &ToolCall) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        content: ToolError::new(
+            ToolErrorCategory::Cancelled,
+            "the user cancelled the turn",
+            false,
+        )
+        .to_model_text(),
+        is_error: true,
+    }
+}
+
+/// Runs one tool call: presentation, policy, permission, the tool, events, storage, audit.
+async fn run_tool_call(
+    shared: &Shared,
+    session_id: &str,
+    message_seq: u64,
+    mode: Mode,
+    call: &ToolCall,
+    host: Arc<dyn SessionHost>,
+    cancel: &CancellationToken,
+) -> ToolResult {
+    let context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
+    let Some(tool) = shared.tools.get(&call.name) else {
+        let error = ToolError::new(
+            ToolErrorCategory::InvalidArguments,
+            format!(
+                "there is no tool named {:?}; available tools: {}",
+                call.name,
+                shared
+                    .tools
+                    .specs(mode)
+                    .iter()
+                    .map(|spec| spec.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            true,
+        );
+        return ToolResult {
+            call_id: call.id.clone(),
+            content: error.to_model_text(),
+            is_error: true,
+        };
+    };
+    let presentation = tool.present(&call.arguments, &context);
+    let start = ToolCallStart {
+        id: call.id.clone(),
+        tool: call.name.clone(),
+        title: presentation.title.clone(),
+        kind: tool.kind(),
+        locations: presentation.locations.clone(),
+        raw_input: call.arguments.clone(),
+    };
+    host.emit(AgentEvent::ToolCallStarted(start.clone()));
+    if let Err(error) = shared
+        .store
+        .record_tool_call_start(session_id, message_seq, &start)
+    {
+        eprintln!("lode: could not record tool call {}: {error}", call.id);
+    }
+
+    let target = tool.permission_target(&call.arguments);
+    let decision = shared.policy.decide(&call.name, &target, mode);
+    let (allowed, decision_text) = match decision {
+        Decision::Allow => (Ok(()), "allow".to_owned()),
+        Decision::Deny { reason } => (Err(reason), "deny".to_owned()),
+        Decision::Ask { always_pattern } => {
+            let request = PermissionRequest {
+                tool_call_id: call.id.clone(),
+                tool: call.name.clone(),
+                title: presentation.title.clone(),
+                kind: tool.kind(),
+                raw_input: call.arguments.clone(),
+                always_pattern: always_pattern.clone(),
+            };
+            let answer = tokio::select! {
+                _ = cancel.cancelled() => PermissionAnswer::Cancelled,
+                answer = host.request_permission(request) => answer,
+            };
+            if let Err(error) = shared
+                .policy
+                .record_answer(&call.name, &always_pattern, answer)
+            {
+                host.emit(AgentEvent::Notice {
+                    message: format!("could not remember the permission decision: {error}"),
+                });
+            }
+            let text = format!(
+                "ask:{}",
+                serde_json::to_value(answer)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            );
+            if answer.allows() {
+                (Ok(()), text)
+            } else if answer == PermissionAnswer::Cancelled {
+                (
+                    Err("the turn was cancelled before permission was given".to_owned()),
+                    text,
+                )
+            } else {
+                (Err("the user declined this tool call".to_owned()), text)
+            }
+        }
+    };
+
+    let outcome: Result<ToolOutput, ToolError> = match allowed {
+        Err(reason) => Err(ToolError::new(
+            if cancel.is_cancelled() {
+                ToolErrorCategory::Cancelled
+            } else {
+                ToolErrorCategory::PermissionDenied
+            },
+            reason,
+            false,
+        )),
+        Ok(()) => {
+            host.emit(AgentEvent::ToolCallUpdated(ToolCallUpdate {
+                id: call.id.clone(),
+                status: ToolStatus::InProgress,
+                title: None,
+                content: Vec::new(),
+                locations: Vec::new(),
+                raw_output: None,
+            }));
+            tool.run(call.arguments.clone(), &context).await
+        }
+    };
+
+    let (result, update, finish) = match outcome {
+        Ok(output) => {
+            let display = if output.display.is_empty() {
+                vec![ToolContent::Text {
+                    text: output.model_text.clone(),
+                }]
+            } else {
+                output.display.clone()
+            };
+            (
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content: output.model_text.clone(),
+                    is_error: false,
+                },
+                ToolCallUpdate {
+                    id: call.id.clone(),
+                    status: ToolStatus::Completed,
+                    title: None,
+                    content: display.clone(),
+                    locations: output.locations.clone(),
+                    raw_output: output.raw_output.clone(),
+                },
+                ToolCallFinish {
+                    status: ToolStatus::Completed,
+                    output: output.model_text,
+                    display,
+                    locations: output.locations,
+                },
+            )
+        }
+        Err(error) => {
+            let text = error.to_model_text();
+            let display = vec![ToolContent::Text {
+                text: error.message.clone(),
+            }];
+            (
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content: text.clone(),
+                    is_error: true,
+                },
+                ToolCallUpdate {
+                    id: call.id.clone(),
+                    status: ToolStatus::Failed,
+                    title: None,
+                    content: display.clone(),
+                    locations: Vec::new(),
+                    raw_output: serde_json::to_value(&error).ok(),
+                },
+                ToolCallFinish {
+                    status: ToolStatus::Failed,
+                    output: text,
+                    display,
+                    locations: Vec::new(),
+                },
+            )
+        }
+    };
+    host.emit(AgentEvent::ToolCallUpdated(update.clone()));
+    if let Err(error) = shared
+        .store
+        .record_tool_call_finish(session_id, &call.id, &finish)
+    {
+        eprintln!(
+            "lode: could not record the result of tool call {}: {error}",
+            call.id
+        );
+    }
+    if let Err(error) = shared.audit.record(
+        session_id,
+        &call.name,
+        &call.arguments,
+        &decision_text,
+        &update,
+    ) {
+        eprintln!("lode: could not write the audit log: {error}");
+    }
+    result
+}

@@ -1,0 +1,360 @@
+//! The agent end to end: a real `Agent` on a copy of a fixture repository, a real code index,
+//! real tools and a real SQLite session store, talking over HTTP to the scripted LLM server
+//! (`lode-llm-script`, serving `fixtures/llm/*.json`). The host below is the real
+//! `SessionHost` trait implemented by the test, standing in for an editor.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
+use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
+use lode_agent::llm::{ContentPart, Role};
+use lode_agent::{Agent, AgentOptions, UserInput};
+use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
+use tokio_util::sync::CancellationToken;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A copy of the calculator fixture with a config pointing at `server`.
+fn workspace(server: &ScriptedServerHandle) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo_root().join("fixtures/agent/calculator"), dir.path());
+    std::fs::create_dir_all(dir.path().join(".lode")).unwrap();
+    std::fs::write(
+        dir.path().join(".lode/config.toml"),
+        format!(
+            r#"[[llm.providers]]
+name = "scripted"
+kind = "openai"
+base_url = "{}"
+model = "scripted-model"
+context_window = 32000
+max_tokens = 2000
+"#,
+            server.openai_base_url()
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn script(name: &str) -> Script {
+    Script::load(&repo_root().join("fixtures/llm").join(name)).unwrap()
+}
+
+/// Records every event and answers permission questions with a fixed answer.
+struct TestHost {
+    events: Mutex<Vec<AgentEvent>>,
+    permission_requests: Mutex<Vec<PermissionRequest>>,
+    answer: PermissionAnswer,
+}
+
+impl TestHost {
+    fn answering(answer: PermissionAnswer) -> Arc<TestHost> {
+        Arc::new(TestHost {
+            events: Mutex::new(Vec::new()),
+            permission_requests: Mutex::new(Vec::new()),
+            answer,
+        })
+    }
+
+    fn events(&self) -> Vec<AgentEvent> {
+        self.events.lock().unwrap().clone()
+    }
+
+    fn text(&self) -> String {
+        self.events()
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::TextDelta { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .concat()
+    }
+
+    fn finished_tools(&self) -> Vec<(String, ToolStatus)> {
+        let events = self.events();
+        let names: std::collections::HashMap<String, String> = events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::ToolCallStarted(start) => Some((start.id.clone(), start.tool.clone())),
+                _ => None,
+            })
+            .collect();
+        events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::ToolCallUpdated(update)
+                    if matches!(update.status, ToolStatus::Completed | ToolStatus::Failed) =>
+                {
+                    Some((names[&update.id].clone(), update.status))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionHost for TestHost {
+    fn emit(&self, event: AgentEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
+        self.permission_requests.lock().unwrap().push(request);
+        self.answer
+    }
+}
+
+fn text(prompt: &str) -> Vec<UserInput> {
+    vec![UserInput::Text(prompt.to_owned())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_turn_session_searches_reads_edits_tests_and_finishes() {
+    let server = ScriptedServer::start(script("agent_fix_test.json"))
+        .await
+        .unwrap();
+    let dir = workspace(&server);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::AllowOnce);
+
+    let stop = agent
+        .prompt(
+            &session.id,
+            text("Please fix the failing test."),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn, "events: {:#?}", host.events());
+
+    // The file on disk was fixed and the tests ran green.
+    let source = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    assert!(source.contains("left + right") && !source.contains("left - right"));
+    assert_eq!(
+        host.finished_tools(),
+        vec![
+            ("search_code".to_owned(), ToolStatus::Completed),
+            ("read_file".to_owned(), ToolStatus::Completed),
+            ("edit_file".to_owned(), ToolStatus::Completed),
+            ("run_command".to_owned(), ToolStatus::Completed),
+        ]
+    );
+    assert!(
+        host.text()
+            .ends_with("Fixed: `add` now adds, and the tests pass."),
+        "{}",
+        host.text()
+    );
+    // Only the edit needed asking: searches and reads are allowed, `cargo test` is allowlisted.
+    let asked: Vec<String> = host
+        .permission_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.tool.clone())
+        .collect();
+    assert_eq!(asked, vec!["edit_file".to_owned()]);
+    // The edit was shown as a diff.
+    assert!(host.events().iter().any(|event| matches!(event,
+        AgentEvent::ToolCallUpdated(update) if update.content.iter().any(|c| matches!(c,
+            ToolContent::Diff { new_text, .. } if new_text.contains("left + right"))))));
+    // Thinking, a title and usage were reported.
+    let events = host.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ThoughtDelta { .. }))
+    );
+    assert!(events.iter().any(|e| matches!(e, AgentEvent::TitleChanged { title } if title == "Please fix the failing test.")));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::Usage { size: 32000, .. }))
+    );
+    assert!(matches!(
+        events.last(),
+        Some(AgentEvent::TurnFinished {
+            stop_reason: StopReason::EndTurn
+        })
+    ));
+
+    // The index saw the edit: a search finds the new text.
+    let hits = agent
+        .index()
+        .search(&lode_index::SearchRequest::new("left + right"))
+        .unwrap();
+    assert!(
+        hits.iter()
+            .any(|hit| hit.path == "src/lib.rs" && hit.snippet.contains("left + right"))
+    );
+
+    // A second exchange in the same session sends the whole conversation.
+    let host = TestHost::answering(PermissionAnswer::RejectOnce);
+    let stop = agent
+        .prompt(
+            &session.id,
+            text("thanks!"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(host.text(), "You're welcome.");
+    let last_request = server.requests().last().unwrap().body.clone();
+    let sent = last_request["messages"].to_string();
+    assert!(sent.contains("Please fix the failing test.") && sent.contains("left + right"));
+    let unused = server.unused_turns();
+    assert!(
+        unused.len() == 1 && unused[0].contains("denied"),
+        "{unused:?}"
+    );
+
+    // The session reloads from SQLite in a new agent (as after a restart), history intact.
+    drop(agent);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let sessions = agent.list_sessions().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(
+        sessions[0].title.as_deref(),
+        Some("Please fix the failing test.")
+    );
+    let (_, replay) = agent.load_session(&session.id).unwrap();
+    let users: Vec<_> = replay
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::UserMessage { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        vec![
+            "Please fix the failing test.".to_owned(),
+            "thanks!".to_owned()
+        ]
+    );
+    let replayed_tools: Vec<_> = replay
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCallUpdated(update) => Some(update.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replayed_tools, vec![ToolStatus::Completed; 4]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_edit_is_not_made_and_the_model_is_told() {
+    let server = ScriptedServer::start(script("agent_fix_test.json"))
+        .await
+        .unwrap();
+    let dir = workspace(&server);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::RejectOnce);
+
+    let stop = agent
+        .prompt(
+            &session.id,
+            text("Please fix the failing test."),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    let source = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    assert!(
+        source.contains("left - right"),
+        "the file must be untouched"
+    );
+    assert_eq!(
+        host.finished_tools().last(),
+        Some(&("edit_file".to_owned(), ToolStatus::Failed))
+    );
+    assert!(
+        host.text()
+            .ends_with("I was not allowed to edit src/lib.rs, so the bug remains.")
+    );
+    // The model got a structured error block, not a stack trace.
+    let history = agent.visible_messages(&session.id).unwrap();
+    let denial = history
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| m.content.iter())
+        .find_map(|part| match part {
+            ContentPart::ToolResult(result) if result.is_error => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        denial.contains("category=\"permission_denied\""),
+        "{denial}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_commands_are_answered_by_lode_without_the_model() {
+    let server = ScriptedServer::start(script("agent_fix_test.json"))
+        .await
+        .unwrap();
+    let dir = workspace(&server);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::RejectOnce);
+    agent
+        .prompt(
+            &session.id,
+            text("/mode ask"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        agent.session(&session.id).unwrap().mode,
+        lode_agent::permission::Mode::Ask
+    );
+    agent
+        .prompt(
+            &session.id,
+            text("/search add two numbers"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert!(host.text().contains("src/lib.rs"), "{}", host.text());
+    assert!(
+        server.requests().is_empty(),
+        "slash commands never reach the model"
+    );
+}

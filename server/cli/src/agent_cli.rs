@@ -1,0 +1,381 @@
+//! The terminal front ends of the agent: `lode chat` (a REPL) and `lode run` (one prompt,
+//! non-interactive). Both are thin: they turn agent events into terminal output and answer
+//! permission questions, and leave everything else to `lode_agent::Agent`.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
+use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
+use lode_agent::permission::Mode;
+use lode_agent::{Agent, UserInput};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Exit code of `lode run` when the turn ended for another reason than finishing its answer.
+pub const EXIT_TURN_INCOMPLETE: u8 = 4;
+
+/// How `lode run` answers permission questions nobody can be asked.
+struct RunPolicy {
+    /// `--yes-to` patterns, matched against the pattern an "always" answer would use and the title.
+    allowed: GlobSet,
+}
+
+/// What is shown and how permission is answered.
+enum Interaction {
+    /// `lode run`: deny unless `--yes-to` allows.
+    Batch(RunPolicy),
+    /// `lode chat`: ask on the terminal, reading answers from the shared stdin line channel.
+    Interactive(Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>),
+}
+
+/// Renders agent events on the terminal.
+struct TerminalHost {
+    json: bool,
+    interaction: Interaction,
+    /// Whether the last thing written to stdout ended a line (tool cards go on their own line).
+    at_line_start: Mutex<bool>,
+}
+
+impl TerminalHost {
+    fn finish_line(&self) {
+        let mut at_start = self.at_line_start.lock().unwrap_or_else(|p| p.into_inner());
+        if !*at_start {
+            println!();
+            *at_start = true;
+        }
+    }
+
+    fn render(&self, event: &AgentEvent) {
+        match event {
+            AgentEvent::TextDelta { text } => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                *self.at_line_start.lock().unwrap_or_else(|p| p.into_inner()) =
+                    text.ends_with('\n');
+            }
+            AgentEvent::ThoughtDelta { text } => {
+                eprint!("\x1b[2m{text}\x1b[0m");
+            }
+            AgentEvent::ToolCallStarted(start) => {
+                self.finish_line();
+                eprintln!("● {}", start.title);
+            }
+            AgentEvent::ToolCallUpdated(update) => match update.status {
+                ToolStatus::Completed => {
+                    for content in &update.content {
+                        if let ToolContent::Diff {
+                            path,
+                            old_text,
+                            new_text,
+                        } = content
+                        {
+                            let (added, removed) = line_changes(old_text.as_deref(), new_text);
+                            eprintln!("  ⎿ {} (+{added} −{removed})", path.display());
+                        }
+                    }
+                }
+                ToolStatus::Failed => {
+                    let message = update
+                        .content
+                        .iter()
+                        .find_map(|content| match content {
+                            ToolContent::Text { text } => Some(first_line(text)),
+                            _ => None,
+                        })
+                        .unwrap_or("failed");
+                    eprintln!("  ⎿ ✗ {message}");
+                }
+                ToolStatus::Pending | ToolStatus::InProgress => {}
+            },
+            AgentEvent::Plan { entries } => {
+                self.finish_line();
+                eprintln!("plan:");
+                for entry in entries {
+                    let mark = match entry.status {
+                        lode_agent::event::PlanStatus::Completed => "☒",
+                        lode_agent::event::PlanStatus::InProgress => "◐",
+                        lode_agent::event::PlanStatus::Pending => "☐",
+                    };
+                    eprintln!("  {mark} {}", entry.content);
+                }
+            }
+            AgentEvent::Notice { message } => {
+                self.finish_line();
+                eprintln!("lode: {message}");
+            }
+            AgentEvent::UserMessage { text } => {
+                self.finish_line();
+                println!("> {text}");
+            }
+            AgentEvent::Usage { .. } | AgentEvent::TitleChanged { .. } => {}
+            AgentEvent::TurnFinished { .. } => self.finish_line(),
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines()
+        .find(|line| !line.trim().is_empty() && !line.starts_with('<'))
+        .unwrap_or(text)
+}
+
+fn line_changes(old: Option<&str>, new: &str) -> (usize, usize) {
+    let diff = similar::TextDiff::from_lines(old.unwrap_or(""), new);
+    let mut added = 0;
+    let mut removed = 0;
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    (added, removed)
+}
+
+#[async_trait::async_trait]
+impl SessionHost for TerminalHost {
+    fn emit(&self, event: AgentEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(&event) {
+                println!("{line}");
+            }
+        } else {
+            self.render(&event);
+        }
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
+        match &self.interaction {
+            Interaction::Batch(policy) => {
+                if policy.allowed.is_match(&request.always_pattern)
+                    || policy.allowed.is_match(&request.title)
+                {
+                    return PermissionAnswer::AllowOnce;
+                }
+                if !self.json {
+                    eprintln!(
+                        "lode: denied {} (not allowed by policy; rerun with --yes-to '{}' to allow)",
+                        request.title, request.always_pattern
+                    );
+                }
+                PermissionAnswer::RejectOnce
+            }
+            Interaction::Interactive(lines) => {
+                self.finish_line();
+                eprint!(
+                    "Allow {}? [y]es / [n]o / [a]lways / ne[v]er: ",
+                    request.title
+                );
+                let _ = std::io::stderr().flush();
+                let answer = lines.lock().await.recv().await;
+                match answer.as_deref().map(str::trim) {
+                    Some("y" | "yes") => PermissionAnswer::AllowOnce,
+                    Some("a" | "always") => PermissionAnswer::AllowAlways,
+                    Some("v" | "never") => PermissionAnswer::RejectAlways,
+                    _ => PermissionAnswer::RejectOnce,
+                }
+            }
+        }
+    }
+}
+
+/// Options shared by `lode chat` and `lode run`.
+pub struct AgentArgs {
+    pub root: PathBuf,
+    pub options: lode_agent::AgentOptions,
+    pub mode: Option<Mode>,
+    pub model: Option<String>,
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn start_session(agent: &Agent, args: &AgentArgs) -> anyhow::Result<String> {
+    let session = agent.new_session(args.root.clone(), Vec::new())?;
+    if let Some(mode) = args.mode {
+        agent.set_mode(&session.id, mode)?;
+    }
+    if let Some(model) = &args.model {
+        agent.set_model(&session.id, model)?;
+    }
+    Ok(session.id)
+}
+
+/// `lode run PROMPT`: one turn, no questions asked. Exit 0 when the model finished its answer.
+pub fn run(
+    args: AgentArgs,
+    prompt: String,
+    json: bool,
+    yes_to: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let mut allowed = GlobSetBuilder::new();
+    for pattern in &yes_to {
+        allowed
+            .add(Glob::new(pattern).with_context(|| format!("bad --yes-to pattern {pattern:?}"))?);
+    }
+    let host = Arc::new(TerminalHost {
+        json,
+        interaction: Interaction::Batch(RunPolicy {
+            allowed: allowed.build()?,
+        }),
+        at_line_start: Mutex::new(true),
+    });
+    let runtime = runtime()?;
+    runtime.block_on(async move {
+        let agent = Agent::open(&args.root, args.options.clone())?;
+        let session = start_session(&agent, &args)?;
+        let cancel = CancellationToken::new();
+        let on_interrupt = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
+        let stop = agent
+            .prompt(
+                &session,
+                vec![UserInput::Text(prompt)],
+                host.clone(),
+                cancel,
+            )
+            .await?;
+        host.finish_line();
+        if !json && stop != StopReason::EndTurn {
+            eprintln!("lode: the turn ended: {}", stop_reason_text(stop));
+        }
+        Ok(if stop == StopReason::EndTurn {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(EXIT_TURN_INCOMPLETE)
+        })
+    })
+}
+
+fn stop_reason_text(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::EndTurn => "finished",
+        StopReason::MaxTokens => "the model hit its output limit",
+        StopReason::MaxTurnRequests => "the tool-iteration limit was reached",
+        StopReason::Refusal => "the model refused",
+        StopReason::Cancelled => "cancelled",
+    }
+}
+
+/// `lode chat`: a REPL. Lines starting with `/` are lode's commands; Ctrl-C cancels a running turn.
+pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode> {
+    let runtime = runtime()?;
+    runtime.block_on(async move {
+        let agent = Agent::open(&args.root, args.options.clone())?;
+        let (line_sender, line_receiver) = mpsc::unbounded_channel::<String>();
+        // Blocking stdin reads live on their own thread; lines reach the REPL and permission
+        // prompts through one channel, so both read from the same place in order.
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if line_sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let lines = Arc::new(tokio::sync::Mutex::new(line_receiver));
+        let host = Arc::new(TerminalHost {
+            json: false,
+            interaction: Interaction::Interactive(lines.clone()),
+            at_line_start: Mutex::new(true),
+        });
+        let mut session = match resume {
+            Some(id) => {
+                let (info, history) = agent.load_session(&id)?;
+                for event in history {
+                    host.emit(event);
+                }
+                host.finish_line();
+                info.id
+            }
+            None => start_session(&agent, &args)?,
+        };
+        let interactive = std::io::stdin().is_terminal();
+        if interactive {
+            eprintln!("lode chat: session {session}. /help for commands, Ctrl-D to leave.");
+        }
+        loop {
+            if interactive {
+                eprint!("› ");
+                let _ = std::io::stderr().flush();
+            }
+            let Some(line) = lines.lock().await.recv().await else {
+                break;
+            };
+            let line = line.trim().to_owned();
+            if line.is_empty() {
+                continue;
+            }
+            if line == "/quit" || line == "/exit" {
+                break;
+            }
+            if line == "/clear" {
+                session = start_session(&agent, &args)?;
+                eprintln!("lode: new session {session}");
+                continue;
+            }
+            let cancel = CancellationToken::new();
+            let on_interrupt = cancel.clone();
+            let watcher = tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_interrupt.cancel();
+                }
+            });
+            let outcome = agent
+                .prompt(&session, vec![UserInput::Text(line)], host.clone(), cancel)
+                .await;
+            watcher.abort();
+            host.finish_line();
+            match outcome {
+                Ok(StopReason::EndTurn) => {}
+                Ok(stop) => eprintln!("lode: the turn ended: {}", stop_reason_text(stop)),
+                Err(error) => eprintln!("lode: {error}"),
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Parses `--mode`.
+pub fn parse_mode_flag(text: &str) -> Result<Mode, String> {
+    match text {
+        "ask" => Ok(Mode::Ask),
+        "code" => Ok(Mode::Code),
+        "architect" => Ok(Mode::Architect),
+        other => Err(format!("unknown mode {other:?}: ask, code or architect")),
+    }
+}
+
+/// The agent options from the global workspace flags and the agent flags.
+pub fn agent_args(
+    workspace: &crate::commands::WorkspaceArgs,
+    flags: crate::commands::AgentFlags,
+) -> anyhow::Result<AgentArgs> {
+    let root = crate::commands::resolve_root(workspace, None)?;
+    Ok(AgentArgs {
+        options: lode_agent::AgentOptions {
+            config_file: flags.config,
+            index_dir: workspace.index_dir.clone(),
+            scan: Some(crate::commands::scan_options(workspace)),
+            index: None,
+            data_dir: None,
+        },
+        root,
+        mode: flags.mode,
+        model: flags.model,
+    })
+}
