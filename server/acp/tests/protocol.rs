@@ -617,3 +617,100 @@ async fn without_terminal_or_fs_capabilities_the_agent_gets_neither() {
         "no client fs offered: {response}"
     );
 }
+
+/// Valid frames to mutate: every method lode serves, some notifications and a stray response.
+fn fuzz_templates(session: &str) -> Vec<String> {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/work/project", "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "stream"}]}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "ask"}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "session/set_config_option", "params": {"sessionId": session, "configId": "model", "value": "cloud"}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "session/list", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "session/load", "params": {"sessionId": session, "cwd": "/work/project", "mcpServers": []}}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "session/resume", "params": {"sessionId": session, "cwd": "/work/project"}}),
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        json!({"jsonrpc": "2.0", "id": 9, "result": {"outcome": {"outcome": "cancelled"}}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect()
+}
+
+/// One mutation of `frame`: truncated, a byte replaced, a value retyped, or doubled.
+fn mutate(rng: &mut fastrand::Rng, frame: &str) -> String {
+    let bytes = frame.as_bytes();
+    match rng.u8(0..5) {
+        0 => String::from_utf8_lossy(&bytes[..rng.usize(0..bytes.len())]).into_owned(),
+        1 => {
+            let mut bytes = bytes.to_vec();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(0..bytes.len());
+                bytes[at] = b"{}[]\":,0\"x \\"[rng.usize(0..12)];
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        2 => frame.replacen("\"session", "\"sessoin", 1),
+        3 => {
+            let mut value: Value = serde_json::from_str(frame).unwrap();
+            let junk = [
+                json!(null),
+                json!(7),
+                json!("x"),
+                json!([]),
+                json!({"a": 1}),
+                json!(true),
+            ];
+            if let Some(object) = value.get_mut("params").and_then(Value::as_object_mut) {
+                let keys: Vec<String> = object.keys().cloned().collect();
+                if !keys.is_empty() {
+                    let key = &keys[rng.usize(0..keys.len())];
+                    object.insert(key.clone(), junk[rng.usize(0..junk.len())].clone());
+                }
+            } else {
+                value["params"] = junk[rng.usize(0..junk.len())].clone();
+            }
+            value.to_string()
+        }
+        _ => format!("{frame}{frame}"),
+    }
+}
+
+#[tokio::test]
+async fn thousands_of_mutated_frames_never_stop_the_connection() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    let templates = fuzz_templates(&session);
+    let mut rng = fastrand::Rng::with_seed(0x10de);
+    for round in 0..2000 {
+        let template = &templates[rng.usize(0..templates.len())];
+        let frame = mutate(&mut rng, template);
+        wire.send_raw(&frame).await;
+        // A request lode does not know, sent after every frame: its answer proves the
+        // connection is still serving, and every line before it must be JSON-RPC.
+        let sentinel = format!("sentinel-{round}");
+        wire.send(json!({"jsonrpc": "2.0", "id": sentinel, "method": "lode/ping", "params": {}}))
+            .await;
+        loop {
+            let message = wire.next().await;
+            assert_eq!(message["jsonrpc"], "2.0", "after {frame:?}: {message}");
+            if message["id"] == json!(sentinel) && message.get("method").is_none() {
+                assert_eq!(message["error"]["code"], -32601, "{message}");
+                break;
+            }
+            // Permission questions cannot come from these frames; anything else is an answer or
+            // an update, and a request from lode would be a bug.
+            assert!(
+                message.get("method").is_none() || message.get("id").is_none(),
+                "lode asked something after {frame:?}: {message}"
+            );
+        }
+    }
+    // Still a working agent after all that.
+    let session = wire.new_session().await;
+    assert_eq!(
+        wire.prompt(&session, "stream").await["result"]["stopReason"],
+        "end_turn"
+    );
+}
