@@ -356,10 +356,7 @@ impl WriterThread {
         let index_dir = self.workspace.index_dir();
         let root = self.workspace.root();
         let relevant = paths.iter().any(|path| {
-            !path.starts_with(index_dir)
-                && !path.starts_with(root.join(".lode"))
-                && !path.starts_with(root.join(".git"))
-                && !lock(&self.overlays).contains_key(path)
+            may_affect_index(path, root, index_dir) && !lock(&self.overlays).contains_key(path)
         });
         if !relevant {
             return;
@@ -416,6 +413,23 @@ impl WriterThread {
     }
 }
 
+/// Whether a change on disk at `path` can change what the index holds: a file lode indexes,
+/// an ignore file, or something without an extension (a directory, perhaps deleted). Build
+/// output (`.o`, `.rlib`, `.pyc`, ...) and lode's own and git's directories cannot.
+fn may_affect_index(path: &Path, root: &Path, index_dir: &Path) -> bool {
+    if path.starts_with(index_dir)
+        || path.starts_with(root.join(".lode"))
+        || path.starts_with(root.join(".git"))
+    {
+        return false;
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name == ".gitignore"
+        || name == ".ignore"
+        || path.extension().is_none()
+        || lode_index::Language::from_path(path).is_some()
+}
+
 /// Runs a write, waiting for another lode process that holds the writer lock (bounded).
 fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T, IndexError> {
     let mut attempts = 0;
@@ -427,5 +441,46 @@ fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T
             }
             other => return other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changes_that_can_reach_the_index_count() {
+        let root = Path::new("/repo");
+        let index = Path::new("/repo/.lode/index");
+        assert!(may_affect_index(
+            Path::new("/repo/src/main.rs"),
+            root,
+            index
+        ));
+        assert!(may_affect_index(
+            Path::new("/repo/src/new_dir"),
+            root,
+            index
+        ));
+        assert!(may_affect_index(
+            Path::new("/repo/sub/.gitignore"),
+            root,
+            index
+        ));
+        assert!(!may_affect_index(
+            Path::new("/repo/target/debug/deps/x.rlib"),
+            root,
+            index
+        ));
+        assert!(!may_affect_index(
+            Path::new("/repo/.lode/index/catalog.sqlite"),
+            root,
+            index
+        ));
+        assert!(!may_affect_index(
+            Path::new("/repo/.git/index"),
+            root,
+            index
+        ));
     }
 }
