@@ -13,15 +13,26 @@ use support::write;
 #[test]
 fn neovim_finds_symbols_definitions_and_unsaved_text() {
     if Command::new("nvim").arg("--version").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "nvim is missing: run scripts/install-test-tools.sh");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nvim is missing: run scripts/install-test-tools.sh"
+        );
         eprintln!("skipping: nvim is not installed (run scripts/install-test-tools.sh)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir(root.join(".git")).unwrap();
-    write(&root, "src/store.rs", "pub struct Store;\n\npub fn helper() -> u32 {\n    1\n}\n");
-    write(&root, "src/other.rs", "pub fn helper() -> u32 {\n    2\n}\n");
+    write(
+        &root,
+        "src/store.rs",
+        "pub struct Store;\n\npub fn helper() -> u32 {\n    1\n}\n",
+    );
+    write(
+        &root,
+        "src/other.rs",
+        "pub fn helper() -> u32 {\n    2\n}\n",
+    );
     write(
         &root,
         "src/main.rs",
@@ -31,7 +42,10 @@ fn neovim_finds_symbols_definitions_and_unsaved_text() {
     let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut child = Command::new("nvim")
         .args(["--headless", "--clean", "-c", "filetype on", "-c"])
-        .arg(format!("luafile {}", repository.join("tests/lsp_neovim.lua").display()))
+        .arg(format!(
+            "luafile {}",
+            repository.join("tests/lsp_neovim.lua").display()
+        ))
         .current_dir(&root)
         .env("LODE_TEST_ROOT", &root)
         .env("LODE_TEST_OUT", &out)
@@ -59,8 +73,20 @@ fn neovim_finds_symbols_definitions_and_unsaved_text() {
     assert!(status.success(), "nvim failed: {result}");
     let result: serde_json::Value = serde_json::from_str(&result).expect("the script wrote JSON");
     // The struct, then the module `store` declared in main.rs (a case-insensitive match).
-    assert_eq!(result["symbols"], serde_json::json!(["Store@store.rs", "store@main.rs"]), "{result}");
+    assert_eq!(
+        result["symbols"],
+        serde_json::json!(["Store@store.rs", "store@main.rs"]),
+        "{result}"
+    );
     // Imported store.rs before other.rs.
-    assert_eq!(result["definitions"], serde_json::json!(["store.rs:2", "other.rs:0"]), "{result}");
-    assert_eq!(result["unsaved"], serde_json::json!(["typed_in_neovim@main.rs"]), "{result}");
+    assert_eq!(
+        result["definitions"],
+        serde_json::json!(["store.rs:2", "other.rs:0"]),
+        "{result}"
+    );
+    assert_eq!(
+        result["unsaved"],
+        serde_json::json!(["typed_in_neovim@main.rs"]),
+        "{result}"
+    );
 }
