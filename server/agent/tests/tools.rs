@@ -750,10 +750,11 @@ async fn paths_are_confined_to_the_workspace() {
     assert!(inside.model_text.contains("SessionStore"));
     assert_eq!(inside.locations[0].path, fx.root.join("src/store.rs"));
 
-    let resolved = resolve_path(&[fx.root.clone()], "src/./../src/lib.rs").unwrap();
+    let roots = vec![fx.root.clone()];
+    let resolved = resolve_path(&roots, "src/./../src/lib.rs").unwrap();
     assert_eq!(resolved.absolute, fx.root.join("src/lib.rs"));
-    assert_eq!(resolved.display(&[fx.root.clone()]), "src/lib.rs");
-    let missing = resolve_path(&[fx.root.clone()], "src/new/file.rs").unwrap();
+    assert_eq!(resolved.display(&roots), "src/lib.rs");
+    let missing = resolve_path(&roots, "src/new/file.rs").unwrap();
     assert!(!missing.exists);
     assert_eq!(missing.absolute, fx.root.join("src/new/file.rs"));
 
@@ -980,7 +981,7 @@ async fn update_plan_emits_the_plan() {
         .await
         .unwrap();
     assert!(out.model_text.contains("1 of 3"));
-    let events = host.events.lock().unwrap();
+    let events = host.events.lock().unwrap().clone();
     match &events[..] {
         [AgentEvent::Plan { entries }] => {
             assert_eq!(entries.len(), 3);
