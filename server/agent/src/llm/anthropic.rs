@@ -150,13 +150,13 @@ pub(crate) fn encode_request(
 
 /// One message, or `None` when nothing in it can be sent (the API refuses empty content).
 /// Tool results lead a user message, as the API requires; thinking without a signature cannot
-/// be sent back and is dropped; empty text blocks are refused by the API and skipped.
+/// be sent back and is dropped; blank text blocks are refused by the API and skipped.
 fn encode_message(message: &Message) -> Option<Value> {
     let mut results = Vec::new();
     let mut blocks = Vec::new();
     for part in &message.content {
         match part {
-            ContentPart::Text { text } if !text.is_empty() => {
+            ContentPart::Text { text } if !text.trim().is_empty() => {
                 blocks.push(json!({"type": "text", "text": text}));
             }
             ContentPart::Text { .. } => {}
@@ -182,11 +182,11 @@ fn encode_message(message: &Message) -> Option<Value> {
                 );
             }
             ContentPart::ToolResult(result) => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": result.call_id,
-                    "content": result.content,
-                });
+                let mut block = json!({"type": "tool_result", "tool_use_id": result.call_id});
+                // The API refuses empty text; a result without content is said by leaving it out.
+                if !result.content.trim().is_empty() {
+                    block["content"] = json!(result.content);
+                }
                 if result.is_error {
                     block["is_error"] = json!(true);
                 }
@@ -539,6 +539,14 @@ mod tests {
                             content: "no such file".to_string(),
                             is_error: true,
                         }),
+                        ContentPart::ToolResult(ToolResult {
+                            call_id: "toolu_2".to_string(),
+                            content: String::new(),
+                            is_error: false,
+                        }),
+                        ContentPart::Text {
+                            text: " \n".to_string(),
+                        },
                     ],
                 },
                 Message {
@@ -574,6 +582,7 @@ mod tests {
                     ]},
                     {"role": "user", "content": [
                         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "no such file", "is_error": true},
+                        {"type": "tool_result", "tool_use_id": "toolu_2"},
                         {"type": "text", "text": "and?", "cache_control": {"type": "ephemeral"}},
                     ]},
                 ],
