@@ -5,7 +5,7 @@
 #[path = "../../../fixtures/mcp/handler.rs"]
 mod handler;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,30 +24,42 @@ impl SessionHost for SilentHost {
     fn emit(&self, _event: AgentEvent) {}
 }
 
-/// The fixture server binary, building it when this test was run without the examples.
+/// The fixture server binary. `cargo test` builds examples, but `cargo test --test mcp` does
+/// not, so a missing or outdated binary is built here (once per test process).
 fn fixture_server() -> PathBuf {
-    // target/debug/deps/mcp-<hash> → target/debug/examples/mcp_fixture_server
-    let exe = std::env::current_exe().expect("test binary path");
-    let debug_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    let server = debug_dir.join("examples").join("mcp_fixture_server");
-    if !server.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = std::process::Command::new(cargo)
-            .args([
-                "build",
-                "-p",
-                "lode-agent",
-                "--example",
-                "mcp_fixture_server",
-            ])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building the MCP fixture server failed");
-    }
-    server
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // target/debug/deps/mcp-<hash> → target/debug/examples/mcp_fixture_server
+            let exe = std::env::current_exe().expect("test binary path");
+            let debug_dir = exe
+                .parent()
+                .and_then(|deps| deps.parent())
+                .expect("target dir");
+            let server = debug_dir.join("examples").join("mcp_fixture_server");
+            let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/mcp");
+            let newest_source = std::fs::read_dir(&sources)
+                .expect("fixtures/mcp")
+                .filter_map(|entry| entry.ok()?.metadata().ok()?.modified().ok())
+                .max();
+            let built = std::fs::metadata(&server).and_then(|m| m.modified()).ok();
+            if built.is_none() || built < newest_source {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+                let status = std::process::Command::new(cargo)
+                    .args([
+                        "build",
+                        "-p",
+                        "lode-agent",
+                        "--example",
+                        "mcp_fixture_server",
+                    ])
+                    .status()
+                    .expect("run cargo build");
+                assert!(status.success(), "building the MCP fixture server failed");
+            }
+            server
+        })
+        .clone()
 }
 
 fn stdio_server(name: &str, args: &[&str]) -> McpServerConfig {
@@ -359,4 +371,66 @@ fn exposed_names_are_sanitised_and_bounded() {
     assert_eq!(long.len(), 64);
     let other = exposed_tool_name("server", &format!("{}u", "t".repeat(99)));
     assert_ne!(long, other, "cut names keep a hash of the full name");
+}
+
+#[tokio::test]
+async fn servers_that_speak_garbage_or_never_answer_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut hang = stdio_server("hangs", &["--hang"]);
+    // Short so the test stays quick; the default is 30 s.
+    hang.startup_timeout = Some(Duration::from_secs(2));
+    let servers = vec![stdio_server("garbage", &["--garbage"]), hang];
+    let (manager, failures) = McpManager::connect_all(&servers, Some(dir.path())).await;
+    assert!(manager.servers().is_empty());
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    let hang = failures.iter().find(|f| f.server == "hangs").unwrap();
+    assert!(
+        hang.message.contains("no answer within"),
+        "{}",
+        hang.message
+    );
+    let garbage = failures.iter().find(|f| f.server == "garbage").unwrap();
+    assert!(
+        garbage.message.contains("handshake failed"),
+        "{}",
+        garbage.message
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_dies_mid_session_fails_calls_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, failures) =
+        McpManager::connect_all(&[stdio_server("fragile", &[])], Some(dir.path())).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let tools = manager.tools();
+    let context = context(dir.path());
+    let crash = tool_named(&tools, "mcp__fragile__crash");
+    assert!(crash.run(json!({}), &context).await.is_err());
+    let echo = tool_named(&tools, "mcp__fragile__echo");
+    let error = echo
+        .run(json!({"text": "still there?"}), &context)
+        .await
+        .unwrap_err();
+    assert_eq!(error.category, ToolErrorCategory::Failed);
+    assert!(
+        error.message.contains("MCP server fragile"),
+        "{}",
+        error.message
+    );
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_returns_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, _) =
+        McpManager::connect_all(&[stdio_server("slowpoke", &[])], Some(dir.path())).await;
+    let tools = manager.tools();
+    let context = context(dir.path());
+    context.cancel.cancel();
+    let echo = tool_named(&tools, "mcp__slowpoke__echo");
+    let error = echo.run(json!({"text": "x"}), &context).await.unwrap_err();
+    assert_eq!(error.category, ToolErrorCategory::Cancelled);
+    manager.shutdown().await;
 }
