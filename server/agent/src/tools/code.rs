@@ -14,12 +14,19 @@ use super::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPres
 use crate::event::{Location, ToolKind};
 use crate::llm::ToolSpec;
 
-/// The one place the agent's code search calls the index, so the ranking behind `search_code`
-/// can be switched (to the hybrid lexical + semantic search) without touching the tool.
+/// The one place the agent's code search calls the index: hybrid (lexical + semantic + symbol
+/// names) when the workspace has vectors, lexical BM25 otherwise or when the vectors cannot
+/// answer (embedder changed, not built yet).
 pub fn run_code_search(
     index: &lode_index::Workspace,
     request: &lode_index::SearchRequest,
 ) -> Result<Vec<lode_index::SearchHit>, lode_index::IndexError> {
+    if index.has_vectors() {
+        match index.search_hybrid(request) {
+            Err(lode_index::IndexError::NoVectors(_)) => {}
+            other => return other,
+        }
+    }
     index.search(request)
 }
 
