@@ -274,7 +274,10 @@ async fn cancel_stops_the_turn_and_an_open_permission_question() {
         wire.response(prompt).await["result"]["stopReason"],
         "cancelled"
     );
-    assert_eq!(*backend.answers.lock().unwrap(), ["cancelled"]);
+    assert_eq!(
+        *backend.answers.lock().unwrap(),
+        ["wait cancelled", "cancelled"]
+    );
 }
 
 #[tokio::test]
@@ -713,4 +716,32 @@ async fn thousands_of_mutated_frames_never_stop_the_connection() {
         wire.prompt(&session, "stream").await["result"]["stopReason"],
         "end_turn"
     );
+}
+
+#[tokio::test]
+async fn a_client_that_vanishes_mid_turn_leaves_nothing_running() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    wire.start_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "wait"}]}),
+    )
+    .await;
+    loop {
+        if wire.next().await["params"]["update"]["content"]["text"] == "waiting" {
+            break;
+        }
+    }
+    drop(wire);
+    // The turn only ends when its token fires; nobody else is left to fire it.
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        while backend.answers.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the turn kept running after the client left");
+    assert_eq!(*backend.answers.lock().unwrap(), ["wait cancelled"]);
 }

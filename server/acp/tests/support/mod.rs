@@ -188,6 +188,7 @@ impl AgentBackend for ScriptedBackend {
                     text: "waiting".into(),
                 });
                 cancel.cancelled().await;
+                self.answers.lock().unwrap().push("wait cancelled".into());
                 Ok(StopReason::Cancelled)
             }
             "terminal" => {
