@@ -3,7 +3,9 @@
 //! Fusion is weighted reciprocal rank fusion: a chunk at rank `r` (1-based) of a list adds
 //! `weight / (k + r)`. The query's shape sets the weights: an identifier (`parse_config`,
 //! `HashMap::new`) leans on BM25 and symbol names, a sentence (`read the config from disk`)
-//! gives the semantic list more say. The weights were tuned on `bench/retrieval.py`.
+//! gives the semantic list more say. The weights were tuned on `bench/retrieval.py`: on its
+//! sentence queries, semantic weights 0.25-0.4 and k = 20 did best (k = 60: 0.332 MRR@10,
+//! k = 20: 0.335, lexical alone 0.309); heavier semantic weights lose (0.5: 0.317).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -61,22 +63,25 @@ pub enum QueryShape {
     NaturalLanguage,
 }
 
+/// Whether a whitespace-separated word of a query looks like code: `snake_case`, `camelCase`,
+/// `a::b`, `a.b`, `a/b`, `f(`.
+fn identifier_like(word: &str) -> bool {
+    let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    trimmed.contains('_')
+        || trimmed.contains("::")
+        || trimmed.contains('.')
+        || trimmed.contains('/')
+        || trimmed.contains('(')
+        || trimmed
+            .char_indices()
+            .skip(1)
+            .any(|(_, c)| c.is_uppercase())
+            && trimmed.chars().any(|c| c.is_lowercase())
+}
+
 /// Classifies a query by its words.
 pub fn query_shape(query: &str) -> QueryShape {
     let words: Vec<&str> = query.split_whitespace().collect();
-    let identifier_like = |word: &str| {
-        let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
-        trimmed.contains('_')
-            || trimmed.contains("::")
-            || trimmed.contains('.')
-            || trimmed.contains('/')
-            || trimmed.contains('(')
-            || trimmed
-                .char_indices()
-                .skip(1)
-                .any(|(_, c)| c.is_uppercase())
-                && trimmed.chars().any(|c| c.is_lowercase())
-    };
     let identifiers = words.iter().filter(|w| identifier_like(w)).count();
     match words.len() {
         0 => QueryShape::Mixed,
@@ -102,21 +107,21 @@ impl FusionWeights {
         match shape {
             QueryShape::Identifier => FusionWeights {
                 lexical: 1.0,
-                semantic: 0.2,
+                semantic: 0.15,
                 symbols: 1.0,
-                k: 60.0,
+                k: 20.0,
             },
             QueryShape::Mixed => FusionWeights {
                 lexical: 1.0,
-                semantic: 0.35,
+                semantic: 0.3,
                 symbols: 0.5,
-                k: 60.0,
+                k: 20.0,
             },
             QueryShape::NaturalLanguage => FusionWeights {
                 lexical: 1.0,
                 semantic: 0.3,
                 symbols: 0.3,
-                k: 60.0,
+                k: 20.0,
             },
         }
     }
@@ -216,20 +221,32 @@ impl Workspace {
             .collect())
     }
 
-    /// Chunks holding definitions whose names match the query's identifier-like words
-    /// (exactly, ignoring case, or by prefix), best matches first.
+    /// Chunks holding definitions named by the query: its identifier-like words (matched
+    /// exactly, ignoring case or by prefix) or, for a one-word query, that word (matched
+    /// exactly or ignoring case). Plain English words of a sentence are not looked up: they
+    /// match names like `new` or `get` everywhere and only add noise.
     fn symbol_ranked(&self, request: &SearchRequest) -> Result<Vec<(i64, f32)>, IndexError> {
         let matcher = request.path_glob.as_deref().map(path_matcher).transpose()?;
         let language = request.language.map(|l| l.name());
         let mut ranked: Vec<(i64, f32)> = Vec::new();
-        let names = request
-            .query
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .filter(|word| word.len() >= 3)
+        let words: Vec<&str> = request.query.split_whitespace().collect();
+        let lookups = words
+            .iter()
+            .filter(|word| words.len() == 1 || identifier_like(word))
+            .flat_map(|word| {
+                let loosest = if identifier_like(word) {
+                    NameMatch::Prefix
+                } else {
+                    NameMatch::ExactIgnoringCase
+                };
+                word.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .filter(|name| name.len() >= 3)
+                    .map(move |name| (name, loosest))
+            })
             .take(4);
-        for name in names {
+        for (name, loosest) in lookups {
             for hit in self.symbols(name, 10)? {
-                if hit.name_match > NameMatch::Prefix
+                if hit.name_match > loosest
                     || language.is_some_and(|l| l != hit.language)
                     || matcher.as_ref().is_some_and(|m| !m.is_match(&hit.path))
                 {

@@ -97,12 +97,26 @@ fn refresh_embeds_every_chunk_and_semantic_search_finds_by_meaning() {
         .search_with_mode(&only_python, SearchMode::Semantic)
         .unwrap();
     assert!(hits.iter().all(|h| h.language == "python"), "{hits:?}");
-    let mut only_src = SearchRequest::new("mix pixel colour");
+    let mixed = SearchRequest::new("colour channels pixel and the server greeting");
+    let everywhere = workspace
+        .search_with_mode(&mixed, SearchMode::Hybrid)
+        .unwrap();
+    assert!(everywhere.iter().any(|h| h.path == "py/colors.py"));
+    let mut only_src = mixed.clone();
     only_src.path_glob = Some("src/**".into());
     let hits = workspace
         .search_with_mode(&only_src, SearchMode::Hybrid)
         .unwrap();
     assert!(!hits.is_empty() && hits.iter().all(|h| h.path.starts_with("src/")));
+    // Nothing in src/ is about colours: below the relevance floor, no hit at all.
+    let mut unrelated = SearchRequest::new("mix pixel colour");
+    unrelated.path_glob = Some("src/**".into());
+    assert!(
+        workspace
+            .search_with_mode(&unrelated, SearchMode::Semantic)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
