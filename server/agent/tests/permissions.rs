@@ -160,6 +160,8 @@ fn harmless_lookalikes_are_not_denied() {
         "curl https://example.com -o page.html",
         "echo hi > /dev/null",
         "ls /dev/sda",
+        "cat > notes.md <<EOF\nRun sudo make install, then reboot.\nEOF",
+        "cat <<-'END' > setup.txt\n\trm -rf / is what we never do\n\tEND\necho done",
     ] {
         let decision = policy.decide("run_command", &command(line), Mode::Code);
         assert!(
@@ -167,6 +169,23 @@ fn harmless_lookalikes_are_not_denied() {
             "{line:?} should not be denied: {decision:?}"
         );
     }
+}
+
+#[test]
+fn commands_after_a_here_document_are_still_judged() {
+    let policy = policy();
+    let line = "cat > a.txt <<EOF\nplain text\nEOF\nsudo rm x";
+    assert!(is_deny(&policy.decide(
+        "run_command",
+        &command(line),
+        Mode::Code
+    )));
+    let unterminated = "cat <<EOF\nsudo rm x";
+    assert!(is_ask(&policy.decide(
+        "run_command",
+        &command(unterminated),
+        Mode::Code
+    )));
 }
 
 #[test]

@@ -509,6 +509,10 @@ struct Lexer {
     word: Option<Word>,
     /// The next word is the target of a redirect: `Some(true)` for a write.
     pending_redirect: Option<bool>,
+    /// The next word is a here-document delimiter (`true`: `<<-`, leading tabs stripped).
+    pending_heredoc: Option<bool>,
+    /// Here-documents whose bodies start after the current line: (delimiter, strip tabs).
+    heredocs: Vec<(String, bool)>,
 }
 
 impl Lexer {
@@ -524,6 +528,8 @@ impl Lexer {
             joiner: Joiner::Sequence,
             word: None,
             pending_redirect: None,
+            pending_heredoc: None,
+            heredocs: Vec::new(),
         }
     }
 
@@ -556,7 +562,11 @@ impl Lexer {
                     self.writes_to.push(word.text);
                 }
             }
-            Some(false) => {}
+            Some(false) => {
+                if let Some(strip_tabs) = self.pending_heredoc.take() {
+                    self.heredocs.push((word.text, strip_tabs));
+                }
+            }
             None => {
                 // Brace groups are just grouping.
                 if !word.quoted && (word.text == "{" || word.text == "}" || word.text == "!") {
@@ -593,6 +603,34 @@ impl Lexer {
             });
         }
         self.joiner = next;
+    }
+
+    /// Skips the bodies of the here-documents opened on the line just ended: they are the
+    /// commands' input, not commands (the line already forces a question).
+    fn skip_heredoc_bodies(&mut self) {
+        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
+            loop {
+                if self.position >= self.chars.len() {
+                    return;
+                }
+                let mut line = String::new();
+                while let Some(c) = self.peek(0) {
+                    self.position += 1;
+                    if c == '\n' {
+                        break;
+                    }
+                    line.push(c);
+                }
+                let line = if strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
+                if line.trim_end_matches('\r') == delimiter {
+                    break;
+                }
+            }
+        }
     }
 
     /// Reads a balanced `(...)` body starting after the opening parenthesis; returns the inner
@@ -722,7 +760,10 @@ impl Lexer {
             self.position += 1;
             match c {
                 ' ' | '\r' => self.finish_word(),
-                '\n' => self.finish_segment(Joiner::Sequence),
+                '\n' => {
+                    self.finish_segment(Joiner::Sequence);
+                    self.skip_heredoc_bodies();
+                }
                 '\\' => {
                     match self.peek(0) {
                         Some('\n') => {}
@@ -877,6 +918,11 @@ impl Lexer {
                                     self.position += 1;
                                 } else {
                                     self.ask("uses a here-document");
+                                    let strip_tabs = self.peek(0) == Some('-');
+                                    if strip_tabs {
+                                        self.position += 1;
+                                    }
+                                    self.pending_heredoc = Some(strip_tabs);
                                 }
                             }
                             Some('&') => {
