@@ -59,6 +59,8 @@ pub struct AgentOptions {
     pub index: Option<Arc<Workspace>>,
     /// Where sessions, permission decisions and the audit log live (default `<root>/.lode`).
     pub data_dir: Option<PathBuf>,
+    /// Compiler diagnostics fed back to the model after edits (see `crate::diagnostics`).
+    pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
 }
 
 /// A session as front ends list it.
@@ -115,8 +117,12 @@ pub(crate) struct Shared {
     pub policy: PermissionPolicy,
     pub audit: AuditLog,
     pub tools: ToolRegistry,
+    /// Where edits' diagnostics come from, when configured.
+    pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
     /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
     pub running: Mutex<HashMap<String, CancellationToken>>,
+    /// Skills, long-term memory and MCP servers.
+    pub extensions: crate::extensions::Extensions,
     /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
     pub mcp_servers: Mutex<HashMap<String, Vec<McpServerConfig>>>,
 }
@@ -161,6 +167,7 @@ impl Agent {
             .map_err(|error| AgentError::Other(format!("[permissions]: {error}")))?
             .with_roots(vec![root.clone()]);
         let audit = AuditLog::new(data_dir.join("audit.jsonl"));
+        let extensions = crate::extensions::Extensions::open(&root, &config);
         let shared = Arc::new(Shared {
             root,
             config_files: files,
@@ -171,9 +178,11 @@ impl Agent {
             store,
             policy,
             audit,
-            tools: crate::tools::default_tools(),
+            tools: tools_with_diagnostics(options.diagnostics.clone()),
+            diagnostics: options.diagnostics,
             running: Mutex::new(HashMap::new()),
             mcp_servers: Mutex::new(HashMap::new()),
+            extensions,
         });
         if !needs_refresh {
             let _ = shared.index_ready.set(());
@@ -390,12 +399,39 @@ impl Agent {
             .map_err(|error| match error {
                 StoreError::NoSuchSession(id) => AgentError::NoSuchSession(id),
                 other => other.into(),
-            })
+            })?;
+        // A session that did something leaves a summary for later sessions to recall.
+        let history = self.shared.store.load_history(id)?;
+        let messages = history.model_messages();
+        if messages
+            .iter()
+            .any(|message| message.role == Role::Assistant)
+        {
+            let title = history.session.title.clone().unwrap_or_default();
+            let summary = format!(
+                "Session \"{title}\" ({}):\n{}",
+                history.session.updated_at.format("%Y-%m-%d"),
+                crate::compaction::metadata_summary(&messages)
+            );
+            self.shared.extensions.save_session_summary(id, &summary);
+        }
+        self.end_extensions(id);
+        Ok(())
+    }
+
+    /// Disconnects the session's MCP servers in the background.
+    fn end_extensions(&self, id: &str) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let shared = self.shared.clone();
+            let id = id.to_owned();
+            runtime.spawn(async move { shared.extensions.end_session(&id).await });
+        }
     }
 
     /// Deletes a session and its history.
     pub fn delete_session(&self, id: &str) -> Result<(), AgentError> {
         self.cancel(id);
+        self.end_extensions(id);
         if self.shared.store.delete_session(id)? {
             Ok(())
         } else {
@@ -522,7 +558,7 @@ fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> 
     );
     for entry in ordered {
         let provider = crate::llm::build_provider(entry)
-            .map_err(|error| AgentError::Provider(format!("provider {:?}: {error}", entry.name)))?;
+            .map_err(|error| AgentError::Provider(error.to_string()))?;
         providers.push((entry.name.clone(), provider));
     }
     Ok(providers)
@@ -543,4 +579,17 @@ pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
         "architect" => Some(Mode::Architect),
         _ => None,
     }
+}
+
+/// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files.
+fn tools_with_diagnostics(
+    source: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+) -> ToolRegistry {
+    let mut tools = crate::tools::default_tools();
+    if let Some(source) = source {
+        tools.register(Arc::new(crate::diagnostics::SourceDiagnosticsTool::new(
+            source,
+        )));
+    }
+    tools
 }

@@ -102,11 +102,24 @@ pub(crate) async fn run_turn(
     }
 
     let mode = info.mode;
-    let specs = shared.tools.specs(mode);
     let budget = ContextBudget::for_model(provider.info());
-    let turn_context = prepare_turn_context(shared, &info.id, budget).await?;
+    let mut turn_context = prepare_turn_context(shared, &info.id, budget).await?;
+    attach_extensions(
+        shared,
+        &info.id,
+        &first_text,
+        budget,
+        &mut turn_context,
+        host.as_ref(),
+    )
+    .await;
+    let specs = turn_context.tools.specs(mode);
 
     let mut doom = DoomLoopDetector::default();
+    let mut edit_diagnostics = shared
+        .diagnostics
+        .clone()
+        .map(|source| crate::diagnostics::TurnDiagnostics::new(source, shared.root.clone()));
     let mut loop_warnings = 0;
     let mut compacted_for_overflow = false;
     let max_steps = shared.config.agent.max_tool_iterations.max(1);
@@ -159,17 +172,51 @@ pub(crate) async fn run_turn(
             .store
             .append_message(&info.id, &response.message, Visibility::Both)?;
         if calls.is_empty() {
+            if let Some(tracker) = edit_diagnostics.as_mut()
+                && !cancel.is_cancelled()
+                && let Some(note) = tracker.before_turn_ends().await
+            {
+                host.emit(AgentEvent::Notice {
+                    message: note.clone(),
+                });
+                shared.store.append_message(
+                    &info.id,
+                    &Message {
+                        role: Role::User,
+                        content: vec![ContentPart::Text { text: note }],
+                    },
+                    Visibility::Both,
+                )?;
+                continue;
+            }
             return Ok(stop_reason_for(response.finish));
         }
 
         let mut results = Vec::with_capacity(calls.len());
         let mut looping = false;
         for call in &calls {
-            let result = if cancel.is_cancelled() {
+            let pending_edit = match edit_diagnostics.as_mut() {
+                Some(tracker) if !cancel.is_cancelled() => tracker.before_call(call).await,
+                _ => None,
+            };
+            let mut result = if cancel.is_cancelled() {
                 cancelled_result(call)
             } else {
-                run_tool_call(shared, &info.id, seq, mode, call, host.clone(), &cancel).await
+                run_tool_call(
+                    shared,
+                    &turn_context,
+                    &info.id,
+                    seq,
+                    mode,
+                    call,
+                    host.clone(),
+                    &cancel,
+                )
+                .await
             };
+            if let (Some(tracker), Some(pending)) = (edit_diagnostics.as_mut(), pending_edit) {
+                tracker.after_call(pending, &mut result).await;
+            }
             if !cancel.is_cancelled() && doom.record(&call.name, &call.arguments, &result.content) {
                 looping = true;
             }
@@ -333,6 +380,48 @@ struct TurnContext {
     environment: Environment,
     instructions: Vec<context::InstructionFile>,
     code: PrecomputedCode,
+    /// The session's tools: built-in, skills, memory, MCP.
+    tools: crate::tools::ToolRegistry,
+    skills: Vec<String>,
+    memory: Vec<String>,
+    granted_tools: Vec<String>,
+}
+
+/// Adds the session's extension tools and this turn's skills and memories.
+async fn attach_extensions(
+    shared: &Shared,
+    session_id: &str,
+    user_text: &str,
+    budget: ContextBudget,
+    turn: &mut TurnContext,
+    host: &dyn SessionHost,
+) {
+    let client_servers = shared
+        .mcp_servers
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(session_id)
+        .cloned()
+        .unwrap_or_default();
+    let mut notices = Vec::new();
+    turn.tools = shared
+        .extensions
+        .session_tools(&shared.tools, session_id, client_servers, &mut notices)
+        .await;
+    let shares = &shared.config.agent.context;
+    let input_budget = budget.context_window.saturating_sub(budget.reserved_output);
+    let memory_tokens =
+        ((input_budget as f64 * shares.memory_share) as usize).min(shares.memory_max_tokens);
+    let extras = shared
+        .extensions
+        .turn_extras(user_text, memory_tokens)
+        .await;
+    turn.skills = extras.skills;
+    turn.memory = extras.memory;
+    turn.granted_tools = extras.granted_tools;
+    for message in notices.into_iter().chain(extras.notices) {
+        host.emit(AgentEvent::Notice { message });
+    }
 }
 
 async fn prepare_turn_context(
@@ -375,6 +464,10 @@ async fn prepare_turn_context(
             environment,
             instructions,
             code: PrecomputedCode { repo_map, chunks },
+            tools: crate::tools::ToolRegistry::default(),
+            skills: Vec::new(),
+            memory: Vec::new(),
+            granted_tools: Vec::new(),
         }
     })
     .await
@@ -402,8 +495,8 @@ async fn build_request(
             tools: specs,
             environment: &turn.environment,
             instructions: &turn.instructions,
-            memory: &[],
-            skills: &[],
+            memory: &turn.memory,
+            skills: &turn.skills,
             code: &turn.code as &dyn CodeContext,
             budget,
             shares: &shared.config.agent.context,
@@ -531,8 +624,10 @@ fn cancelled_result(call: &ToolCall) -> ToolResult {
 }
 
 /// Runs one tool call: presentation, policy, permission, the tool, events, storage, audit.
+#[allow(clippy::too_many_arguments)]
 async fn run_tool_call(
     shared: &Shared,
+    turn: &TurnContext,
     session_id: &str,
     message_seq: u64,
     mode: Mode,
@@ -541,14 +636,13 @@ async fn run_tool_call(
     cancel: &CancellationToken,
 ) -> ToolResult {
     let context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
-    let Some(tool) = shared.tools.get(&call.name) else {
+    let Some(tool) = turn.tools.get(&call.name) else {
         let error = ToolError::new(
             ToolErrorCategory::InvalidArguments,
             format!(
                 "there is no tool named {:?}; available tools: {}",
                 call.name,
-                shared
-                    .tools
+                turn.tools
                     .specs(mode)
                     .iter()
                     .map(|spec| spec.name.as_str())
@@ -584,6 +678,10 @@ async fn run_tool_call(
     let decision = shared.policy.decide(&call.name, &target, mode);
     let (allowed, decision_text) = match decision {
         Decision::Allow => (Ok(()), "allow".to_owned()),
+        // A trusted skill selected for this turn pre-approved the tool (`allowed-tools`).
+        Decision::Ask { .. } if turn.granted_tools.iter().any(|name| name == &call.name) => {
+            (Ok(()), "allow:skill".to_owned())
+        }
         Decision::Deny { reason } => (Err(reason), "deny".to_owned()),
         Decision::Ask { always_pattern } => {
             let request = PermissionRequest {

@@ -45,8 +45,12 @@ base_url = "{}"
 model = "scripted-model"
 context_window = 32000
 max_tokens = 2000
+
+[memory]
+path = "{}"
 "#,
-            server.openai_base_url()
+            server.openai_base_url(),
+            dir.path().join(".lode/test-memory.sqlite").display()
         ),
     )
     .unwrap();
@@ -356,5 +360,64 @@ async fn slash_commands_are_answered_by_lode_without_the_model() {
     assert!(
         server.requests().is_empty(),
         "slash commands never reach the model"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
+    let server = ScriptedServer::start(script("agent_fix_test.json"))
+        .await
+        .unwrap();
+    let dir = workspace(&server);
+    // A workspace skill: untrusted until `lode skill trust`, so shown only as quoted text.
+    let skill_dir = dir.path().join(".lode/skills/calculator-bugs");
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    std::fs::write(
+        skill_dir.join("SKILL.md"),
+        "---\nname: calculator-bugs\ndescription: How to fix failing calculator tests in this repository.\n---\nAlways run cargo test after fixing a calculator test.\n",
+    )
+    .unwrap();
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let first = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::AllowOnce);
+    agent
+        .prompt(
+            &first.id,
+            text("Please fix the failing test."),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let system = server.requests()[0].body["messages"][0]["content"].to_string();
+    assert!(
+        system.contains("calculator-bugs"),
+        "the selected skill is in the prompt: {system}"
+    );
+    assert!(
+        system.contains("untrusted"),
+        "a workspace skill is quoted as untrusted: {system}"
+    );
+    // Closing the session stores its summary; a new session recalls it.
+    agent.close_session(&first.id).unwrap();
+    let second = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    agent
+        .prompt(
+            &second.id,
+            text("thanks for fixing the failing test"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    let system = server.requests().last().unwrap().body["messages"][0]["content"].to_string();
+    assert!(system.contains("# Memory"), "{system}");
+    assert!(
+        system.contains("Please fix the failing test."),
+        "the earlier session is recalled: {system}"
     );
 }

@@ -1,0 +1,213 @@
+//! The agent's extensions wired into each session: skills (selected per turn, `load_skill`),
+//! long-term memory (recalled per turn, `memory_save` / `memory_search`, session summaries) and
+//! MCP servers (from `[[mcp.servers]]` and from the client's `session/new`), whose tools join the
+//! session's tool list.
+//!
+//! Each part is optional: a disabled or broken part is reported once and the agent goes on
+//! without it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use crate::config::Config;
+use crate::mcp::{McpManager, McpServerConfig, McpSettings};
+use crate::memory::{MemorySaveTool, MemorySearchTool, MemorySettings, MemoryStore, memory_texts};
+use crate::skills::{LoadSkillTool, SkillSet, SkillsSettings};
+use crate::tools::ToolRegistry;
+
+/// What a turn adds to the context from skills and memory.
+#[derive(Debug, Default, Clone)]
+pub struct TurnExtras {
+    pub skills: Vec<String>,
+    pub memory: Vec<String>,
+    /// Tools pre-approved by the selected trusted skills' `allowed-tools`.
+    pub granted_tools: Vec<String>,
+    /// Things to tell the user once (invalid skills, failed MCP servers).
+    pub notices: Vec<String>,
+}
+
+/// Skills, memory and MCP for one workspace.
+pub struct Extensions {
+    root: PathBuf,
+    skills: Option<Arc<SkillSet>>,
+    memory: Option<Arc<MemoryStore>>,
+    memory_settings: MemorySettings,
+    configured_mcp: Vec<McpServerConfig>,
+    /// Per session: the connected MCP servers (connected on the session's first turn).
+    mcp: Mutex<HashMap<String, Arc<McpManager>>>,
+    /// Problems found while opening, reported on the first turn.
+    startup_notices: std::sync::Mutex<Vec<String>>,
+}
+
+impl Extensions {
+    /// Reads `[skills]`, `[memory]` and `[mcp]` from the config and opens what is enabled.
+    pub fn open(root: &Path, config: &Config) -> Extensions {
+        let mut notices = Vec::new();
+        let embedder = match lode_index::embed::default_embedder() {
+            Ok(embedder) => Some(embedder),
+            Err(error) => {
+                notices.push(format!("the built-in embedder is unavailable ({error}); skills and memory use words only"));
+                None
+            }
+        };
+        let skills_settings = match config.other.get("skills").map(SkillsSettings::from_toml) {
+            None => SkillsSettings::default(),
+            Some(Ok(settings)) => settings,
+            Some(Err(error)) => {
+                notices.push(format!("{error}; skills use their defaults"));
+                SkillsSettings::default()
+            }
+        };
+        let skills = skills_settings.enabled.then(|| {
+            Arc::new(SkillSet::new(
+                skills_settings.config_for(root),
+                embedder.clone(),
+            ))
+        });
+        let memory_settings = match config.other.get("memory").map(MemorySettings::from_toml) {
+            None => MemorySettings::default(),
+            Some(Ok(settings)) => settings,
+            Some(Err(error)) => {
+                notices.push(format!("{error}; memory uses its defaults"));
+                MemorySettings::default()
+            }
+        };
+        let memory = match memory_settings.open(embedder) {
+            Ok(store) => store.map(Arc::new),
+            Err(error) => {
+                notices.push(format!("long-term memory is off: {error}"));
+                None
+            }
+        };
+        let configured_mcp = match config.other.get("mcp").map(McpSettings::from_toml) {
+            None => Vec::new(),
+            Some(Ok(settings)) => {
+                let (servers, errors) = settings.resolve();
+                notices.extend(errors.iter().map(|error| format!("[mcp]: {error}")));
+                servers
+            }
+            Some(Err(error)) => {
+                notices.push(format!("[mcp]: {error}"));
+                Vec::new()
+            }
+        };
+        Extensions {
+            root: root.to_owned(),
+            skills,
+            memory,
+            memory_settings,
+            configured_mcp,
+            mcp: Mutex::new(HashMap::new()),
+            startup_notices: std::sync::Mutex::new(notices),
+        }
+    }
+
+    /// The session's tools: `base`, plus `load_skill`, the memory tools and the tools of the
+    /// session's MCP servers (connecting them on first use; failures become notices).
+    pub async fn session_tools(
+        &self,
+        base: &ToolRegistry,
+        session_id: &str,
+        client_servers: Vec<McpServerConfig>,
+        notices: &mut Vec<String>,
+    ) -> ToolRegistry {
+        let mut tools = base.clone();
+        if let Some(skills) = &self.skills {
+            tools.register(Arc::new(LoadSkillTool::new(skills.clone())));
+        }
+        if let Some(memory) = &self.memory {
+            tools.register(Arc::new(MemorySaveTool::new(
+                memory.clone(),
+                self.root.clone(),
+                Some(session_id.to_owned()),
+            )));
+            tools.register(Arc::new(MemorySearchTool::new(
+                memory.clone(),
+                self.root.clone(),
+            )));
+        }
+        let manager = {
+            let mut sessions = self.mcp.lock().await;
+            match sessions.get(session_id) {
+                Some(manager) => manager.clone(),
+                None => {
+                    let mut servers = self.configured_mcp.clone();
+                    servers.extend(client_servers);
+                    let (manager, failures) =
+                        McpManager::connect_all(&servers, Some(&self.root)).await;
+                    notices.extend(failures.iter().map(|failure| format!("MCP: {failure}")));
+                    let manager = Arc::new(manager);
+                    sessions.insert(session_id.to_owned(), manager.clone());
+                    manager
+                }
+            }
+        };
+        for tool in manager.tools() {
+            tools.register(tool);
+        }
+        tools
+    }
+
+    /// Skills and memories for a turn whose user message is `user_text`.
+    pub async fn turn_extras(&self, user_text: &str, memory_tokens: usize) -> TurnExtras {
+        let mut extras = TurnExtras {
+            notices: std::mem::take(
+                &mut *self
+                    .startup_notices
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            ),
+            ..TurnExtras::default()
+        };
+        if let Some(skills) = self.skills.clone() {
+            let text = user_text.to_owned();
+            if let Ok(turn) = tokio::task::spawn_blocking(move || skills.prepare_turn(&text)).await
+            {
+                extras.skills = turn.texts;
+                extras.granted_tools = turn.granted_tools;
+                extras.notices.extend(
+                    turn.new_problems
+                        .iter()
+                        .map(|problem| format!("skill: {problem}")),
+                );
+            }
+        }
+        if let Some(memory) = self.memory.clone()
+            && self.memory_settings.auto_recall
+        {
+            let text = user_text.to_owned();
+            let root = self.root.clone();
+            match tokio::task::spawn_blocking(move || memory.recall(&text, &root, memory_tokens))
+                .await
+            {
+                Ok(Ok(recalled)) => extras.memory = memory_texts(&recalled),
+                Ok(Err(error)) => extras
+                    .notices
+                    .push(format!("memory recall failed: {error}")),
+                Err(_) => {}
+            }
+        }
+        extras
+    }
+
+    /// Stores a finished session's summary so later sessions in this workspace can recall it.
+    pub fn save_session_summary(&self, session_id: &str, summary: &str) {
+        if let Some(memory) = &self.memory
+            && self.memory_settings.session_summaries
+            && let Err(error) = memory.save_session_summary(&self.root, session_id, summary)
+        {
+            eprintln!("lode: could not store the session summary: {error}");
+        }
+    }
+
+    /// Disconnects a session's MCP servers.
+    pub async fn end_session(&self, session_id: &str) {
+        let manager = self.mcp.lock().await.remove(session_id);
+        if let Some(manager) = manager {
+            manager.shutdown().await;
+        }
+    }
+}
