@@ -807,6 +807,7 @@ async fn run_tool_call(
         }
     };
     host.emit(AgentEvent::ToolCallUpdated(update.clone()));
+    release_terminals(host.as_ref(), &update.content).await;
     if let Err(error) = shared
         .store
         .record_tool_call_finish(session_id, &call.id, &finish)
@@ -826,4 +827,18 @@ async fn run_tool_call(
         eprintln!("lode: could not write the audit log: {error}");
     }
     result
+}
+
+/// Releases the client terminals a finished tool call showed, after its final update was sent.
+async fn release_terminals(host: &dyn SessionHost, content: &[ToolContent]) {
+    let Some(terminals) = host.client_terminals() else {
+        return;
+    };
+    for item in content {
+        if let ToolContent::Terminal { terminal_id } = item
+            && let Err(error) = terminals.release(terminal_id).await
+        {
+            eprintln!("lode: could not release terminal {terminal_id}: {error}");
+        }
+    }
 }

@@ -887,7 +887,8 @@ async fn run_command_uses_client_terminals_when_offered() {
     assert_eq!(created[0].command, "sh");
     assert_eq!(created[0].args, vec!["-c", "echo via-terminal; exit 4"]);
     assert_eq!(created[0].cwd, fx.root);
-    assert_eq!(terminals.released.lock().unwrap().as_slice(), ["term-1"]);
+    // The terminal outlives the tool: the agent loop releases it after the final update shows it.
+    assert!(terminals.released.lock().unwrap().is_empty());
     let events = host.events.lock().unwrap();
     assert!(events.iter().any(|event| matches!(
         event,

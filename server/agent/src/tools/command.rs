@@ -415,7 +415,6 @@ async fn run_in_terminal(
         let _ = terminals.kill(&terminal_id).await;
     }
     let output = terminals.output(&terminal_id).await;
-    let _ = terminals.release(&terminal_id).await;
     let (text, client_truncated, exit) = match output {
         Ok(output) => (output.output, output.truncated, exit.or(output.exit)),
         Err(error) => (
@@ -431,7 +430,16 @@ async fn run_in_terminal(
         signal: None,
         ending,
     };
-    let mut answer = finish(result, limits, timeout, display)?;
+    // On success the terminal stays alive until the agent loop has sent the final update that
+    // shows it (ACP: release only after the last `tool_call_update` naming it); the loop
+    // releases it then. A failure shows text instead, so the terminal goes now.
+    let mut answer = match finish(result, limits, timeout, display) {
+        Ok(answer) => answer,
+        Err(error) => {
+            let _ = terminals.release(&terminal_id).await;
+            return Err(error);
+        }
+    };
     if let (Some(raw), Some(signal)) = (answer.raw_output.as_mut(), exit.and_then(|e| e.signal)) {
         raw["signal"] = json!(signal);
     }
