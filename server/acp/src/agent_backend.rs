@@ -119,6 +119,15 @@ impl AgentBackend for Agent {
             .map_err(backend_error)
     }
 
+    fn attach_mcp_servers(
+        &self,
+        id: &str,
+        servers: Vec<McpServerSpec>,
+    ) -> Result<(), BackendError> {
+        Agent::attach_mcp_servers(self, id, servers.into_iter().map(mcp_config).collect())
+            .map_err(backend_error)
+    }
+
     fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError> {
         Agent::resume_session(self, id)
             .map(summary)

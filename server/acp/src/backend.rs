@@ -123,6 +123,16 @@ pub trait AgentBackend: Send + Sync + 'static {
     /// The session and its history, to replay as `session/update`s.
     fn load_session(&self, id: &str) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError>;
     fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError>;
+    /// The MCP servers a client passes with `session/load` or `session/resume`: they join the
+    /// session's tools from its next turn. Backends without MCP support have nothing to attach.
+    fn attach_mcp_servers(
+        &self,
+        id: &str,
+        servers: Vec<McpServerSpec>,
+    ) -> Result<(), BackendError> {
+        let _ = (id, servers);
+        Ok(())
+    }
     fn close_session(&self, id: &str) -> Result<(), BackendError>;
     fn delete_session(&self, id: &str) -> Result<(), BackendError>;
     /// `mode` is one of [`MODES`]' ids.

@@ -207,6 +207,12 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                 async move |request: LoadSessionRequest,
                             responder: Responder<LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
+                    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+                        Ok(servers) => servers,
+                        Err(message) => {
+                            return responder.respond_with_error(invalid_params(message));
+                        }
+                    };
                     let (session, history) = match state.backend.load_session(&request.session_id.0)
                     {
                         Ok(loaded) => loaded,
@@ -215,6 +221,9 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                     let notices = state.notices_supported();
                     for event in &history {
                         send_event(&cx, &request.session_id, event, notices);
+                    }
+                    if let Err(error) = state.backend.attach_mcp_servers(&session.id, servers) {
+                        return responder.respond_with_error(backend_error(error));
                     }
                     state.remember(session.clone());
                     let options = mapping::config_options(&session, &state.backend.models());
@@ -239,10 +248,19 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                 async move |request: ResumeSessionRequest,
                             responder: Responder<ResumeSessionResponse>,
                             cx: ConnectionTo<Client>| {
+                    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+                        Ok(servers) => servers,
+                        Err(message) => {
+                            return responder.respond_with_error(invalid_params(message));
+                        }
+                    };
                     let session = match state.backend.resume_session(&request.session_id.0) {
                         Ok(session) => session,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
+                    if let Err(error) = state.backend.attach_mcp_servers(&session.id, servers) {
+                        return responder.respond_with_error(backend_error(error));
+                    }
                     state.remember(session.clone());
                     let options = mapping::config_options(&session, &state.backend.models());
                     responder.respond(

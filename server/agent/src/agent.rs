@@ -385,6 +385,20 @@ impl Agent {
         )
     }
 
+    /// MCP servers a client passes when it loads or resumes a session; they join the session's
+    /// tools on its next turn (servers already connected for the session stay as they are).
+    pub fn attach_mcp_servers(
+        &self,
+        id: &str,
+        servers: Vec<McpServerConfig>,
+    ) -> Result<(), AgentError> {
+        self.session(id)?;
+        if !servers.is_empty() {
+            crate::turn::remember_mcp_servers(&self.shared, id, servers);
+        }
+        Ok(())
+    }
+
     /// Picks a stored session up again without replaying it.
     pub fn resume_session(&self, id: &str) -> Result<SessionInfo, AgentError> {
         self.session(id)

@@ -421,3 +421,58 @@ async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
         "the earlier session is recalled: {system}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_attached_on_load_are_connected_on_the_next_turn_and_failures_reported() {
+    let server = ScriptedServer::start(script("agent_fix_test.json"))
+        .await
+        .unwrap();
+    let dir = workspace(&server);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    // As after `session/load` with mcpServers: a server whose command does not exist.
+    agent
+        .attach_mcp_servers(
+            &session.id,
+            vec![lode_agent::mcp::McpServerConfig::stdio(
+                "missing",
+                "/nonexistent/lode-test-mcp-server",
+                Vec::<String>::new(),
+            )],
+        )
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::RejectOnce);
+    let stop = agent
+        .prompt(
+            &session.id,
+            text("thanks"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        stop,
+        StopReason::EndTurn,
+        "the session goes on without the server"
+    );
+    let notices: Vec<String> = host
+        .events()
+        .into_iter()
+        .filter_map(|event| match event {
+            AgentEvent::Notice { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        notices.iter().any(|notice| notice.contains("missing")),
+        "the failed server is reported: {notices:?}"
+    );
+    assert!(
+        agent
+            .attach_mcp_servers("no-such-session", Vec::new())
+            .is_err()
+    );
+}
