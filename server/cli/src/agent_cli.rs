@@ -366,6 +366,7 @@ pub fn agent_args(
     flags: crate::commands::AgentFlags,
 ) -> anyhow::Result<AgentArgs> {
     let root = crate::commands::resolve_root(workspace, None)?;
+    let diagnostics = crate::diagnostics_adapter::source_for(&root, flags.config.as_deref())?;
     Ok(AgentArgs {
         options: lode_agent::AgentOptions {
             config_file: flags.config,
@@ -373,6 +374,7 @@ pub fn agent_args(
             scan: Some(crate::commands::scan_options(workspace)),
             index: None,
             data_dir: None,
+            diagnostics,
         },
         root,
         mode: flags.mode,

@@ -7,6 +7,7 @@ mod acp_command;
 mod agent_cli;
 mod commands;
 mod config_command;
+mod diagnostics_adapter;
 mod llm_script_command;
 mod lsp_command;
 mod output;
