@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::segment::{
@@ -238,6 +239,19 @@ impl Ord for Ranked {
             .total_cmp(&self.score)
             .then(self.content_hash.cmp(&other.content_hash))
             .then(self.id.cmp(&other.id))
+    }
+}
+
+/// Rows per parallel scan block.
+const SCAN_BLOCK_ROWS: usize = 16_384;
+
+/// Keeps the `k` best candidates in `heap` (whose top is the worst kept).
+fn keep_best(heap: &mut BinaryHeap<Ranked>, candidate: Ranked, k: usize) {
+    if heap.len() < k {
+        heap.push(candidate);
+    } else if heap.peek().is_some_and(|worst| candidate < *worst) {
+        heap.pop();
+        heap.push(candidate);
     }
 }
 
@@ -525,7 +539,7 @@ impl VectorStore for EmbeddedStore {
         if k == 0 || query_scale == 0.0 {
             return Ok(Vec::new());
         }
-        let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
+        let mut best: Vec<Ranked> = Vec::new();
         for (segment, live) in published.segments.iter().zip(&published.live) {
             let language = match &filter.language {
                 Some(name) => match segment.languages.iter().position(|l| l == name) {
@@ -537,33 +551,40 @@ impl VectorStore for EmbeddedStore {
             let allowed_paths: Option<Vec<bool>> = matcher
                 .as_ref()
                 .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());
-            for (row, &alive) in live.iter().enumerate() {
-                if !alive
-                    || language.is_some_and(|l| segment.language_index(row) != l)
-                    || allowed_paths
-                        .as_ref()
-                        .is_some_and(|allowed| !allowed[segment.path_index(row) as usize])
-                {
-                    continue;
-                }
-                let score = dot_i8(&quantized, segment.quantized(row)) as f32
-                    * segment.scale(row)
-                    * query_scale;
-                let candidate = Ranked {
-                    score,
-                    content_hash: segment.content_hash(row),
-                    id: segment.id(row),
-                };
-                if heap.len() < k {
-                    heap.push(candidate);
-                } else if heap.peek().is_some_and(|worst| candidate < *worst) {
-                    heap.pop();
-                    heap.push(candidate);
-                }
-            }
+            // Blocks of rows are scanned in parallel, each keeping its own top k.
+            let heaps: Vec<BinaryHeap<Ranked>> = (0..segment.rows)
+                .into_par_iter()
+                .step_by(SCAN_BLOCK_ROWS)
+                .map(|block_start| {
+                    let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
+                    let block_end = (block_start + SCAN_BLOCK_ROWS).min(segment.rows);
+                    for row in block_start..block_end {
+                        if !live[row]
+                            || language.is_some_and(|l| segment.language_index(row) != l)
+                            || allowed_paths
+                                .as_ref()
+                                .is_some_and(|allowed| !allowed[segment.path_index(row) as usize])
+                        {
+                            continue;
+                        }
+                        let score = dot_i8(&quantized, segment.quantized(row)) as f32
+                            * segment.scale(row)
+                            * query_scale;
+                        let candidate = Ranked {
+                            score,
+                            content_hash: segment.content_hash(row),
+                            id: segment.id(row),
+                        };
+                        keep_best(&mut heap, candidate, k);
+                    }
+                    heap
+                })
+                .collect();
+            best.extend(heaps.into_iter().flatten());
         }
-        Ok(heap
-            .into_sorted_vec()
+        best.sort();
+        best.truncate(k);
+        Ok(best
             .into_iter()
             .map(|r| VectorHit {
                 id: r.id,
