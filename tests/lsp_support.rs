@@ -35,6 +35,16 @@ pub struct LspClient {
     pub root: PathBuf,
 }
 
+/// What the client answers a server request: `workspace/applyEdit` is applied (the test
+/// applies it itself if it wants the file changed), everything else gets `null`.
+fn answer_for(method: &Value) -> Value {
+    if method == "workspace/applyEdit" {
+        json!({ "applied": true })
+    } else {
+        Value::Null
+    }
+}
+
 pub fn uri(path: &Path) -> String {
     format!("file://{}", path.display())
 }
@@ -189,9 +199,10 @@ impl LspClient {
     /// Answers a server request (progress tokens, anything else with null) or keeps a
     /// notification for later.
     fn keep(&mut self, message: Value) {
-        if let (Some(_), Some(id)) = (message.get("method"), message.get("id")) {
+        if let (Some(method), Some(id)) = (message.get("method"), message.get("id")) {
+            let result = answer_for(method);
             let id = id.clone();
-            self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
+            self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
         }
         self.notifications.push_back(message);
     }
@@ -212,7 +223,8 @@ impl LspClient {
             if wanted(&message) {
                 if message.get("id").is_some() {
                     let id = message["id"].clone();
-                    self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": null }));
+                    let result = answer_for(&message["method"]);
+                    self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
                 }
                 return message;
             }

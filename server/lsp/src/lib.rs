@@ -5,6 +5,7 @@
 //! An adapter: it translates LSP into calls on the index (and later the agent) and holds no
 //! business logic. Logs go to stderr; stdout is the protocol.
 
+pub mod actions;
 pub mod document;
 pub mod downstream;
 pub mod framing;

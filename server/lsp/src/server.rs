@@ -65,6 +65,8 @@ pub struct LodeServer {
     progress_supported: AtomicBool,
     watcher: Arc<Mutex<Option<DiskWatcher>>>,
     shut_down: Arc<AtomicBool>,
+    /// The agent behind the code actions; `None` when no model is configured.
+    actions: OnceLock<Option<crate::actions::Actions>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -92,7 +94,12 @@ impl LodeServer {
             progress_supported: AtomicBool::new(false),
             watcher: Arc::default(),
             shut_down,
+            actions: OnceLock::new(),
         }
+    }
+
+    fn actions(&self) -> Option<&crate::actions::Actions> {
+        self.actions.get().and_then(Option::as_ref)
     }
 
     fn index(&self) -> Result<&LiveIndex> {
@@ -384,6 +391,11 @@ impl LanguageServer for LodeServer {
                 ))
             })?;
         eprintln!("lode lsp: workspace {}", index.root().display());
+        let actions = crate::actions::open_agent(index.root(), index.reader())
+            .await
+            .map(|agent| crate::actions::Actions::new(agent, self.client.clone(), progress));
+        let offers_actions = actions.is_some();
+        let _ = self.actions.set(actions);
         let _ = self.index.set(index);
 
         Ok(InitializeResult {
@@ -403,6 +415,12 @@ impl LanguageServer for LodeServer {
                 document_symbol_provider: Some(OneOf::Left(true)),
                 definition_provider: Some(OneOf::Left(true)),
                 references_provider: Some(OneOf::Left(true)),
+                code_action_provider: offers_actions
+                    .then_some(CodeActionProviderCapability::Simple(true)),
+                execute_command_provider: offers_actions.then(|| ExecuteCommandOptions {
+                    commands: crate::actions::COMMANDS.map(str::to_owned).to_vec(),
+                    ..ExecuteCommandOptions::default()
+                }),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo {
@@ -614,5 +632,63 @@ impl LanguageServer for LodeServer {
         }
         locations.extend(found.into_iter().map(|(_, location)| location));
         Ok(Some(locations))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        if self.actions().is_none() {
+            return Ok(None);
+        }
+        let uri = params.text_document.uri;
+        let document = self.document(&uri)?;
+        let path = file_path(&uri)?;
+        let enclosing = buffer_tags(Language::from_path(&path), document.text())
+            .ok()
+            .and_then(|tags| {
+                let line = params.range.start.line + 1;
+                tags.definitions
+                    .into_iter()
+                    .filter(|def| def.start_line <= line && line <= def.end_line)
+                    .min_by_key(|def| def.end_line - def.start_line)
+                    .map(|def| def.name)
+            });
+        Ok(Some(crate::actions::code_actions(
+            &uri,
+            params.range,
+            &params.context.diagnostics,
+            enclosing.as_deref(),
+        )))
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let Some(actions) = self.actions().cloned() else {
+            return Err(Error::invalid_params(
+                "lode code actions are off: no model is configured ([[llm.providers]])",
+            ));
+        };
+        if !crate::actions::COMMANDS.contains(&params.command.as_str()) {
+            return Err(Error::invalid_params(format!(
+                "unknown command {:?}",
+                params.command
+            )));
+        }
+        let buffers: crate::actions::Buffers = lock(&self.documents)
+            .iter()
+            .filter_map(|(uri, document)| Some((file_path(uri).ok()?, document.clone())))
+            .collect();
+        let client = self.client.clone();
+        // The turn runs beside the requests; its results arrive as applyEdit, messages
+        // and diagnostics.
+        tokio::spawn(async move {
+            if let Err(error) = actions
+                .run(&params.command, params.arguments, buffers)
+                .await
+            {
+                eprintln!("lode lsp: {}: {error}", params.command);
+                client
+                    .show_message(MessageType::ERROR, format!("lode: {error}"))
+                    .await;
+            }
+        });
+        Ok(None)
     }
 }

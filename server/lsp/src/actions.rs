@@ -1,0 +1,602 @@
+//! Code actions and commands that run the agent headless: "lode: fix this diagnostic",
+//! "lode: explain", "lode: write a test for this function", "lode: document this" and
+//! "lode: review".
+//!
+//! Each runs one agent turn in a fresh session (fix, test and document in `code` mode; explain and
+//! review in `ask` mode) under the permission policy, with [`ActionHost`] as the front end: it
+//! answers every permission question "no" except edits, and it is the agent's file system —
+//! reads see the editor's buffers, writes are captured instead of touching the disk. The captured
+//! files go back to the editor as one `WorkspaceEdit` through `workspace/applyEdit`, so the editor
+//! applies them and can undo. Progress is `$/progress` work-done; the answer text goes to
+//! `window/showMessage`. Review findings are parsed from a strict line format and published as
+//! diagnostics with source `lode` (only lode's own: other servers' are never re-published).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use lode_agent::event::AgentEvent;
+use lode_agent::host::{ClientFs, HostError, PermissionAnswer, PermissionRequest, SessionHost};
+use lode_agent::permission::Mode;
+use lode_agent::{Agent, UserInput};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use tower_lsp_server::lsp_types::*;
+use tower_lsp_server::{Client, NotCancellable, OngoingProgress, Unbounded, UriExt};
+
+use crate::document::Document;
+
+/// The commands lode offers (`workspace/executeCommand`).
+pub const FIX: &str = "lode.fix";
+pub const EXPLAIN: &str = "lode.explain";
+pub const WRITE_TEST: &str = "lode.writeTest";
+pub const DOCUMENT: &str = "lode.document";
+pub const REVIEW: &str = "lode.review";
+pub const COMMANDS: [&str; 5] = [FIX, EXPLAIN, WRITE_TEST, DOCUMENT, REVIEW];
+/// The `source` of the diagnostics `lode: review` publishes.
+pub const REVIEW_SOURCE: &str = "lode";
+
+/// What a command works on: a document and a range in it, plus the diagnostic to fix.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ActionTarget {
+    pub uri: Uri,
+    pub range: Range,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostic: Option<Diagnostic>,
+    /// The definition the action is about, when one encloses the range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+}
+
+/// Why a command could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("unknown lode command {0:?}")]
+    UnknownCommand(String),
+    #[error("bad arguments for {command}: {message}")]
+    BadArguments { command: String, message: String },
+    #[error("{0}")]
+    Agent(#[from] lode_agent::AgentError),
+}
+
+/// The code actions offered at a range.
+pub fn code_actions(
+    uri: &Uri,
+    range: Range,
+    diagnostics: &[Diagnostic],
+    enclosing: Option<&str>,
+) -> Vec<CodeActionOrCommand> {
+    let mut actions = Vec::new();
+    let action = |title: String, kind: CodeActionKind, command: &str, target: ActionTarget| {
+        let argument = serde_json::to_value(&target).unwrap_or(serde_json::Value::Null);
+        CodeActionOrCommand::CodeAction(CodeAction {
+            title: title.clone(),
+            kind: Some(kind),
+            diagnostics: target.diagnostic.clone().map(|d| vec![d]),
+            command: Some(Command {
+                title,
+                command: command.into(),
+                arguments: Some(vec![argument]),
+            }),
+            ..CodeAction::default()
+        })
+    };
+    let target = |diagnostic: Option<Diagnostic>| ActionTarget {
+        uri: uri.clone(),
+        range,
+        diagnostic,
+        symbol: enclosing.map(str::to_owned),
+    };
+    for diagnostic in diagnostics {
+        actions.push(action(
+            "lode: fix this diagnostic".into(),
+            CodeActionKind::QUICKFIX,
+            FIX,
+            target(Some(diagnostic.clone())),
+        ));
+    }
+    actions.push(action(
+        "lode: explain".into(),
+        CodeActionKind::EMPTY,
+        EXPLAIN,
+        target(None),
+    ));
+    if enclosing.is_some() {
+        actions.push(action(
+            "lode: write a test for this function".into(),
+            CodeActionKind::REFACTOR,
+            WRITE_TEST,
+            target(None),
+        ));
+        actions.push(action(
+            "lode: document this".into(),
+            CodeActionKind::REFACTOR,
+            DOCUMENT,
+            target(None),
+        ));
+    }
+    actions.push(action(
+        "lode: review".into(),
+        CodeActionKind::SOURCE,
+        REVIEW,
+        target(None),
+    ));
+    actions
+}
+
+/// Opens the agent over the server's index; `None` (with one line on stderr) when it cannot be
+/// opened, e.g. because no model is configured: the server then offers no code actions.
+pub async fn open_agent(root: &Path, index: Arc<lode_index::Workspace>) -> Option<Agent> {
+    let root = root.to_path_buf();
+    let options = lode_agent::AgentOptions {
+        index: Some(index),
+        ..lode_agent::AgentOptions::default()
+    };
+    match tokio::task::spawn_blocking(move || Agent::open(&root, options)).await {
+        Ok(Ok(agent)) => Some(agent),
+        Ok(Err(error)) => {
+            eprintln!("lode lsp: code actions are off: {error}");
+            None
+        }
+        Err(error) => {
+            eprintln!("lode lsp: code actions are off: {error}");
+            None
+        }
+    }
+}
+
+/// The agent behind the code actions, and where to reach the editor.
+#[derive(Clone)]
+pub struct Actions {
+    agent: Agent,
+    client: Client,
+    progress: bool,
+}
+
+/// A snapshot of the editor's open buffers, by absolute path, with their versions.
+pub type Buffers = HashMap<PathBuf, Document>;
+
+impl Actions {
+    pub fn new(agent: Agent, client: Client, progress: bool) -> Actions {
+        Actions {
+            agent,
+            client,
+            progress,
+        }
+    }
+
+    /// Runs a command to the end: the agent turn, then the edit, message or diagnostics.
+    pub async fn run(
+        &self,
+        command: &str,
+        arguments: Vec<serde_json::Value>,
+        buffers: Buffers,
+    ) -> Result<(), ActionError> {
+        if !COMMANDS.contains(&command) {
+            return Err(ActionError::UnknownCommand(command.into()));
+        }
+        let bad = |message: String| ActionError::BadArguments {
+            command: command.into(),
+            message,
+        };
+        let first = arguments
+            .into_iter()
+            .next()
+            .ok_or_else(|| bad("expected one argument {uri, range}".into()))?;
+        let target: ActionTarget =
+            serde_json::from_value(first).map_err(|error| bad(error.to_string()))?;
+        let path = target
+            .uri
+            .to_file_path()
+            .map(|path| path.into_owned())
+            .ok_or_else(|| bad(format!("not a file URI: {}", target.uri.as_str())))?;
+        let relative = path
+            .strip_prefix(self.agent.root())
+            .map(|p| p.display().to_string())
+            .map_err(|_| bad(format!("{} is outside the workspace", path.display())))?;
+        let text = match buffers.get(&path) {
+            Some(document) => document.text().to_owned(),
+            None => std::fs::read_to_string(&path)
+                .map_err(|error| bad(format!("cannot read {}: {error}", path.display())))?,
+        };
+        let (mode, prompt, title) = prompt_for(command, &target, &relative, &text);
+        let progress = self.begin_progress(&title).await;
+        let host = Arc::new(ActionHost::new(Arc::new(buffers)));
+        let outcome = self.run_turn(mode, prompt, host.clone()).await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        outcome?;
+        let answer = host.answer();
+        if command == REVIEW {
+            let findings = parse_findings(&answer, self.agent.root());
+            self.publish_review(&target.uri, &path, findings).await;
+            return Ok(());
+        }
+        let edits = host.captured();
+        if !edits.is_empty() {
+            let edit = workspace_edit(&edits, &host.buffers);
+            let applied = self
+                .client
+                .apply_edit(edit)
+                .await
+                .map(|response| response.applied)
+                .unwrap_or(false);
+            if !applied {
+                self.client
+                    .show_message(
+                        MessageType::WARNING,
+                        "lode: the editor did not apply the edit",
+                    )
+                    .await;
+            }
+        }
+        if !answer.trim().is_empty() {
+            self.client
+                .show_message(MessageType::INFO, format!("lode: {}", answer.trim()))
+                .await;
+        }
+        Ok(())
+    }
+
+    async fn run_turn(
+        &self,
+        mode: Mode,
+        prompt: String,
+        host: Arc<ActionHost>,
+    ) -> Result<(), ActionError> {
+        let session = self
+            .agent
+            .new_session(self.agent.root().to_path_buf(), Vec::new())?;
+        self.agent.set_mode(&session.id, mode)?;
+        self.agent
+            .prompt(
+                &session.id,
+                vec![UserInput::Text(prompt)],
+                host,
+                CancellationToken::new(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Work-done progress for the turn, when the client takes it.
+    async fn begin_progress(
+        &self,
+        title: &str,
+    ) -> Option<OngoingProgress<Unbounded, NotCancellable>> {
+        if !self.progress {
+            return None;
+        }
+        let token = NumberOrString::String(format!("lode/action/{}", uuid_like()));
+        self.client
+            .send_request::<request::WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                token: token.clone(),
+            })
+            .await
+            .ok()?;
+        Some(self.client.progress(token, title.to_owned()).begin().await)
+    }
+
+    async fn publish_review(&self, uri: &Uri, path: &Path, findings: Vec<Finding>) {
+        let mut by_file: BTreeMap<PathBuf, Vec<Diagnostic>> = BTreeMap::new();
+        // The reviewed file is always published, so an empty review clears old findings.
+        by_file.insert(path.to_path_buf(), Vec::new());
+        for finding in findings {
+            by_file
+                .entry(finding.path.clone())
+                .or_default()
+                .push(finding.diagnostic());
+        }
+        for (file, diagnostics) in by_file {
+            let target = if file == path {
+                Some(uri.clone())
+            } else {
+                Uri::from_file_path(&file)
+            };
+            if let Some(target) = target {
+                self.client
+                    .publish_diagnostics(target, diagnostics, None)
+                    .await;
+            }
+        }
+    }
+}
+
+/// The mode, prompt and progress title of a command.
+fn prompt_for(
+    command: &str,
+    target: &ActionTarget,
+    relative: &str,
+    text: &str,
+) -> (Mode, String, String) {
+    let start = target.range.start.line + 1;
+    let end = target.range.end.line + 1;
+    let selection: String = text
+        .lines()
+        .skip(target.range.start.line as usize)
+        .take((end - start + 1).min(200) as usize)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let about = match &target.symbol {
+        Some(symbol) => format!("`{symbol}` in {relative} (lines {start}-{end})"),
+        None => format!("lines {start}-{end} of {relative}"),
+    };
+    let code = format!("```\n{selection}\n```");
+    match command {
+        FIX => {
+            let diagnostic = target
+                .diagnostic
+                .as_ref()
+                .map(|d| {
+                    format!(
+                        "{}:{}: {}{}",
+                        relative,
+                        d.range.start.line + 1,
+                        d.message,
+                        d.source
+                            .as_ref()
+                            .map(|s| format!(" ({s})"))
+                            .unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            (
+                Mode::Code,
+                format!(
+                    "Fix this diagnostic with the smallest correct edit to {relative}:\n\
+                     {diagnostic}\n\nThe code around it:\n{code}\n\
+                     Edit the file, then say in one sentence what you changed."
+                ),
+                "lode: fixing the diagnostic".into(),
+            )
+        }
+        EXPLAIN => (
+            Mode::Ask,
+            format!("Explain what {about} does, briefly:\n{code}"),
+            "lode: explaining".into(),
+        ),
+        WRITE_TEST => (
+            Mode::Code,
+            format!(
+                "Write a unit test for {about}, following the tests already in the project, \
+                 and add it to the right file:\n{code}"
+            ),
+            "lode: writing a test".into(),
+        ),
+        DOCUMENT => (
+            Mode::Code,
+            format!(
+                "Add or improve the documentation comment of {about}, in the language's doc \
+                 comment style. Change nothing else:\n{code}"
+            ),
+            "lode: documenting".into(),
+        ),
+        _ => (
+            Mode::Ask,
+            format!(
+                "Review {relative} for bugs, risky code and unclear names. Report each finding \
+                 on its own line in exactly this format and nothing else:\n\
+                 `{relative}:LINE: SEVERITY: MESSAGE`\n\
+                 where SEVERITY is error, warning, info or hint. If there is nothing to \
+                 report, answer `no findings`."
+            ),
+            "lode: reviewing".into(),
+        ),
+    }
+}
+
+/// One review finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Absolute.
+    pub path: PathBuf,
+    /// 1-based.
+    pub line: u32,
+    pub severity: DiagnosticSeverity,
+    pub message: String,
+}
+
+impl Finding {
+    fn diagnostic(&self) -> Diagnostic {
+        let line = self.line.saturating_sub(1);
+        Diagnostic {
+            range: Range::new(Position::new(line, 0), Position::new(line, u32::MAX / 2)),
+            severity: Some(self.severity),
+            source: Some(REVIEW_SOURCE.into()),
+            message: self.message.clone(),
+            ..Diagnostic::default()
+        }
+    }
+}
+
+/// Parses `path:line: severity: message` lines (optionally in backticks or as list items);
+/// anything else is ignored. Paths are relative to `root`; ones that leave it are dropped.
+pub fn parse_findings(text: &str, root: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for raw in text.lines() {
+        let line = raw
+            .trim()
+            .trim_start_matches(['-', '*', ' '])
+            .trim_matches('`')
+            .trim();
+        let mut parts = line.splitn(4, ':');
+        let (Some(path), Some(number), Some(severity), Some(message)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let Ok(number) = number.trim().parse::<u32>() else {
+            continue;
+        };
+        let severity = match severity.trim().to_ascii_lowercase().as_str() {
+            "error" => DiagnosticSeverity::ERROR,
+            "warning" => DiagnosticSeverity::WARNING,
+            "info" | "information" => DiagnosticSeverity::INFORMATION,
+            "hint" => DiagnosticSeverity::HINT,
+            _ => continue,
+        };
+        let message = message.trim();
+        let path = Path::new(path.trim());
+        if message.is_empty()
+            || number == 0
+            || path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            continue;
+        }
+        findings.push(Finding {
+            path: root.join(path),
+            line: number,
+            severity,
+            message: message.to_owned(),
+        });
+    }
+    findings
+}
+
+/// One `WorkspaceEdit` replacing each captured file whole (new files are created first).
+pub fn workspace_edit(captured: &BTreeMap<PathBuf, String>, buffers: &Buffers) -> WorkspaceEdit {
+    let mut operations = Vec::new();
+    for (path, new_text) in captured {
+        let Some(uri) = Uri::from_file_path(path) else {
+            continue;
+        };
+        let (old_text, version) = match buffers.get(path) {
+            Some(document) => (Some(document.text().to_owned()), Some(document.version())),
+            None => (std::fs::read_to_string(path).ok(), None),
+        };
+        let range = match &old_text {
+            Some(text) => {
+                let document = Document::new(text.clone(), 0, "");
+                document.range_of(0, text.len())
+            }
+            None => {
+                operations.push(DocumentChangeOperation::Op(ResourceOp::Create(
+                    CreateFile {
+                        uri: uri.clone(),
+                        options: None,
+                        annotation_id: None,
+                    },
+                )));
+                Range::default()
+            }
+        };
+        operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
+            text_document: OptionalVersionedTextDocumentIdentifier { uri, version },
+            edits: vec![OneOf::Left(TextEdit {
+                range,
+                new_text: new_text.clone(),
+            })],
+        }));
+    }
+    WorkspaceEdit {
+        document_changes: Some(DocumentChanges::Operations(operations)),
+        ..WorkspaceEdit::default()
+    }
+}
+
+/// A token unique within this process, for progress.
+fn uuid_like() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The front end of a headless action turn.
+pub struct ActionHost {
+    buffers: Arc<Buffers>,
+    fs: Arc<CapturingFs>,
+    text: Mutex<String>,
+}
+
+impl ActionHost {
+    pub fn new(buffers: Arc<Buffers>) -> ActionHost {
+        ActionHost {
+            fs: Arc::new(CapturingFs {
+                buffers: buffers.clone(),
+                captured: Mutex::default(),
+            }),
+            buffers,
+            text: Mutex::default(),
+        }
+    }
+
+    /// The files the agent wrote, with their new text.
+    pub fn captured(&self) -> BTreeMap<PathBuf, String> {
+        lock(&self.fs.captured).clone()
+    }
+
+    /// What the model said.
+    pub fn answer(&self) -> String {
+        lock(&self.text).clone()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain maps and strings stay consistent whatever panicked while holding them.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[async_trait::async_trait]
+impl SessionHost for ActionHost {
+    fn emit(&self, event: AgentEvent) {
+        if let AgentEvent::TextDelta { text } = event {
+            lock(&self.text).push_str(&text);
+        }
+    }
+
+    async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
+        // Edits are captured, not written, so the editor decides; nothing else is allowed.
+        if matches!(request.tool.as_str(), "edit_file" | "write_file") {
+            PermissionAnswer::AllowOnce
+        } else {
+            PermissionAnswer::RejectOnce
+        }
+    }
+
+    fn client_fs(&self) -> Option<Arc<dyn ClientFs>> {
+        Some(self.fs.clone())
+    }
+}
+
+/// The agent's file system during an action: captured writes first, then the editor's
+/// buffers, then the disk; writes never reach the disk.
+pub struct CapturingFs {
+    buffers: Arc<Buffers>,
+    captured: Mutex<BTreeMap<PathBuf, String>>,
+}
+
+#[async_trait::async_trait]
+impl ClientFs for CapturingFs {
+    async fn read_text_file(
+        &self,
+        path: &Path,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<String, HostError> {
+        let whole = match lock(&self.captured).get(path) {
+            Some(text) => text.clone(),
+            None => match self.buffers.get(path) {
+                Some(document) => document.text().to_owned(),
+                None => std::fs::read_to_string(path)
+                    .map_err(|error| HostError(format!("{}: {error}", path.display())))?,
+            },
+        };
+        if line.is_none() && limit.is_none() {
+            return Ok(whole);
+        }
+        let skip = line.unwrap_or(1).saturating_sub(1) as usize;
+        let take = limit.map(|n| n as usize).unwrap_or(usize::MAX);
+        Ok(whole.split_inclusive('\n').skip(skip).take(take).collect())
+    }
+
+    async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), HostError> {
+        lock(&self.captured).insert(path.to_path_buf(), content.to_owned());
+        Ok(())
+    }
+}

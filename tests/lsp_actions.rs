@@ -1,0 +1,238 @@
+//! End-to-end: `lode lsp` code actions run the real agent against the scripted LLM server
+//! (in process, over HTTP) and answer the real LSP test client (tests/lsp_support.rs): edits come
+//! back as one `workspace/applyEdit` and never touch the disk, explanations as
+//! `window/showMessage`, review findings as diagnostics with source `lode`.
+
+mod lsp_support;
+mod support;
+
+use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
+use lsp_support::LspClient;
+use serde_json::{Value, json};
+use support::{copy_tree, fixtures, write};
+
+/// The calculator fixture with a config pointing at the scripted server.
+fn workspace(server: &ScriptedServerHandle) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures().join("agent/calculator"), dir.path());
+    write(
+        dir.path(),
+        ".lode/config.toml",
+        &format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
+             model = \"scripted-model\"\ncontext_window = 32000\nmax_tokens = 2000\n",
+            server.openai_base_url()
+        ),
+    );
+    dir
+}
+
+fn scripted(runtime: &tokio::runtime::Runtime, name: &str) -> ScriptedServerHandle {
+    let script = Script::load(&fixtures().join("llm").join(name)).unwrap();
+    runtime.block_on(ScriptedServer::start(script)).unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn titles(actions: &Value) -> Vec<String> {
+    actions
+        .as_array()
+        .expect("a list of code actions")
+        .iter()
+        .map(|a| a["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn run_action(client: &mut LspClient, actions: &Value, title: &str) {
+    let action = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["title"] == title)
+        .unwrap_or_else(|| panic!("no {title:?} in {actions}"));
+    let command = &action["command"];
+    let result = client.call(
+        "workspace/executeCommand",
+        json!({ "command": command["command"], "arguments": command["arguments"] }),
+    );
+    assert_eq!(result, Value::Null);
+}
+
+fn show_message(client: &mut LspClient, containing: &str) -> String {
+    let message = client.wait_for(containing, |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|text| text.contains(containing))
+    });
+    message["params"]["message"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn code_actions_fix_explain_and_review_through_the_agent() {
+    let runtime = runtime();
+    let server = scripted(&runtime, "lsp_actions.json");
+    let dir = workspace(&server);
+    let on_disk = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    let mut client = LspClient::start(dir.path(), &[]);
+    let init = client.initialize_and_wait_for_index();
+    let capabilities = &init["capabilities"];
+    assert_eq!(capabilities["codeActionProvider"], json!(true));
+    let commands = capabilities["executeCommandProvider"]["commands"].to_string();
+    for command in [
+        "lode.fix",
+        "lode.explain",
+        "lode.writeTest",
+        "lode.document",
+        "lode.review",
+    ] {
+        assert!(commands.contains(command), "{commands}");
+    }
+
+    // An unsaved change in the buffer: the agent must read it, not the disk.
+    let buffer = format!("// unsaved note\n{on_disk}");
+    client.open("src/lib.rs", "rust", &buffer);
+    let uri = client.doc_uri("src/lib.rs");
+    let line = buffer
+        .lines()
+        .position(|l| l.contains("left - right"))
+        .unwrap();
+    let range = json!({ "start": { "line": line, "character": 4 }, "end": { "line": line, "character": 16 } });
+    let diagnostic =
+        json!({ "range": range, "severity": 1, "source": "test", "message": "add subtracts" });
+    let actions = client.call(
+        "textDocument/codeAction",
+        json!({ "textDocument": { "uri": uri }, "range": range, "context": { "diagnostics": [diagnostic] } }),
+    );
+    assert_eq!(
+        titles(&actions),
+        vec![
+            "lode: fix this diagnostic",
+            "lode: explain",
+            "lode: write a test for this function",
+            "lode: document this",
+            "lode: review",
+        ]
+    );
+    assert_eq!(actions[0]["kind"], "quickfix");
+
+    // Fix: one applyEdit with the whole new buffer; the disk stays as it was.
+    run_action(&mut client, &actions, "lode: fix this diagnostic");
+    let apply = client.wait_for("workspace/applyEdit", |m| {
+        m["method"] == "workspace/applyEdit"
+    });
+    let changes = apply["params"]["edit"]["documentChanges"]
+        .as_array()
+        .expect("documentChanges");
+    assert_eq!(changes.len(), 1, "{apply}");
+    assert_eq!(changes[0]["textDocument"]["uri"], uri.as_str());
+    assert_eq!(changes[0]["textDocument"]["version"], 1);
+    let new_text = changes[0]["edits"][0]["newText"].as_str().unwrap();
+    assert_eq!(new_text, buffer.replace("left - right", "left + right"));
+    let replaced = &changes[0]["edits"][0]["range"];
+    assert_eq!(replaced["start"], json!({ "line": 0, "character": 0 }));
+    assert_eq!(
+        replaced["end"]["line"].as_u64().unwrap() as usize,
+        buffer.lines().count()
+    );
+    assert!(show_message(&mut client, "Changed").contains("Changed `-` to `+` in add."));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        on_disk,
+        "the disk is the editor's business"
+    );
+
+    // Explain: the answer as a message, no edit.
+    run_action(&mut client, &actions, "lode: explain");
+    assert_eq!(
+        show_message(&mut client, "adds"),
+        "lode: It adds two numbers."
+    );
+
+    // Review: the strict lines become lode diagnostics; other lines and paths outside the
+    // workspace are dropped.
+    run_action(&mut client, &actions, "lode: review");
+    let published = client.wait_for("lode's review diagnostics", |m| {
+        m["method"] == "textDocument/publishDiagnostics"
+            && m["params"]["diagnostics"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+    });
+    assert_eq!(published["params"]["uri"], uri.as_str());
+    let found: Vec<(u64, u64, String, String)> = published["params"]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["severity"].as_u64().unwrap(),
+                d["source"].as_str().unwrap().to_owned(),
+                d["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (
+                4,
+                2,
+                "lode".into(),
+                "add subtracts instead of adding".into()
+            ),
+            (9, 3, "lode".into(), "multiply can overflow".into()),
+        ]
+    );
+    assert!(
+        server.unused_turns().is_empty(),
+        "{:?}",
+        server.unused_turns()
+    );
+
+    // An unknown command is refused.
+    let response = client.request(
+        "workspace/executeCommand",
+        json!({ "command": "lode.nope", "arguments": [] }),
+    );
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("lode.nope")
+    );
+    client.call("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    assert!(client.wait_for_exit().success());
+}
+
+#[test]
+fn without_a_model_the_server_offers_no_code_actions_and_works_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "src/lib.rs",
+        "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n",
+    );
+    // No [[llm.providers]] anywhere: an empty config in the workspace, none from the user.
+    write(dir.path(), ".lode/config.toml", "");
+    let mut client = LspClient::start(dir.path(), &[]);
+    let init = client.initialize_and_wait_for_index();
+    assert!(
+        init["capabilities"].get("codeActionProvider").is_none(),
+        "{init}"
+    );
+    assert!(
+        client.stderr().contains("code actions are off"),
+        "{}",
+        client.stderr()
+    );
+    let symbols = client.call("workspace/symbol", json!({ "query": "add" }));
+    assert!(symbols.to_string().contains("\"add\""), "{symbols}");
+}
