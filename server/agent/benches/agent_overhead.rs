@@ -1,0 +1,206 @@
+//! The agent's own overhead per turn: everything except waiting for the model.
+//!
+//! A real `Agent` (real index, tools, SQLite) on a copy of a workspace talks to the scripted LLM
+//! server (`fixtures/llm/agent_bench.json`): every turn is three model requests (read a file,
+//! search the code, answer), and every response is held back by a known `slow_first_byte_ms`.
+//! The wall time of each turn minus the time the server spent delaying is lode's overhead:
+//! context assembly (repo map, retrieval, token counting), HTTP and SSE, the tools, the
+//! permission policy, the session store and the audit log.
+//!
+//! `cargo bench -p lode-agent --bench agent_overhead -- [--turns N] [--delay-ms MS]
+//! [--source DIR]` (or `bench/agent/overhead.sh`). The first turn, which waits for the initial
+//! index refresh, is reported separately and left out of the figures.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lode_agent::event::{AgentEvent, StopReason};
+use lode_agent::host::SessionHost;
+use lode_agent::{Agent, AgentOptions, UserInput};
+use lode_llm_script::{Script, ScriptedServer};
+use tokio_util::sync::CancellationToken;
+
+/// Shows nothing; read-only tools need no permission.
+struct QuietHost;
+
+impl SessionHost for QuietHost {
+    fn emit(&self, _event: AgentEvent) {}
+}
+
+struct Options {
+    turns: usize,
+    delay_ms: u64,
+    source: PathBuf,
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        turns: 20,
+        delay_ms: 200,
+        source: repo_root().join("fixtures/agent/calculator"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--turns" => {
+                options.turns = value("--turns")?
+                    .parse()
+                    .map_err(|e| format!("--turns: {e}"))?
+            }
+            "--delay-ms" => {
+                options.delay_ms = value("--delay-ms")?
+                    .parse()
+                    .map_err(|e| format!("--delay-ms: {e}"))?
+            }
+            "--source" => options.source = PathBuf::from(value("--source")?),
+            // `cargo bench` passes `--bench`; libtest-style filters are not used here.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(options)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "target" || name == ".git" || name == ".lode" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Wall time of each turn and the number of model requests it made, for one delay.
+struct Run {
+    first_turn: Duration,
+    turns: Vec<(Duration, usize)>,
+}
+
+async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error::Error>> {
+    let mut script = Script::load(&repo_root().join("fixtures/llm/agent_bench.json"))?;
+    for turn in &mut script.turns {
+        if let Some(fault) = &mut turn.fault {
+            fault.slow_first_byte_ms = Some(delay_ms);
+        }
+    }
+    let server = ScriptedServer::start(script).await?;
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("workspace");
+    copy_dir(&options.source, &root)?;
+    std::fs::create_dir_all(root.join(".lode"))?;
+    std::fs::write(
+        root.join(".lode/config.toml"),
+        format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"bench\"\ncontext_window = 128000\nmax_tokens = 2000\n",
+            server.openai_base_url()
+        ),
+    )?;
+    let agent = Agent::open(&root, AgentOptions::default())?;
+    let session = agent.new_session(root.clone(), Vec::new())?;
+    let host: Arc<dyn SessionHost> = Arc::new(QuietHost);
+    let mut first_turn = Duration::ZERO;
+    let mut turns = Vec::new();
+    for turn in 0..=options.turns {
+        let before = server.requests().len();
+        let started = Instant::now();
+        let stop = agent
+            .prompt(
+                &session.id,
+                vec![UserInput::Text(format!(
+                    "Question {turn}: where is addition implemented?"
+                ))],
+                host.clone(),
+                CancellationToken::new(),
+            )
+            .await?;
+        let elapsed = started.elapsed();
+        if stop != StopReason::EndTurn {
+            return Err(format!("turn {turn} stopped with {stop:?}").into());
+        }
+        let requests = server.requests().len() - before;
+        if turn == 0 {
+            first_turn = elapsed;
+        } else {
+            turns.push((elapsed, requests));
+        }
+    }
+    Ok(Run { first_turn, turns })
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn report(label: &str, run: &Run, delay_ms: u64) {
+    let overheads: Vec<f64> = run
+        .turns
+        .iter()
+        .map(|(elapsed, requests)| ms(*elapsed) - (*requests as f64 * delay_ms as f64))
+        .collect();
+    let requests: usize = run.turns.iter().map(|(_, requests)| requests).sum();
+    let wall: f64 = run.turns.iter().map(|(elapsed, _)| ms(*elapsed)).sum();
+    let waited = requests as f64 * delay_ms as f64;
+    let turns = run.turns.len() as f64;
+    let mean = overheads.iter().sum::<f64>() / turns;
+    println!(
+        "{label}: {} turns, {requests} model requests, first turn (index refresh) {:.0} ms",
+        run.turns.len(),
+        ms(run.first_turn)
+    );
+    println!(
+        "  wall {wall:.0} ms, server delay {waited:.0} ms; overhead per turn mean {mean:.1} ms, median {:.1} ms, max {:.1} ms; per model request {:.1} ms",
+        median(overheads.clone()),
+        overheads.iter().copied().fold(f64::MIN, f64::max),
+        (wall - waited) / requests as f64,
+    );
+    if waited > 0.0 {
+        println!(
+            "  overhead / server latency = {:.3} ({:.1}% of the turn is lode)",
+            (wall - waited) / waited,
+            100.0 * (wall - waited) / wall
+        );
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let options = parse_options()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        println!(
+            "agent overhead on {} ({} turns of 3 model requests each)",
+            options.source.display(),
+            options.turns
+        );
+        let baseline = run(&options, 0).await?;
+        report("no server delay", &baseline, 0);
+        let delayed = run(&options, options.delay_ms).await?;
+        report(
+            &format!("{} ms before each response's first byte", options.delay_ms),
+            &delayed,
+            options.delay_ms,
+        );
+        Ok(())
+    })
+}

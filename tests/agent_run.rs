@@ -1,0 +1,199 @@
+//! `lode run` through the real binary: one prompt against the scripted LLM server (started in
+//! this test, over real HTTP), JSON event lines on stdout, permissions denied unless `--yes-to`
+//! allows them, and a clear error when no provider is configured.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
+use serde_json::Value;
+use support::{copy_tree, fixtures, lode, stderr, stdout};
+
+/// The scripted server on its own runtime, which keeps serving while the test blocks on `lode`.
+struct Server {
+    handle: ScriptedServerHandle,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn start_server(script_name: &str) -> Server {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script = Script::load(&fixtures().join("llm").join(script_name)).unwrap();
+    let handle = runtime.block_on(ScriptedServer::start(script)).unwrap();
+    Server {
+        handle,
+        _runtime: runtime,
+    }
+}
+
+/// A copy of the calculator fixture; with `server`, a config pointing a provider at it.
+fn workspace(server: Option<&Server>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures().join("agent/calculator"), dir.path());
+    if let Some(server) = server {
+        std::fs::create_dir_all(dir.path().join(".lode")).unwrap();
+        std::fs::write(
+            dir.path().join(".lode/config.toml"),
+            format!(
+                "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\ncontext_window = 32000\n",
+                server.handle.openai_base_url()
+            ),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Runs `lode ARGS` in `root` with no user config and no `$LODE_CONFIG` from the environment.
+fn lode_run(root: &Path, args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    lode(root)
+        .args(args)
+        .env_remove("LODE_CONFIG")
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("HOME", home.path())
+        .output()
+        .expect("lode runs")
+}
+
+/// Every stdout line, each of which must be a JSON object with an `event` tag.
+fn json_events(output: &Output) -> Vec<Value> {
+    stdout(output)
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not a JSON line ({error}): {line}"));
+            assert!(event["event"].is_string(), "{line}");
+            event
+        })
+        .collect()
+}
+
+fn streamed_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|event| event["event"] == "text_delta")
+        .filter_map(|event| event["text"].as_str())
+        .collect()
+}
+
+/// (tool, final status) of each finished tool call, in order.
+fn finished_tools(events: &[Value]) -> Vec<(String, String)> {
+    let mut names = std::collections::HashMap::new();
+    let mut finished = Vec::new();
+    for event in events {
+        match event["event"].as_str() {
+            Some("tool_call_started") => {
+                names.insert(
+                    event["id"].as_str().unwrap().to_owned(),
+                    event["tool"].as_str().unwrap().to_owned(),
+                );
+            }
+            Some("tool_call_updated")
+                if matches!(event["status"].as_str(), Some("completed" | "failed")) =>
+            {
+                finished.push((
+                    names[event["id"].as_str().unwrap()].clone(),
+                    event["status"].as_str().unwrap().to_owned(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    finished
+}
+
+#[test]
+fn run_json_denies_an_edit_without_yes_to() {
+    let server = start_server("agent_fix_test.json");
+    let dir = workspace(Some(&server));
+    let output = lode_run(
+        dir.path(),
+        &["run", "--json", "Please fix the failing test."],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let events = json_events(&output);
+    assert_eq!(
+        finished_tools(&events),
+        vec![
+            ("search_code".to_owned(), "completed".to_owned()),
+            ("read_file".to_owned(), "completed".to_owned()),
+            ("edit_file".to_owned(), "failed".to_owned()),
+        ]
+    );
+    assert!(
+        streamed_text(&events)
+            .ends_with("I was not allowed to edit src/lib.rs, so the bug remains."),
+        "{}",
+        streamed_text(&events)
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "turn_finished");
+    assert_eq!(last["stop_reason"], "end_turn");
+    let source = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    assert!(
+        source.contains("left - right"),
+        "the file must be untouched"
+    );
+}
+
+#[test]
+fn run_json_with_yes_to_makes_the_edit_and_runs_the_tests() {
+    let server = start_server("agent_fix_test.json");
+    let dir = workspace(Some(&server));
+    let output = lode_run(
+        dir.path(),
+        &[
+            "run",
+            "--json",
+            "--yes-to",
+            "src/**",
+            "Please fix the failing test.",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let events = json_events(&output);
+    assert_eq!(
+        finished_tools(&events),
+        vec![
+            ("search_code".to_owned(), "completed".to_owned()),
+            ("read_file".to_owned(), "completed".to_owned()),
+            ("edit_file".to_owned(), "completed".to_owned()),
+            ("run_command".to_owned(), "completed".to_owned()),
+        ]
+    );
+    assert!(
+        streamed_text(&events).ends_with("Fixed: `add` now adds, and the tests pass."),
+        "{}",
+        streamed_text(&events)
+    );
+    let source = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    assert!(source.contains("left + right"));
+    // The session was stored, so `lode chat --resume` could pick it up.
+    assert!(dir.path().join(".lode/agent.sqlite").exists());
+}
+
+#[test]
+fn run_without_a_provider_fails_naming_the_config_files_and_variables() {
+    let dir = workspace(None);
+    let output = lode_run(dir.path(), &["run", "--json", "hello"]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stdout(&output).is_empty(),
+        "no events without a provider: {}",
+        stdout(&output)
+    );
+    let message = stderr(&output);
+    assert!(
+        message.contains("no LLM provider is configured"),
+        "{message}"
+    );
+    assert!(message.contains(".lode/config.toml"), "{message}");
+    assert!(message.contains("LODE_CONFIG"), "{message}");
+    assert!(message.contains("api_key_env"), "{message}");
+}
