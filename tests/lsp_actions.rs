@@ -141,6 +141,11 @@ fn code_actions_fix_explain_and_review_through_the_agent() {
         replaced["end"]["line"].as_u64().unwrap() as usize,
         buffer.lines().count()
     );
+    client.wait_for("work-done progress while the agent ran", |m| {
+        m["method"] == "$/progress"
+            && m["params"]["value"]["kind"] == "begin"
+            && m["params"]["value"]["title"] == "lode: fixing the diagnostic"
+    });
     assert!(show_message(&mut client, "Changed").contains("Changed `-` to `+` in add."));
     assert_eq!(
         std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),

@@ -600,3 +600,120 @@ impl ClientFs for CapturingFs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_are_parsed_from_strict_lines_only() {
+        let root = Path::new("/w");
+        let text = "src/a.rs:3: error: boom\n\
+                    - `src/b.rs:7: Warning: careful`\n\
+                    src/a.rs:x: error: no line number\n\
+                    src/a.rs:0: error: line zero\n\
+                    src/a.rs:4: fatal: unknown severity\n\
+                    src/a.rs:5: error:   \n\
+                    ../escape.rs:1: error: outside\n\
+                    /etc/passwd:1: error: absolute\n\
+                    src/c.rs:9: info: colons: in: the message\n\
+                    no findings";
+        let findings = parse_findings(text, root);
+        let summary: Vec<(String, u32, DiagnosticSeverity, &str)> = findings
+            .iter()
+            .map(|f| {
+                (
+                    f.path.display().to_string(),
+                    f.line,
+                    f.severity,
+                    f.message.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            vec![
+                ("/w/src/a.rs".into(), 3, DiagnosticSeverity::ERROR, "boom"),
+                (
+                    "/w/src/b.rs".into(),
+                    7,
+                    DiagnosticSeverity::WARNING,
+                    "careful"
+                ),
+                (
+                    "/w/src/c.rs".into(),
+                    9,
+                    DiagnosticSeverity::INFORMATION,
+                    "colons: in: the message"
+                ),
+            ]
+        );
+        assert_eq!(findings[0].diagnostic().source.as_deref(), Some("lode"));
+        assert_eq!(findings[0].diagnostic().range.start.line, 2);
+    }
+
+    #[test]
+    fn a_new_file_is_created_before_its_text_is_inserted() {
+        let dir = std::env::temp_dir().join(format!("lode-actions-{}", std::process::id()));
+        let path = dir.join("new_test.rs");
+        let mut captured = BTreeMap::new();
+        captured.insert(path.clone(), "#[test]\nfn t() {}\n".to_owned());
+        let edit = workspace_edit(&captured, &Buffers::new());
+        let Some(DocumentChanges::Operations(operations)) = edit.document_changes else {
+            panic!("expected operations");
+        };
+        assert_eq!(operations.len(), 2);
+        assert!(matches!(
+            &operations[0],
+            DocumentChangeOperation::Op(ResourceOp::Create(create))
+                if create.uri.to_file_path().map(|p| p.into_owned()) == Some(path.clone())
+        ));
+        let DocumentChangeOperation::Edit(text_edit) = &operations[1] else {
+            panic!("expected an edit after the create");
+        };
+        assert_eq!(text_edit.text_document.version, None);
+        let OneOf::Left(only) = &text_edit.edits[0] else {
+            panic!("plain text edit expected");
+        };
+        assert_eq!(only.range, Range::default());
+        assert_eq!(only.new_text, "#[test]\nfn t() {}\n");
+    }
+
+    #[tokio::test]
+    async fn the_capturing_fs_reads_buffers_and_keeps_writes_off_the_disk() {
+        let dir = std::env::temp_dir().join(format!("lode-capture-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let open = dir.join("open.rs");
+        let closed = dir.join("closed.rs");
+        std::fs::write(&open, "disk\n").unwrap();
+        std::fs::write(&closed, "one\ntwo\nthree\n").unwrap();
+        let mut buffers = Buffers::new();
+        buffers.insert(open.clone(), Document::new("buffer\n".into(), 3, "rust"));
+        let host = ActionHost::new(Arc::new(buffers));
+        let fs = host.client_fs().unwrap();
+        assert_eq!(
+            fs.read_text_file(&open, None, None).await.unwrap(),
+            "buffer\n"
+        );
+        assert_eq!(
+            fs.read_text_file(&closed, Some(2), Some(1)).await.unwrap(),
+            "two\n"
+        );
+        fs.write_text_file(&open, "edited\n").await.unwrap();
+        assert_eq!(
+            fs.read_text_file(&open, None, None).await.unwrap(),
+            "edited\n"
+        );
+        assert_eq!(std::fs::read_to_string(&open).unwrap(), "disk\n");
+        assert_eq!(
+            host.captured().get(&open).map(String::as_str),
+            Some("edited\n")
+        );
+        assert!(
+            fs.read_text_file(&dir.join("missing.rs"), None, None)
+                .await
+                .is_err()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
