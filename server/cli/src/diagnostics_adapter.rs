@@ -169,9 +169,10 @@ mod tests {
         assert!(settings.config.servers["go"].is_empty());
         let error = settings_from(Some(&lsp("[lsp.diagnostics]\nenable = true\n"))).unwrap_err();
         assert!(error.contains("\"enable\""), "{error}");
-        let error =
-            settings_from(Some(&lsp("[lsp.diagnostics]\nservers = { rust = \"ra\" }\n")))
-                .unwrap_err();
+        let error = settings_from(Some(&lsp(
+            "[lsp.diagnostics]\nservers = { rust = \"ra\" }\n",
+        )))
+        .unwrap_err();
         assert!(error.contains("servers.rust"), "{error}");
     }
 }
