@@ -201,6 +201,34 @@ fn code_actions_fix_explain_and_review_through_the_agent() {
         server.unused_turns()
     );
 
+    // Arguments that are not a target: the error is shown, nothing runs.
+    let result = client.call(
+        "workspace/executeCommand",
+        json!({ "command": "lode.explain", "arguments": [{ "uri": 42 }] }),
+    );
+    assert_eq!(result, Value::Null);
+    let shown = client.wait_for("the bad-arguments error", |m| {
+        m["method"] == "window/showMessage" && m["params"]["type"] == 1
+    });
+    assert!(
+        shown["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bad arguments for lode.explain"),
+        "{shown}"
+    );
+    let result = client.call(
+        "workspace/executeCommand",
+        json!({ "command": "lode.review", "arguments": [] }),
+    );
+    assert_eq!(result, Value::Null);
+    client.wait_for("the missing-argument error", |m| {
+        m["method"] == "window/showMessage"
+            && m["params"]["message"]
+                .as_str()
+                .is_some_and(|text| text.contains("expected one argument"))
+    });
+
     // An unknown command is refused.
     let response = client.request(
         "workspace/executeCommand",
@@ -227,7 +255,13 @@ fn without_a_model_the_server_offers_no_code_actions_and_works_as_before() {
     );
     // No [[llm.providers]] anywhere: an empty config in the workspace, none from the user.
     write(dir.path(), ".lode/config.toml", "");
-    let mut client = LspClient::start(dir.path(), &[]);
+    let home = tempfile::tempdir().unwrap();
+    let config_home = home.path().join("config");
+    let mut client = LspClient::start_with_env(
+        dir.path(),
+        &[],
+        &[("HOME", home.path()), ("XDG_CONFIG_HOME", &config_home)],
+    );
     let init = client.initialize_and_wait_for_index();
     assert!(
         init["capabilities"].get("codeActionProvider").is_none(),

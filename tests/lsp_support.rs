@@ -79,10 +79,16 @@ fn read_frame(reader: &mut impl BufRead) -> Option<Result<Value, String>> {
 impl LspClient {
     /// Starts `lode lsp ARGS` with `root` as the working directory.
     pub fn start(root: &Path, args: &[&str]) -> LspClient {
+        LspClient::start_with_env(root, args, &[])
+    }
+
+    /// Starts `lode lsp ARGS` with extra environment variables.
+    pub fn start_with_env(root: &Path, args: &[&str], env: &[(&str, &Path)]) -> LspClient {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lode"))
             .arg("lsp")
             .args(args)
             .current_dir(root)
+            .envs(env.iter().copied())
             .env_remove("LODE_INDEX_DIR")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
