@@ -33,6 +33,8 @@ pub const WRITE_TEST: &str = "lode.writeTest";
 pub const DOCUMENT: &str = "lode.document";
 pub const REVIEW: &str = "lode.review";
 pub const COMMANDS: [&str; 5] = [FIX, EXPLAIN, WRITE_TEST, DOCUMENT, REVIEW];
+/// At most this many selected lines are quoted in a prompt.
+const MAX_SELECTED_LINES: u32 = 200;
 /// The `source` of the diagnostics `lode: review` publishes.
 pub const REVIEW_SOURCE: &str = "lode";
 
@@ -190,7 +192,9 @@ impl Actions {
             .to_file_path()
             .map(|path| path.into_owned())
             .ok_or_else(|| bad(format!("not a file URI: {}", target.uri.as_str())))?;
-        let relative = path
+        // The agent's root is canonical; the editor's path may go through a symlink.
+        let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        let relative = canonical
             .strip_prefix(self.agent.root())
             .map(|p| p.display().to_string())
             .map_err(|_| bad(format!("{} is outside the workspace", path.display())))?;
@@ -310,12 +314,13 @@ fn prompt_for(
     relative: &str,
     text: &str,
 ) -> (Mode, String, String) {
-    let start = target.range.start.line + 1;
-    let end = target.range.end.line + 1;
+    let start = target.range.start.line.saturating_add(1);
+    // A range that ends before it starts (a confused client) covers its first line.
+    let end = target.range.end.line.saturating_add(1).max(start);
     let selection: String = text
         .lines()
         .skip(target.range.start.line as usize)
-        .take((end - start + 1).min(200) as usize)
+        .take((end - start).saturating_add(1).min(MAX_SELECTED_LINES) as usize)
         .collect::<Vec<_>>()
         .join("\n");
     let about = match &target.symbol {
@@ -677,6 +682,27 @@ mod tests {
         };
         assert_eq!(only.range, Range::default());
         assert_eq!(only.new_text, "#[test]\nfn t() {}\n");
+    }
+
+    #[test]
+    fn a_backwards_or_huge_range_quotes_a_bounded_selection() {
+        let text: String = (1..=500).map(|n| format!("line {n}\n")).collect();
+        let backwards = ActionTarget {
+            uri: Uri::from_file_path("/w/a.rs").unwrap(),
+            range: Range::new(Position::new(9, 0), Position::new(2, 0)),
+            diagnostic: None,
+            symbol: None,
+        };
+        let (mode, prompt, _) = prompt_for(EXPLAIN, &backwards, "a.rs", &text);
+        assert_eq!(mode, Mode::Ask);
+        assert!(prompt.contains("lines 10-10 of a.rs") && prompt.contains("line 10\n"));
+        assert!(!prompt.contains("line 11"), "{prompt}");
+        let huge = ActionTarget {
+            range: Range::new(Position::new(0, 0), Position::new(u32::MAX, 0)),
+            ..backwards
+        };
+        let (_, prompt, _) = prompt_for(EXPLAIN, &huge, "a.rs", &text);
+        assert!(prompt.contains("line 200\n") && !prompt.contains("line 201"));
     }
 
     #[tokio::test]
