@@ -189,14 +189,24 @@ fn edited_path(root: &Path, call: &ToolCall) -> Option<PathBuf> {
         .map(|resolved| resolved.absolute)
 }
 
-async fn diagnostics_of(source: &dyn DiagnosticsSource, path: &Path) -> Vec<Diagnostic> {
-    source
+/// A file's diagnostics; `None` when nothing could check it (no checker for the language, the
+/// checker failed), so that silence is not mistaken for a clean file.
+async fn diagnostics_of(source: &dyn DiagnosticsSource, path: &Path) -> Option<Vec<Diagnostic>> {
+    let files: Vec<FileDiagnostics> = source
         .diagnostics_for(&[path.to_path_buf()])
         .await
         .into_iter()
-        .filter(|file| file.path == path)
-        .flat_map(|file| file.diagnostics)
-        .collect()
+        .filter(|file| file.path == path && file.checked_by.is_some())
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    Some(
+        files
+            .into_iter()
+            .flat_map(|file| file.diagnostics)
+            .collect(),
+    )
 }
 
 /// A snapshot taken before an editing tool call ran.
@@ -230,7 +240,8 @@ impl TurnDiagnostics {
     /// Takes the snapshot for an editing call; `None` for any other call.
     pub async fn before_call(&mut self, call: &ToolCall) -> Option<PendingEdit> {
         let path = edited_path(&self.root, call)?;
-        let before = diagnostics_of(self.source.as_ref(), &path).await;
+        // Files nothing can check get no block (and cost no second check).
+        let before = diagnostics_of(self.source.as_ref(), &path).await?;
         self.baseline
             .entry(path.clone())
             .or_insert_with(|| before.clone());
@@ -245,7 +256,9 @@ impl TurnDiagnostics {
         if !self.edited.contains(&pending.path) {
             self.edited.push(pending.path.clone());
         }
-        let after = diagnostics_of(self.source.as_ref(), &pending.path).await;
+        let Some(after) = diagnostics_of(self.source.as_ref(), &pending.path).await else {
+            return;
+        };
         let fresh = new_diagnostics(&pending.before, &after);
         let shown = display_path(std::slice::from_ref(&self.root), &pending.path);
         let relevant = fresh
@@ -447,6 +460,74 @@ mod tests {
         assert_eq!(fresh.len(), 2);
         assert_eq!(fresh[0].severity, Severity::Error, "errors come first");
         assert_eq!(fresh[1].message, "unused variable");
+    }
+
+    /// A canned source (the trait is ours, so a fixed answer is a fair double): `checked` says
+    /// whether anything could check the files.
+    struct CannedSource {
+        checked: bool,
+        diagnostics: Vec<Diagnostic>,
+    }
+
+    #[async_trait::async_trait]
+    impl DiagnosticsSource for CannedSource {
+        async fn diagnostics_for(&self, paths: &[PathBuf]) -> Vec<FileDiagnostics> {
+            paths
+                .iter()
+                .map(|path| FileDiagnostics {
+                    path: path.clone(),
+                    diagnostics: self.diagnostics.clone(),
+                    checked_by: self.checked.then(|| "canned".to_owned()),
+                    error: (!self.checked).then(|| "no checker".to_owned()),
+                })
+                .collect()
+        }
+    }
+
+    fn edit_call() -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: "write_file".into(),
+            arguments: json!({"path": "notes.md", "content": "x"}),
+        }
+    }
+
+    #[tokio::test]
+    async fn files_nothing_can_check_get_no_block_and_no_extra_round() {
+        let root = std::env::temp_dir();
+        let source = Arc::new(CannedSource {
+            checked: false,
+            diagnostics: Vec::new(),
+        });
+        let mut tracker = TurnDiagnostics::new(source, root);
+        assert!(tracker.before_call(&edit_call()).await.is_none());
+        assert!(tracker.before_turn_ends().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_checked_file_gets_a_block_even_when_clean() {
+        let root = std::env::temp_dir();
+        let source = Arc::new(CannedSource {
+            checked: true,
+            diagnostics: vec![diagnostic(Severity::Error, 1, "old problem")],
+        });
+        let mut tracker = TurnDiagnostics::new(source, root);
+        let pending = tracker.before_call(&edit_call()).await.unwrap();
+        let mut result = ToolResult {
+            call_id: "c".into(),
+            content: "Wrote notes.md".into(),
+            is_error: false,
+        };
+        tracker.after_call(pending, &mut result).await;
+        assert!(
+            result.content.ends_with(
+                "no new errors or warnings in notes.md (1 error(s) were already there before this edit).\n"
+            ),
+            "{}",
+            result.content
+        );
+        // The error predates the turn: no extra round.
+        assert!(tracker.before_turn_ends().await.is_none());
     }
 
     #[test]
