@@ -55,6 +55,9 @@ pub struct AgentOptions {
     /// Where the code index lives (default `<root>/.lode/index`).
     pub index_dir: Option<PathBuf>,
     pub scan: Option<ScanOptions>,
+    /// Embeds chunks for hybrid search when the agent opens the index itself (`None`: lexical
+    /// only). Ignored when `index` is given.
+    pub embedder: Option<Arc<dyn lode_index::embed::Embedder>>,
     /// An index already open in this process (e.g. by the LSP server), shared instead of opened.
     pub index: Option<Arc<Workspace>>,
     /// Where sessions, permission decisions and the audit log live (default `<root>/.lode`).
@@ -150,6 +153,7 @@ impl Agent {
                 if let Some(scan) = options.scan.clone() {
                     workspace_options.scan = scan;
                 }
+                workspace_options.embedder = options.embedder.clone();
                 (Arc::new(Workspace::open(workspace_options)?), true)
             }
         };

@@ -373,6 +373,7 @@ pub fn agent_args(
             index_dir: workspace.index_dir.clone(),
             scan: Some(crate::commands::scan_options(workspace)),
             index: None,
+            embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
             data_dir: None,
             diagnostics,
         },

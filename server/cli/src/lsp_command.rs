@@ -42,6 +42,7 @@ pub fn run_lsp(workspace: &WorkspaceArgs, args: LspArgs) -> anyhow::Result<ExitC
         debounce: Duration::from_millis(args.debounce_ms),
         watch: !args.no_watch,
         max_message_bytes: args.max_message_bytes,
+        embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

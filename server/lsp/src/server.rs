@@ -41,6 +41,8 @@ pub struct ServerOptions {
     pub watch: bool,
     /// Largest accepted message.
     pub max_message_bytes: usize,
+    /// Embeds chunks for semantic and hybrid search (`None`: lexical only).
+    pub embedder: Option<std::sync::Arc<dyn lode_index::embed::Embedder>>,
 }
 
 impl Default for ServerOptions {
@@ -52,6 +54,7 @@ impl Default for ServerOptions {
             debounce: crate::live::DEFAULT_DEBOUNCE,
             watch: true,
             max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            embedder: None,
         }
     }
 }
@@ -380,6 +383,7 @@ impl LanguageServer for LodeServer {
         let mut options = WorkspaceOptions::new(&root);
         options.index_dir = self.options.index_dir.clone();
         options.scan = self.options.scan.clone();
+        options.embedder = self.options.embedder.clone();
         let debounce = self.options.debounce;
         let index = tokio::task::spawn_blocking(move || LiveIndex::open(options, debounce))
             .await
