@@ -651,9 +651,57 @@ async fn run_tool_call(
             ),
             true,
         );
+        // Shown and stored like any failed call, so the user sees what the model tried.
+        let start = ToolCallStart {
+            id: call.id.clone(),
+            tool: call.name.clone(),
+            title: format!("Unknown tool `{}`", call.name),
+            kind: crate::event::ToolKind::Other,
+            locations: Vec::new(),
+            raw_input: call.arguments.clone(),
+        };
+        host.emit(AgentEvent::ToolCallStarted(start.clone()));
+        let text = error.to_model_text();
+        let update = ToolCallUpdate {
+            id: call.id.clone(),
+            status: ToolStatus::Failed,
+            title: None,
+            content: vec![ToolContent::Text {
+                text: error.message.clone(),
+            }],
+            locations: Vec::new(),
+            raw_output: serde_json::to_value(&error).ok(),
+        };
+        host.emit(AgentEvent::ToolCallUpdated(update.clone()));
+        let finish = ToolCallFinish {
+            status: ToolStatus::Failed,
+            output: text.clone(),
+            display: update.content.clone(),
+            locations: Vec::new(),
+        };
+        if let Err(error) = shared
+            .store
+            .record_tool_call_start(session_id, message_seq, &start)
+            .and_then(|()| {
+                shared
+                    .store
+                    .record_tool_call_finish(session_id, &call.id, &finish)
+            })
+        {
+            eprintln!("lode: could not record tool call {}: {error}", call.id);
+        }
+        if let Err(error) = shared.audit.record(
+            session_id,
+            &call.name,
+            &call.arguments,
+            "unknown_tool",
+            &update,
+        ) {
+            eprintln!("lode: could not write the audit log: {error}");
+        }
         return ToolResult {
             call_id: call.id.clone(),
-            content: error.to_model_text(),
+            content: text,
             is_error: true,
         };
     };

@@ -476,3 +476,43 @@ async fn mcp_servers_attached_on_load_are_connected_on_the_next_turn_and_failure
             .is_err()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_tool_that_does_not_exist_is_shown_stored_and_answered() {
+    let script = Script::from_json(
+        r#"{"turns": [
+            {"match": {"last_user_text_contains": "format"},
+             "respond": {"tool_calls": [{"id": "call_x", "name": "format_disk", "arguments": {}}]}},
+            {"match": {"last_tool_result_contains": "no tool named"},
+             "respond": {"text": "That tool does not exist."}}
+        ]}"#,
+    )
+    .unwrap();
+    let server = ScriptedServer::start(script).await.unwrap();
+    let dir = workspace(&server);
+    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let host = TestHost::answering(PermissionAnswer::AllowOnce);
+    let stop = agent
+        .prompt(
+            &session.id,
+            text("format it"),
+            host.clone(),
+            CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(
+        host.finished_tools(),
+        vec![("format_disk".to_owned(), ToolStatus::Failed)]
+    );
+    assert!(host.permission_requests.lock().unwrap().is_empty());
+    let (_, replay) = agent.load_session(&session.id).unwrap();
+    assert!(replay.iter().any(|event| matches!(event,
+        AgentEvent::ToolCallUpdated(update) if update.id == "call_x" && update.status == ToolStatus::Failed)));
+    let audit = std::fs::read_to_string(dir.path().join(".lode/audit.jsonl")).unwrap();
+    assert!(audit.contains("format_disk"), "{audit}");
+}
