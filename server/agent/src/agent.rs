@@ -120,8 +120,11 @@ pub(crate) struct Shared {
     pub policy: PermissionPolicy,
     pub audit: AuditLog,
     pub tools: ToolRegistry,
-    /// Where edits' diagnostics come from, when configured.
+    /// Where edits' diagnostics come from: the editor's pushed ones first, then the configured
+    /// source (`crate::pushed_diagnostics::PushedFirst`).
     pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    /// What the editor pushed (`Agent::push_diagnostics`).
+    pub pushed_diagnostics: Arc<crate::pushed_diagnostics::PushedDiagnostics>,
     /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
     pub running: Mutex<HashMap<String, CancellationToken>>,
     /// Skills, long-term memory and MCP servers.
@@ -172,6 +175,14 @@ impl Agent {
             .with_roots(vec![root.clone()]);
         let audit = AuditLog::new(data_dir.join("audit.jsonl"));
         let extensions = crate::extensions::Extensions::open(&root, &config);
+        let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
+        // The `diagnostics` tool keeps its `cargo check` default unless a source is configured.
+        let tools = tools_with_diagnostics(options.diagnostics.clone());
+        let diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource> =
+            Arc::new(crate::pushed_diagnostics::PushedFirst::new(
+                pushed_diagnostics.clone(),
+                options.diagnostics,
+            ));
         let shared = Arc::new(Shared {
             root,
             config_files: files,
@@ -182,8 +193,9 @@ impl Agent {
             store,
             policy,
             audit,
-            tools: tools_with_diagnostics(options.diagnostics.clone()),
-            diagnostics: options.diagnostics,
+            tools,
+            diagnostics: Some(diagnostics),
+            pushed_diagnostics,
             running: Mutex::new(HashMap::new()),
             mcp_servers: Mutex::new(HashMap::new()),
             extensions,
@@ -197,6 +209,25 @@ impl Agent {
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.shared.root
+    }
+
+    /// Diagnostics the editor computed (its `_lode/diagnostics` notifications): they replace
+    /// what was pushed before for each file and take precedence over lode's own checkers.
+    /// Files outside the workspace are ignored; returns how many files were accepted.
+    pub fn push_diagnostics(&self, files: Vec<crate::diagnostics::FileDiagnostics>) -> usize {
+        let mut accepted = 0;
+        for file in files {
+            let path = std::fs::canonicalize(&file.path).unwrap_or(file.path);
+            let climbs = path
+                .components()
+                .any(|part| part == std::path::Component::ParentDir);
+            if climbs || !path.is_absolute() || !path.starts_with(&self.shared.root) {
+                continue;
+            }
+            self.shared.pushed_diagnostics.push(path, file.diagnostics);
+            accepted += 1;
+        }
+        accepted
     }
 
     /// The shared code index.

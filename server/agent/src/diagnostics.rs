@@ -116,6 +116,12 @@ pub struct FileDiagnostics {
 pub trait DiagnosticsSource: Send + Sync {
     /// One entry per requested path (absolute paths), in any order.
     async fn diagnostics_for(&self, paths: &[PathBuf]) -> Vec<FileDiagnostics>;
+
+    /// Told just before the agent writes `path` (absolute), so what was known about the file
+    /// before can be treated as stale (see `crate::pushed_diagnostics`).
+    fn file_changing(&self, path: &Path) {
+        let _ = path;
+    }
 }
 
 /// The diagnostics in `after` that `before` did not have, counted as a multiset by severity,
@@ -245,6 +251,7 @@ impl TurnDiagnostics {
         self.baseline
             .entry(path.clone())
             .or_insert_with(|| before.clone());
+        self.source.file_changing(&path);
         Some(PendingEdit { path, before })
     }
 

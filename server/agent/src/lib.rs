@@ -22,6 +22,7 @@ pub mod llm;
 pub mod mcp;
 pub mod memory;
 pub mod permission;
+pub mod pushed_diagnostics;
 pub mod redact;
 pub mod skills;
 pub mod slash;
