@@ -180,9 +180,10 @@ impl QdrantStore {
         let request = CountPointsBuilder::new(collection)
             .filter(chunks_only(Vec::new()))
             .exact(true);
-        let response = self.call("count", move |client| async move {
-            client.count(request).await
-        })?;
+        let response = self.call(
+            "count",
+            move |client| async move { client.count(request).await },
+        )?;
         Ok(response.result.map_or(0, |r| r.count as usize))
     }
 
@@ -219,9 +220,10 @@ impl QdrantStore {
 
     /// Reads the metadata point: `(identity, generation)` if the collection has one.
     fn read_meta(&self, collection: &str) -> Result<Option<(EmbedderIdentity, u64)>, VectorError> {
-        let request = GetPointsBuilder::new(collection, vec![PointId::from(META_POINT.to_string())])
-            .with_payload(true)
-            .with_vectors(false);
+        let request =
+            GetPointsBuilder::new(collection, vec![PointId::from(META_POINT.to_string())])
+                .with_payload(true)
+                .with_vectors(false);
         let response = self.call("metadata read", move |client| async move {
             client.get_points(request).await
         })?;
@@ -412,7 +414,8 @@ impl VectorStore for QdrantStore {
         }
         let mut records = records.into_iter().peekable();
         while records.peek().is_some() {
-            let points: Vec<PointStruct> = records.by_ref().take(UPSERT_BATCH).map(to_point).collect();
+            let points: Vec<PointStruct> =
+                records.by_ref().take(UPSERT_BATCH).map(to_point).collect();
             let request = UpsertPointsBuilder::new(&collection, points).wait(true);
             self.call("upsert", move |client| async move {
                 client.upsert_points(request).await
@@ -428,9 +431,15 @@ impl VectorStore for QdrantStore {
         };
         for batch in ids.chunks(ID_BATCH) {
             let list = PointsIdsList {
-                ids: batch.iter().filter(|&&id| id >= 0).map(|&id| point_id(id)).collect(),
+                ids: batch
+                    .iter()
+                    .filter(|&&id| id >= 0)
+                    .map(|&id| point_id(id))
+                    .collect(),
             };
-            let request = DeletePointsBuilder::new(&collection).points(list).wait(true);
+            let request = DeletePointsBuilder::new(&collection)
+                .points(list)
+                .wait(true);
             self.call("delete", move |client| async move {
                 client.delete_points(request).await
             })?;
@@ -474,21 +483,22 @@ impl VectorStore for QdrantStore {
         if let Some(language) = &filter.language {
             must.push(Condition::matches("language", language.clone()));
         }
-        let glob = match filter.path_glob.as_deref() {
-            None => None,
-            Some(glob) => match directory_of_glob(glob) {
-                Some(directory) => {
-                    must.push(Condition::matches("dirs", directory));
-                    None
-                }
-                None => Some(lode_index::search::path_matcher(glob).map_err(|e| {
-                    VectorError::Glob {
-                        glob: glob.to_string(),
-                        message: e.to_string(),
+        let glob =
+            match filter.path_glob.as_deref() {
+                None => None,
+                Some(glob) => match directory_of_glob(glob) {
+                    Some(directory) => {
+                        must.push(Condition::matches("dirs", directory));
+                        None
                     }
-                })?),
-            },
-        };
+                    None => Some(lode_index::search::path_matcher(glob).map_err(|e| {
+                        VectorError::Glob {
+                            glob: glob.to_string(),
+                            message: e.to_string(),
+                        }
+                    })?),
+                },
+            };
         let filter = chunks_only(must);
         let Some(glob) = glob else {
             let hits = self.query_page(&collection, query, filter, k, 0, false)?;
@@ -503,7 +513,8 @@ impl VectorStore for QdrantStore {
         let mut offset = 0;
         let mut hits = Vec::with_capacity(k);
         loop {
-            let results = self.query_page(&collection, query, filter.clone(), page, offset, true)?;
+            let results =
+                self.query_page(&collection, query, filter.clone(), page, offset, true)?;
             let fetched = results.len();
             for (id, score, path) in results {
                 if path.is_some_and(|path| glob.is_match(path)) {
@@ -644,8 +655,13 @@ fn describe(url: &str, what: &str, error: QdrantError) -> VectorError {
         | QdrantError::ResourceExhaustedError { status, .. } => status,
         other => return VectorError::Backend(format!("Qdrant {what} at {url}: {other}")),
     };
+    // qdrant-client reports a failed connection as `Internal: Failed to connect ...`.
+    let unreachable = matches!(
+        status.code(),
+        tonic_code::Unavailable | tonic_code::DeadlineExceeded
+    ) || status.message().starts_with("Failed to connect");
     let message = match status.code() {
-        tonic_code::Unavailable | tonic_code::DeadlineExceeded => format!(
+        _ if unreachable => format!(
             "cannot reach Qdrant at {url} ({what}): {}; is the server running and is this its gRPC port (6334)?",
             status.message()
         ),
@@ -653,7 +669,10 @@ fn describe(url: &str, what: &str, error: QdrantError) -> VectorError {
             "Qdrant at {url} refused the request ({what}): {}; check the API key",
             status.message()
         ),
-        code => format!("Qdrant {what} at {url} failed: {code:?}: {}", status.message()),
+        code => format!(
+            "Qdrant {what} at {url} failed: {code:?}: {}",
+            status.message()
+        ),
     };
     VectorError::Backend(message)
 }
@@ -670,7 +689,10 @@ mod tests {
     #[test]
     fn directory_globs_become_server_filters() {
         assert_eq!(directory_of_glob("src/"), Some("src".into()));
-        assert_eq!(directory_of_glob("./src/index/**"), Some("src/index".into()));
+        assert_eq!(
+            directory_of_glob("./src/index/**"),
+            Some("src/index".into())
+        );
         assert_eq!(directory_of_glob("src/**/*.rs"), None);
         assert_eq!(directory_of_glob("*.rs"), None);
         assert_eq!(directory_of_glob("sr?/"), None);
