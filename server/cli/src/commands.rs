@@ -175,6 +175,10 @@ pub enum Command {
     /// Serve the Agent Client Protocol on stdio (Zed, VS Code ACP clients, ...), or over HTTP
     /// and WebSocket with --http.
     Acp(crate::acp_command::AcpArgs),
+    /// Ask a running `lode acp --http` one question (an ACP client for Helix and scripts):
+    /// the answer streams to stdout, stdin is attached as context, named sessions continue.
+    /// Exit 0 when the agent finished, 4 when it stopped early.
+    Ask(crate::ask_command::AskArgs),
     /// Print the effective configuration (files layered, defaults filled, secrets redacted)
     /// and the files it came from.
     Config(crate::config_command::ConfigArgs),
@@ -396,6 +400,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ),
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
+        Command::Ask(ask) => crate::ask_command::run_ask(&args, ask),
         Command::Config(config) => crate::config_command::run_config(&args, config),
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
         Command::ParseOnly { path, no_tags } => {

@@ -5,6 +5,7 @@
 
 mod acp_command;
 mod agent_cli;
+mod ask_command;
 mod commands;
 mod config_command;
 mod diagnostics_adapter;

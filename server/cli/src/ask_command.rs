@@ -1,0 +1,491 @@
+//! `lode ask`: a small ACP client of lode's own HTTP transport, for editors without an ACP client
+//! (Helix) and for scripts. It connects to a running `lode acp --http` (WebSocket, so updates and
+//! the prompt's response arrive in order), sends one prompt — plus stdin as an embedded resource
+//! when stdin is not a terminal — streams the answer text to stdout and tool activity to stderr,
+//! answers permission questions "no" unless `--yes-to` allows them, and remembers named sessions
+//! in `<root>/.lode/ask-sessions.json` so the next call with the same `--session` continues them.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::Responder;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    InitializeRequest, NewSessionRequest, PermissionOptionKind, PromptRequest,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SelectedPermissionOutcome, SessionNotification, SessionUpdate,
+    StopReason, TextResourceContents, ToolCallContent, ToolCallStatus,
+};
+use agent_client_protocol::{Client, ErrorCode};
+use agent_client_protocol_http::HttpClient;
+use anyhow::{Context, bail};
+use clap::Args;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+
+use crate::commands::WorkspaceArgs;
+
+/// Stdin context larger than this is refused: the server refuses messages over 1 MiB.
+const MAX_STDIN_BYTES: usize = 768 * 1024;
+
+/// The URI under which stdin is attached to the prompt.
+const STDIN_URI: &str = "lode-ask:stdin";
+
+/// Options of `lode ask`.
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The prompt (several words are joined with spaces). Stdin, when it is not a terminal, is
+    /// attached as extra context.
+    pub prompt: Vec<String>,
+    /// The `lode acp --http` endpoint, e.g. http://127.0.0.1:7878/acp.
+    #[arg(long, value_name = "URL", env = "LODE_ACP_URL")]
+    pub connect: Option<String>,
+    /// Continue the session remembered under this name (created on first use); without it
+    /// every call starts a new session.
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
+    /// Start a new session under --session NAME, forgetting the one remembered.
+    #[arg(long, requires = "session")]
+    pub new_session: bool,
+    /// Bearer token of the server.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "LODE_ACP_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// Allow tool calls whose permission pattern or title matches this glob (repeatable), as in
+    /// `lode run`; everything else is denied.
+    #[arg(long, value_name = "PATTERN")]
+    pub yes_to: Vec<String>,
+}
+
+/// Named sessions, per server endpoint: `{"servers": {URL: {NAME: SESSION_ID}}}`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SessionBook {
+    #[serde(default)]
+    servers: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl SessionBook {
+    fn path(root: &Path) -> PathBuf {
+        root.join(".lode/ask-sessions.json")
+    }
+
+    fn load(root: &Path) -> anyhow::Result<SessionBook> {
+        let path = Self::path(root);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a valid session file", path.display())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(SessionBook::default())
+            }
+            Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Writes through a temporary file and a rename, so a crash never leaves half a file.
+    fn save(&self, root: &Path) -> anyhow::Result<()> {
+        let path = Self::path(root);
+        let dir = root.join(".lode");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let temporary = dir.join(format!("ask-sessions.json.{}.tmp", std::process::id()));
+        std::fs::write(&temporary, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        std::fs::rename(&temporary, &path)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    fn get(&self, server: &str, name: &str) -> Option<&String> {
+        self.servers.get(server)?.get(name)
+    }
+
+    fn insert(&mut self, server: &str, name: &str, id: String) {
+        self.servers
+            .entry(server.to_string())
+            .or_default()
+            .insert(name.to_string(), id);
+    }
+}
+
+/// How permission questions are answered: allowed only when a `--yes-to` glob matches.
+struct Policy {
+    allowed: GlobSet,
+}
+
+impl Policy {
+    fn new(patterns: &[String]) -> anyhow::Result<Policy> {
+        let mut allowed = GlobSetBuilder::new();
+        for pattern in patterns {
+            allowed.add(
+                Glob::new(pattern).with_context(|| format!("bad --yes-to pattern {pattern:?}"))?,
+            );
+        }
+        Ok(Policy {
+            allowed: allowed.build()?,
+        })
+    }
+
+    fn answer(&self, question: &RequestPermissionRequest) -> RequestPermissionOutcome {
+        let title = question.tool_call.fields.title.clone().unwrap_or_default();
+        // lode names its "always" options "Always allow <pattern>": that pattern is what an
+        // "always" answer would remember, the same thing `lode run --yes-to` matches.
+        let pattern = question
+            .options
+            .iter()
+            .find(|option| option.kind == PermissionOptionKind::AllowAlways)
+            .and_then(|option| option.name.strip_prefix("Always allow "))
+            .unwrap_or_default()
+            .to_string();
+        let allowed = (!pattern.is_empty() && self.allowed.is_match(&pattern))
+            || (!title.is_empty() && self.allowed.is_match(&title));
+        let wanted = if allowed {
+            PermissionOptionKind::AllowOnce
+        } else {
+            eprintln!(
+                "lode: denied {title} (not allowed; rerun with --yes-to '{pattern}' to allow)"
+            );
+            PermissionOptionKind::RejectOnce
+        };
+        match question.options.iter().find(|option| option.kind == wanted) {
+            Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                option.option_id.clone(),
+            )),
+            None => RequestPermissionOutcome::Cancelled,
+        }
+    }
+}
+
+/// Prints one `session/update`: answer text on stdout, tool activity as short lines on stderr.
+fn render(update: &SessionUpdate, at_line_start: &mut bool) {
+    let finish_line = |at_line_start: &mut bool| {
+        if !*at_line_start {
+            println!();
+            *at_line_start = true;
+        }
+    };
+    match update {
+        SessionUpdate::AgentMessageChunk(chunk) => {
+            if let ContentBlock::Text(text) = &chunk.content {
+                print!("{}", text.text);
+                let _ = std::io::stdout().flush();
+                *at_line_start = text.text.ends_with('\n');
+            }
+        }
+        SessionUpdate::ToolCall(call) => {
+            finish_line(at_line_start);
+            eprintln!("● {}", call.title);
+        }
+        SessionUpdate::ToolCallUpdate(update) => match update.fields.status {
+            Some(ToolCallStatus::Completed) => {
+                for content in update.fields.content.iter().flatten() {
+                    if let ToolCallContent::Diff(diff) = content {
+                        eprintln!("  ⎿ edited {}", diff.path.display());
+                    }
+                }
+            }
+            Some(ToolCallStatus::Failed) => {
+                let message = update
+                    .fields
+                    .content
+                    .iter()
+                    .flatten()
+                    .find_map(|content| match content {
+                        ToolCallContent::Content(block) => match &block.content {
+                            ContentBlock::Text(text) => text
+                                .text
+                                .lines()
+                                .find(|line| !line.trim().is_empty() && !line.starts_with('<'))
+                                .map(str::to_owned),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "failed".to_string());
+                eprintln!("  ⎿ ✗ {message}");
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+}
+
+/// The endpoint as given, with `/acp` added when the path is empty.
+fn endpoint(url: &str) -> anyhow::Result<String> {
+    let trimmed = url.trim_end_matches('/');
+    let Some((scheme, rest)) = trimmed.split_once("://") else {
+        bail!("--connect {url:?} is not a URL (expected http://HOST:PORT/acp)");
+    };
+    if !matches!(scheme, "http" | "https") {
+        bail!("--connect {url:?}: expected an http:// or https:// URL");
+    }
+    Ok(if rest.contains('/') {
+        format!("{scheme}://{rest}")
+    } else {
+        format!("{scheme}://{rest}/acp")
+    })
+}
+
+/// Checks that the server answers and accepts the token, so failures read clearly.
+async fn preflight(endpoint: &str, token: Option<&str>) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .context("cannot build the HTTP client")?;
+    let base = endpoint.rsplit_once('/').map_or(endpoint, |(base, _)| base);
+    let health = http
+        .get(format!("{base}/health"))
+        .send()
+        .await
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "cannot reach lode at {endpoint} ({}); is `lode acp --http` running there?",
+                root_cause(&error)
+            )
+        })?;
+    if !health.status().is_success() {
+        bail!(
+            "{base}/health answered {}: is this a `lode acp --http` server?",
+            health.status()
+        );
+    }
+    let mut probe = http.get(endpoint);
+    if let Some(token) = token {
+        probe = probe.bearer_auth(token);
+    }
+    let probe = probe
+        .send()
+        .await
+        .with_context(|| format!("cannot reach lode at {endpoint}"))?;
+    if probe.status() == reqwest::StatusCode::UNAUTHORIZED {
+        if token.is_some() {
+            bail!(
+                "the server at {endpoint} refused the token (401): check --token / $LODE_ACP_TOKEN"
+            );
+        }
+        bail!(
+            "the server at {endpoint} requires a token (401): pass --token or set $LODE_ACP_TOKEN"
+        );
+    }
+    Ok(())
+}
+
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// Reads stdin when it is not a terminal; `None` when there is nothing.
+fn stdin_context() -> anyhow::Result<Option<String>> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_STDIN_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .context("cannot read stdin")?;
+    if bytes.len() > MAX_STDIN_BYTES {
+        bail!(
+            "stdin is larger than {} KiB; pass a smaller selection",
+            MAX_STDIN_BYTES / 1024
+        );
+    }
+    let text = String::from_utf8(bytes).context("stdin is not UTF-8 text")?;
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+/// `lode ask`.
+pub fn run_ask(workspace: &WorkspaceArgs, args: AskArgs) -> anyhow::Result<ExitCode> {
+    let Some(url) = args.connect.as_deref() else {
+        bail!(
+            "no server to ask: pass --connect http://127.0.0.1:PORT/acp or set $LODE_ACP_URL (start one with `lode acp --http 127.0.0.1:PORT`)"
+        );
+    };
+    let endpoint = endpoint(url)?;
+    let policy = Arc::new(Policy::new(&args.yes_to)?);
+    let root = crate::commands::resolve_root(workspace, None)?;
+    let mut prompt: Vec<ContentBlock> = Vec::new();
+    let text = args.prompt.join(" ");
+    if !text.trim().is_empty() {
+        prompt.push(text.into());
+    }
+    if let Some(context) = stdin_context()? {
+        let mut resource = TextResourceContents::new(context, STDIN_URI);
+        resource.mime_type = Some("text/plain".to_string());
+        prompt.push(ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(resource),
+        )));
+    }
+    if prompt.is_empty() {
+        bail!("nothing to ask: give a prompt or pipe text on stdin");
+    }
+    let book = SessionBook::load(&root)?;
+    let remembered = match (&args.session, args.new_session) {
+        (Some(name), false) => book.get(&endpoint, name).cloned(),
+        _ => None,
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let token = args.token.clone();
+    let session_name = args.session.clone();
+    let session_root = root.clone();
+    let (endpoint, (session_id, stop)) = runtime.block_on(async move {
+        preflight(&endpoint, token.as_deref()).await?;
+        // WebSocket: one ordered stream, so every update is printed before the response lands.
+        let ws_endpoint = endpoint.replacen("http", "ws", 1);
+        let mut builder = HttpClient::builder_with_endpoint(&ws_endpoint);
+        if let Some(token) = &token {
+            let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .context("the token contains characters not allowed in a header")?;
+            builder = builder.configure_http(move |http| {
+                let mut headers = reqwest::header::HeaderMap::new();
+                headers.insert(reqwest::header::AUTHORIZATION, value);
+                http.default_headers(headers)
+            });
+        }
+        let transport = builder.build().context("cannot set up the ACP client")?;
+        let outcome = converse(
+            transport,
+            session_root,
+            prompt,
+            remembered,
+            session_name,
+            policy,
+            &endpoint,
+        )
+        .await?;
+        anyhow::Ok((endpoint, outcome))
+    })?;
+    if let Some(name) = &args.session {
+        // Re-read: another `lode ask` may have saved a different name meanwhile.
+        let mut book = SessionBook::load(&root)?;
+        book.insert(&endpoint, name, session_id);
+        book.save(&root)?;
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(match stop {
+        StopReason::EndTurn => ExitCode::SUCCESS,
+        other => {
+            eprintln!("lode: the turn ended: {}", stop_reason_text(other));
+            ExitCode::from(crate::agent_cli::EXIT_TURN_INCOMPLETE)
+        }
+    })
+}
+
+fn stop_reason_text(stop: StopReason) -> &'static str {
+    match stop {
+        StopReason::EndTurn => "finished",
+        StopReason::MaxTokens => "the model hit its output limit",
+        StopReason::MaxTurnRequests => "the tool-iteration limit was reached",
+        StopReason::Refusal => "the model refused",
+        StopReason::Cancelled => "cancelled",
+        _ => "stopped",
+    }
+}
+
+/// One ACP exchange: initialize, resume or create the session, prompt; Ctrl-C sends
+/// `session/cancel`. Returns the session id and the stop reason.
+async fn converse(
+    transport: HttpClient,
+    root: PathBuf,
+    prompt: Vec<ContentBlock>,
+    remembered: Option<String>,
+    session_name: Option<String>,
+    policy: Arc<Policy>,
+    endpoint: &str,
+) -> anyhow::Result<(String, StopReason)> {
+    let at_line_start = Arc::new(std::sync::Mutex::new(true));
+    let printer = at_line_start.clone();
+    let outcome = Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                let mut at_start = printer.lock().unwrap_or_else(|p| p.into_inner());
+                render(&notification.update, &mut at_start);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |question: RequestPermissionRequest,
+                        responder: Responder<RequestPermissionResponse>,
+                        _cx| {
+                responder.respond(RequestPermissionResponse::new(policy.answer(&question)))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(transport, async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session_id = match &remembered {
+                Some(id) => {
+                    match cx
+                        .send_request(ResumeSessionRequest::new(id.clone(), root.clone()))
+                        .block_task()
+                        .await
+                    {
+                        Ok(_) => Ok(id.clone()),
+                        Err(error) if error.code == ErrorCode::RESOURCE_NOT_FOUND => {
+                            Err(format!(
+                                "the server does not know session {:?} (id {id}); start it over with --new-session",
+                                session_name.as_deref().unwrap_or_default()
+                            ))
+                        }
+                        Err(error) => Err(format!("cannot resume session {id}: {}", error.message)),
+                    }
+                }
+                None => {
+                    let created = cx
+                        .send_request(NewSessionRequest::new(root.clone()))
+                        .block_task()
+                        .await?;
+                    Ok(created.session_id.0.to_string())
+                }
+            };
+            let session_id = match session_id {
+                Ok(id) => id,
+                Err(message) => return Ok(Err(message)),
+            };
+            let turn = cx
+                .send_request(PromptRequest::new(session_id.clone(), prompt))
+                .block_task();
+            tokio::pin!(turn);
+            let response = tokio::select! {
+                response = &mut turn => response?,
+                _ = tokio::signal::ctrl_c() => {
+                    cx.send_notification(CancelNotification::new(session_id.clone()))?;
+                    turn.await?
+                }
+            };
+            Ok(Ok((session_id, response.stop_reason)))
+        })
+        .await;
+    {
+        let mut at_start = at_line_start.lock().unwrap_or_else(|p| p.into_inner());
+        if !*at_start {
+            println!();
+            *at_start = true;
+        }
+    }
+    match outcome {
+        Ok(Ok(done)) => Ok(done),
+        Ok(Err(message)) => bail!("{message}"),
+        Err(error) => bail!("the ACP exchange with {endpoint} failed: {}", error.message),
+    }
+}
