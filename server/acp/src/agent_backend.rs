@@ -149,6 +149,22 @@ impl AgentBackend for Agent {
         Agent::set_mode(self, id, mode).map_err(backend_error)
     }
 
+    fn push_diagnostics(
+        &self,
+        _session_id: Option<&str>,
+        path: PathBuf,
+        diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+    ) -> bool {
+        // The agent's diagnostics are per workspace file, shared by its sessions.
+        let file = lode_agent::diagnostics::FileDiagnostics {
+            path,
+            diagnostics,
+            checked_by: Some(lode_agent::pushed_diagnostics::EDITOR_CHECKER.to_owned()),
+            error: None,
+        };
+        Agent::push_diagnostics(self, vec![file]) == 1
+    }
+
     fn set_model(&self, id: &str, provider: &str) -> Result<(), BackendError> {
         Agent::set_model(self, id, provider).map_err(backend_error)
     }

@@ -139,6 +139,19 @@ pub trait AgentBackend: Send + Sync + 'static {
     fn set_mode(&self, id: &str, mode: &str) -> Result<(), BackendError>;
     /// `provider` is a [`ModelInfo::provider`] name.
     fn set_model(&self, id: &str, provider: &str) -> Result<(), BackendError>;
+    /// Diagnostics the editor pushed for one file (`_lode/diagnostics`), replacing what it
+    /// pushed before for that file. `path` is absolute, positions 1-based; a file outside the
+    /// workspace is ignored. Returns whether the file was accepted. Backends that cannot use
+    /// them ignore them.
+    fn push_diagnostics(
+        &self,
+        session_id: Option<&str>,
+        path: PathBuf,
+        diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+    ) -> bool {
+        let _ = (session_id, path, diagnostics);
+        false
+    }
     /// Runs one turn; events go to `host`; returns when the turn ends or `cancel` fires.
     async fn prompt(
         &self,

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{AgentBackend, BackendError, SessionSummary};
 use crate::client_host::{AcpSessionHost, send_event};
+use crate::ext_diagnostics::{self, DiagnosticsNotification};
 use crate::mapping;
 
 /// What one connection remembers: the client's capabilities, the sessions it opened, and the turn
@@ -418,6 +419,41 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
             },
             agent_client_protocol::on_receive_notification!(),
         )
+        .on_receive_notification(
+            {
+                let state = s(&state);
+                async move |notification: DiagnosticsNotification, _cx: ConnectionTo<Client>| {
+                    receive_diagnostics(&state, &notification.params);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+}
+
+/// `_lode/diagnostics`: a notification, so nothing is answered; what cannot be used is logged to
+/// stderr (never stdout, which carries the protocol) and dropped.
+fn receive_diagnostics(state: &ConnectionState, params: &serde_json::Value) {
+    let file = match ext_diagnostics::parse_params(params) {
+        Ok(file) => file,
+        Err(why) => {
+            eprintln!(
+                "lode acp: ignored a malformed {}: {why}",
+                ext_diagnostics::METHOD
+            );
+            return;
+        }
+    };
+    let shown = file.path.display().to_string();
+    if !state
+        .backend
+        .push_diagnostics(file.session_id.as_deref(), file.path, file.diagnostics)
+    {
+        eprintln!(
+            "lode acp: ignored {} for {shown}: not a file in the workspace",
+            ext_diagnostics::METHOD
+        );
+    }
 }
 
 fn set_mode(state: &ConnectionState, id: &SessionId, mode: &str) -> Result<SessionSummary, Error> {

@@ -9,12 +9,15 @@
 //! - `client_host` — the agent's `SessionHost` for a turn: updates, permissions, client fs and
 //!   terminals.
 //! - `connection` — one ACP v1 connection and its method handlers.
+//! - [`ext_diagnostics`] — the `_lode/diagnostics` extension notification (editor-pushed
+//!   diagnostics).
 //! - [`transport`] — stdio and HTTP/WebSocket.
 
 mod agent_backend;
 pub mod backend;
 mod client_host;
 mod connection;
+pub mod ext_diagnostics;
 pub mod mapping;
 pub mod transport;
 
