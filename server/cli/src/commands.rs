@@ -48,6 +48,8 @@ pub struct WorkspaceArgs {
     pub chunk_sizes: Option<ChunkSizes>,
     #[command(flatten)]
     pub embedding: crate::semantic_cli::EmbedderArgs,
+    #[command(flatten)]
+    pub vector_store: crate::qdrant_cli::VectorStoreArgs,
 }
 
 fn parse_numbers<const N: usize>(text: &str) -> Result<[f64; N], String> {
@@ -451,6 +453,11 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
         options.chunk_sizes = sizes;
     }
     options.embedder = crate::semantic_cli::embedder(&args.embedding)?;
+    options.vector_store = crate::qdrant_cli::vector_store(
+        &args.vector_store,
+        &root,
+        options.embedder.as_ref(),
+    )?;
     if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
         .ok()
         .and_then(|v| v.parse().ok())

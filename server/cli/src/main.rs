@@ -13,6 +13,7 @@ mod llm_script_command;
 mod lsp_command;
 mod output;
 mod parse_only;
+mod qdrant_cli;
 mod root;
 mod semantic_cli;
 mod skill_command;
