@@ -489,3 +489,82 @@ async fn converse(
         Err(error) => bail!("the ACP exchange with {endpoint} failed: {}", error.message),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_client_protocol::v1::schema::{
+        PermissionOption, ToolCallUpdate, ToolCallUpdateFields,
+    };
+
+    #[test]
+    fn endpoints_get_acp_only_when_the_path_is_empty() {
+        assert_eq!(
+            endpoint("http://127.0.0.1:7878").unwrap(),
+            "http://127.0.0.1:7878/acp"
+        );
+        assert_eq!(
+            endpoint("http://127.0.0.1:7878/").unwrap(),
+            "http://127.0.0.1:7878/acp"
+        );
+        assert_eq!(
+            endpoint("https://host/lode/acp").unwrap(),
+            "https://host/lode/acp"
+        );
+        assert!(endpoint("127.0.0.1:7878").is_err());
+        assert!(endpoint("ftp://host/acp").is_err());
+    }
+
+    fn question(title: &str, pattern: &str) -> RequestPermissionRequest {
+        RequestPermissionRequest::new(
+            "s1".to_string(),
+            ToolCallUpdate::new("c1".to_string(), ToolCallUpdateFields::new().title(title)),
+            vec![
+                PermissionOption::new("allow_once", "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new(
+                    "allow_always",
+                    format!("Always allow {pattern}"),
+                    PermissionOptionKind::AllowAlways,
+                ),
+                PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        )
+    }
+
+    fn chosen(outcome: RequestPermissionOutcome) -> String {
+        match outcome {
+            RequestPermissionOutcome::Selected(selected) => selected.option_id.0.to_string(),
+            _ => "cancelled".to_string(),
+        }
+    }
+
+    #[test]
+    fn yes_to_matches_the_always_pattern_or_the_title_and_nothing_else() {
+        let policy = Policy::new(&["src/**".to_string(), "Run cargo test*".to_string()]).unwrap();
+        let edit = question("Edit src/main.rs", "src/**");
+        assert_eq!(chosen(policy.answer(&edit)), "allow_once");
+        let test = question("Run cargo test --lib", "cargo test*");
+        assert_eq!(chosen(policy.answer(&test)), "allow_once");
+        let other = question("Edit tests/it.rs", "tests/**");
+        assert_eq!(chosen(policy.answer(&other)), "reject_once");
+        let nothing = Policy::new(&[]).unwrap();
+        assert_eq!(chosen(nothing.answer(&edit)), "reject_once");
+        assert!(Policy::new(&["[".to_string()]).is_err());
+    }
+
+    #[test]
+    fn the_session_book_round_trips_per_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut book = SessionBook::load(dir.path()).unwrap();
+        assert!(book.get("http://a/acp", "s1").is_none());
+        book.insert("http://a/acp", "s1", "id-a".to_string());
+        book.insert("http://b/acp", "s1", "id-b".to_string());
+        book.save(dir.path()).unwrap();
+        let loaded = SessionBook::load(dir.path()).unwrap();
+        assert_eq!(loaded.get("http://a/acp", "s1").unwrap(), "id-a");
+        assert_eq!(loaded.get("http://b/acp", "s1").unwrap(), "id-b");
+        std::fs::write(dir.path().join(".lode/ask-sessions.json"), "{not json").unwrap();
+        let error = SessionBook::load(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("not a valid session file"), "{error}");
+    }
+}
