@@ -32,6 +32,9 @@ const SCRIPT: &str = r#"{
     {"name": "recall",
      "match": {"last_user_text_contains": "what was the word"},
      "respond": {"text": "You said pelican."}},
+    {"name": "cut short", "repeat": true,
+     "match": {"last_user_text_contains": "write a novel"},
+     "respond": {"text": "It was a dark and", "finish": "length"}},
     {"name": "selection", "repeat": true,
      "match": {"last_user_text_contains": "explain the selection"},
      "respond": {"text": "It prints a greeting."}}
@@ -361,6 +364,21 @@ async fn failures_are_explained() {
     .await;
     assert_eq!(right.status.code(), Some(0), "{}", describe(&right));
     assert_eq!(text(&right.stdout), "It prints a greeting.\n");
+
+    // A turn that ends for another reason than finishing its answer exits 4, like `lode run`.
+    let cut = ask(
+        &root,
+        &["--connect", &url, "--token", "open-sesame", "write a novel"],
+        "",
+    )
+    .await;
+    assert_eq!(cut.status.code(), Some(4), "{}", describe(&cut));
+    assert_eq!(text(&cut.stdout), "It was a dark and\n");
+    assert!(
+        text(&cut.stderr).contains("the turn ended: the model hit its output limit"),
+        "{}",
+        describe(&cut)
+    );
 
     // A remembered session the server does not know.
     std::fs::write(

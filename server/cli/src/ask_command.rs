@@ -96,7 +96,7 @@ impl SessionBook {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let temporary = dir.join(format!("ask-sessions.json.{}.tmp", std::process::id()));
-        std::fs::write(&temporary, serde_json::to_string_pretty(self)?)
+        std::fs::write(&temporary, serde_json::to_string_pretty(self)? + "\n")
             .with_context(|| format!("cannot write {}", temporary.display()))?;
         std::fs::rename(&temporary, &path)
             .with_context(|| format!("cannot write {}", path.display()))
