@@ -196,3 +196,47 @@ fn a_workspace_indexes_and_searches_through_qdrant() {
         Some(stats.total_vectors as usize + 1)
     );
 }
+
+/// A figure, not a check: upsert and search throughput of the store against the STAND-IN
+/// server (in-memory, brute force), so it measures the client, gRPC and the bridge, not Qdrant.
+/// Run with `cargo test -p lode-qdrant --release --test standin_server -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn throughput_against_the_stand_in() {
+    let server = StandIn::start(None);
+    let root = tempfile::tempdir().unwrap();
+    let dimension = 256;
+    let identity = scenario::identity(dimension);
+    let store = QdrantStore::connect(
+        &QdrantConfig::new(&server.url),
+        root.path(),
+        Some(&identity),
+    )
+    .unwrap();
+    store.reset(&identity).unwrap();
+    let count = 20_000;
+    let records: Vec<_> = (1..=count)
+        .map(|id| {
+            let mut record = scenario::record(id);
+            record.vector = (0..dimension)
+                .map(|i| ((id as usize * 31 + i * 7) % 97) as f32 - 48.0)
+                .collect();
+            record
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    store.upsert(records).unwrap();
+    store.commit(1).unwrap();
+    let upsert = started.elapsed();
+    let query: Vec<f32> = (0..dimension).map(|i| (i % 5) as f32).collect();
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        store.search(&query, 10, &VectorFilter::default()).unwrap();
+    }
+    let search = started.elapsed() / 20;
+    eprintln!(
+        "stand-in: {count} points x {dimension} dims upserted in {upsert:?} ({:.0} points/s); search k=10 over them {search:?}",
+        count as f64 / upsert.as_secs_f64()
+    );
+    assert_eq!(store.state().count, count as usize);
+}
