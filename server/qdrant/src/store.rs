@@ -246,10 +246,8 @@ impl QdrantStore {
                 },
                 generation as u64,
             ))),
-            _ => Err(VectorError::Corrupt {
-                path: collection.into(),
-                message: "the metadata point lacks backend, model, dimension or generation".into(),
-            }),
+            // Damaged or not lode's: report no identity, so the next sync recreates it.
+            _ => Ok(None),
         }
     }
 

@@ -240,3 +240,32 @@ fn throughput_against_the_stand_in() {
     );
     assert_eq!(store.state().count, count as usize);
 }
+
+#[test]
+fn a_collection_without_lode_metadata_is_recreated() {
+    let server = StandIn::start(None);
+    let root = tempfile::tempdir().unwrap();
+    let identity = scenario::identity(4);
+    let name =
+        lode_qdrant::collection_name("lode", &lode_qdrant::workspace_key(root.path()), &identity);
+    // A collection of that name that lode did not write (no metadata point, other dimension).
+    server
+        .db
+        .lock()
+        .unwrap()
+        .collections
+        .insert(name.clone(), standin::Collection::empty(3));
+    let store = QdrantStore::connect(
+        &QdrantConfig::new(&server.url),
+        root.path(),
+        Some(&identity),
+    )
+    .unwrap();
+    assert_eq!(store.collection().as_deref(), Some(name.as_str()));
+    assert_eq!(store.state().identity, None, "not lode's: no identity");
+    store.reset(&identity).unwrap();
+    store.upsert(vec![scenario::record(1)]).unwrap();
+    store.commit(2).unwrap();
+    assert_eq!(server.db.lock().unwrap().collections[&name].dimension, 4);
+    assert_eq!(server.point_count(&name), Some(2));
+}

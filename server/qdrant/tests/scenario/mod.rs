@@ -68,6 +68,15 @@ pub fn run(config: &QdrantConfig, root: &Path) -> QdrantStore {
         Err(VectorError::NoIdentity)
     ));
 
+    assert!(matches!(store.commit(1), Err(VectorError::NoIdentity)));
+    store.delete(&[1]).unwrap();
+    assert!(
+        store
+            .search(&QUERY, 3, &VectorFilter::default())
+            .unwrap()
+            .is_empty()
+    );
+
     store.reset(&id4).unwrap();
     assert_eq!(store.state().identity.as_ref(), Some(&id4));
     let wrong = VectorRecord {

@@ -65,6 +65,17 @@ pub struct Collection {
     points: BTreeMap<Key, StoredPoint>,
 }
 
+impl Collection {
+    /// An empty collection, as if made by someone else.
+    pub fn empty(dimension: usize) -> Collection {
+        Collection {
+            dimension,
+            distance: Distance::Cosine as i32,
+            ..Collection::default()
+        }
+    }
+}
+
 /// Everything the stand-in holds, shared with the test for inspection.
 #[derive(Debug, Default)]
 pub struct Db {
