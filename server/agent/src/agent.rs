@@ -58,6 +58,8 @@ pub struct AgentOptions {
     /// Embeds chunks for hybrid search when the agent opens the index itself (`None`: lexical
     /// only). Ignored when `index` is given.
     pub embedder: Option<Arc<dyn lode_index::embed::Embedder>>,
+    /// Where vectors live when the agent opens the index itself (`None`: the embedded store).
+    pub vector_store: Option<Arc<dyn lode_index::vectors::VectorStore>>,
     /// An index already open in this process (e.g. by the LSP server), shared instead of opened.
     pub index: Option<Arc<Workspace>>,
     /// Where sessions, permission decisions and the audit log live (default `<root>/.lode`).
@@ -157,6 +159,7 @@ impl Agent {
                     workspace_options.scan = scan;
                 }
                 workspace_options.embedder = options.embedder.clone();
+                workspace_options.vector_store = options.vector_store.clone();
                 (Arc::new(Workspace::open(workspace_options)?), true)
             }
         };

@@ -366,6 +366,7 @@ pub fn agent_args(
     flags: crate::commands::AgentFlags,
 ) -> anyhow::Result<AgentArgs> {
     let root = crate::commands::resolve_root(workspace, None)?;
+    let embedder = crate::semantic_cli::embedder(&workspace.embedding)?;
     let diagnostics = crate::diagnostics_adapter::source_for(&root, flags.config.as_deref())?;
     Ok(AgentArgs {
         options: lode_agent::AgentOptions {
@@ -373,7 +374,12 @@ pub fn agent_args(
             index_dir: workspace.index_dir.clone(),
             scan: Some(crate::commands::scan_options(workspace)),
             index: None,
-            embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
+            embedder: embedder.clone(),
+            vector_store: crate::qdrant_cli::vector_store(
+                &workspace.vector_store,
+                &root,
+                embedder.as_ref(),
+            )?,
             data_dir: None,
             diagnostics,
         },

@@ -453,11 +453,8 @@ fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Wo
         options.chunk_sizes = sizes;
     }
     options.embedder = crate::semantic_cli::embedder(&args.embedding)?;
-    options.vector_store = crate::qdrant_cli::vector_store(
-        &args.vector_store,
-        &root,
-        options.embedder.as_ref(),
-    )?;
+    options.vector_store =
+        crate::qdrant_cli::vector_store(&args.vector_store, &root, options.embedder.as_ref())?;
     if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
         .ok()
         .and_then(|v| v.parse().ok())
