@@ -197,3 +197,29 @@ fn run_without_a_provider_fails_naming_the_config_files_and_variables() {
     assert!(message.contains("LODE_CONFIG"), "{message}");
     assert!(message.contains("api_key_env"), "{message}");
 }
+
+#[test]
+fn the_global_config_flag_names_a_config_outside_the_workspace() {
+    let server = start_server("agent_fix_test.json");
+    let dir = workspace(None);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = elsewhere.path().join("lode.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\ncontext_window = 32000\n",
+            server.handle.openai_base_url()
+        ),
+    )
+    .unwrap();
+    // `--config` is global: it may come before the command.
+    let config_arg = config.to_str().unwrap();
+    let output = lode_run(
+        dir.path(),
+        &["--config", config_arg, "run", "--json", "thanks"],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    assert_eq!(streamed_text(&json_events(&output)), "You're welcome.");
+    let shown = lode_run(dir.path(), &["config", "--files", "--config", config_arg]);
+    assert!(stdout(&shown).contains("lode.toml"), "{}", stdout(&shown));
+}

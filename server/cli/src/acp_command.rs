@@ -3,7 +3,6 @@
 //! long-running lode. Opens the agent and hands it to `lode_acp`; stdout is the protocol.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,14 +28,10 @@ pub struct AcpArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// The config file (default search: $LODE_CONFIG, <root>/.lode/config.toml, the user config dir).
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
 }
 
 pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitCode> {
     let flags = AgentFlags {
-        config: args.config,
         mode: None,
         model: None,
     };

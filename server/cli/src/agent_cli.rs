@@ -367,10 +367,10 @@ pub fn agent_args(
 ) -> anyhow::Result<AgentArgs> {
     let root = crate::commands::resolve_root(workspace, None)?;
     let embedder = crate::semantic_cli::embedder(&workspace.embedding)?;
-    let diagnostics = crate::diagnostics_adapter::source_for(&root, flags.config.as_deref())?;
+    let diagnostics = crate::diagnostics_adapter::source_for(&root, workspace.config.as_deref())?;
     Ok(AgentArgs {
         options: lode_agent::AgentOptions {
-            config_file: flags.config,
+            config_file: workspace.config.clone(),
             index_dir: workspace.index_dir.clone(),
             scan: Some(crate::commands::scan_options(workspace)),
             index: None,

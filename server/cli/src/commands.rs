@@ -34,6 +34,10 @@ pub struct WorkspaceArgs {
     /// Workspace root (default: the nearest ancestor with .lode/ or .git, else the current dir).
     #[arg(long, global = true, value_name = "PATH")]
     pub root: Option<PathBuf>,
+    /// The config file with the highest precedence (then $LODE_CONFIG, <root>/.lode/config.toml,
+    /// the user config dir).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
     /// Where the index lives (default: <root>/.lode/index). Also $LODE_INDEX_DIR.
     #[arg(long, global = true, value_name = "PATH", env = "LODE_INDEX_DIR")]
     pub index_dir: Option<PathBuf>,
@@ -209,9 +213,6 @@ pub enum Command {
 /// Options of the agent commands.
 #[derive(Debug, Args)]
 pub struct AgentFlags {
-    /// The config file (default search: $LODE_CONFIG, <root>/.lode/config.toml, the user config dir).
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
     /// Start in this mode: ask (read-only), code, architect (plans, no edits).
     #[arg(long, value_name = "MODE", value_parser = crate::agent_cli::parse_mode_flag)]
     pub mode: Option<lode_agent::permission::Mode>,

@@ -2,7 +2,6 @@
 //! secrets redacted) as TOML, preceded by comments naming every place a file was looked for.
 //! The loading, layering and redaction live in `lode_agent::config`; this module only prints.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -13,10 +12,6 @@ use crate::commands::{WorkspaceArgs, resolve_root};
 /// Options of `lode config`.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    /// The config file with the highest precedence (then $LODE_CONFIG,
-    /// <root>/.lode/config.toml, the user config dir).
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
     /// Print only the config files that were read, one per line, highest precedence first.
     #[arg(long)]
     pub files: bool,
@@ -29,7 +24,7 @@ pub struct ConfigArgs {
 /// key; a missing provider is reported on stderr, and fails only with `--check`.
 pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let root = resolve_root(workspace, None)?;
-    let loaded = Config::load(args.config.as_deref(), &root)?;
+    let loaded = Config::load(workspace.config.as_deref(), &root)?;
     if args.files {
         for file in &loaded.files {
             println!("{}", file.display());
