@@ -307,7 +307,7 @@ impl Agent {
     ) -> Result<SessionInfo, AgentError> {
         let record = self.shared.store.create_session(&NewSession {
             cwd,
-            mode: mode_name(self.shared.config.agent.default_mode).to_owned(),
+            mode: self.shared.config.agent.default_mode.as_str().to_owned(),
             model: Some(self.default_model_name()),
         })?;
         if !mcp_servers.is_empty() {
@@ -505,7 +505,7 @@ impl Agent {
 
     pub fn set_mode(&self, id: &str, mode: Mode) -> Result<(), AgentError> {
         self.session(id)?;
-        self.shared.store.set_mode(id, mode_name(mode))?;
+        self.shared.store.set_mode(id, mode.as_str())?;
         Ok(())
     }
 
@@ -616,21 +616,11 @@ fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> 
     Ok(providers)
 }
 
-pub(crate) fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Ask => "ask",
-        Mode::Code => "code",
-        Mode::Architect => "architect",
-    }
-}
-
+/// A mode by its exact name (`ask`, `code`, `architect`), surrounding whitespace ignored.
 pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
-    match text.trim() {
-        "ask" => Some(Mode::Ask),
-        "code" => Some(Mode::Code),
-        "architect" => Some(Mode::Architect),
-        _ => None,
-    }
+    Mode::ALL
+        .into_iter()
+        .find(|mode| mode.as_str() == text.trim())
 }
 
 /// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files.

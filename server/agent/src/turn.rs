@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, AgentError, SessionInfo, Shared, UserInput};
 use crate::compaction;
 use crate::context::{
-    self, CodeContext, ContextBudget, ContextInput, Environment, PrecomputedCode, WorkspaceCode,
+    self, CodeContext, ContextBudget, ContextInput, ContextShares, Environment, PrecomputedCode,
+    WorkspaceCode,
 };
 use crate::doom_loop::DoomLoopDetector;
 use crate::event::{
@@ -409,9 +410,11 @@ async fn attach_extensions(
         .session_tools(&shared.tools, session_id, client_servers, &mut notices)
         .await;
     let shares = &shared.config.agent.context;
-    let input_budget = budget.context_window.saturating_sub(budget.reserved_output);
-    let memory_tokens =
-        ((input_budget as f64 * shares.memory_share) as usize).min(shares.memory_max_tokens);
+    let memory_tokens = ContextShares::cap(
+        shares.memory_share,
+        shares.memory_max_tokens,
+        budget.input_tokens(),
+    );
     let extras = shared
         .extensions
         .turn_extras(user_text, memory_tokens)
@@ -439,9 +442,8 @@ async fn prepare_turn_context(
         let mentions = context::extract_mentions(&root, &history);
         let instructions =
             context::find_instruction_files(&root, &mentions.files, max_instruction_bytes);
-        let input_budget = budget.context_window.saturating_sub(budget.reserved_output);
         let share =
-            |fraction: f64, cap: usize| ((input_budget as f64 * fraction) as usize).min(cap);
+            |fraction: f64, cap: usize| ContextShares::cap(fraction, cap, budget.input_tokens());
         let code = WorkspaceCode::new(index);
         let repo_map = code
             .repo_map(

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentError, SessionInfo, mode_name, parse_mode};
+use crate::agent::{Agent, AgentError, SessionInfo, parse_mode};
 use crate::event::{AgentEvent, StopReason};
 use crate::host::SessionHost;
 use crate::llm::Message;
@@ -33,11 +33,11 @@ pub(crate) async fn run(
             say(text);
         }
         "mode" => match argument {
-            "" => say(format!("mode: {}\n", mode_name(info.mode))),
+            "" => say(format!("mode: {}\n", info.mode.as_str())),
             name => match parse_mode(name) {
                 Some(mode) => {
                     agent.set_mode(&info.id, mode)?;
-                    say(format!("mode: {}\n", mode_name(mode)));
+                    say(format!("mode: {}\n", mode.as_str()));
                 }
                 None => say(format!("unknown mode {name:?}: ask, code or architect\n")),
             },

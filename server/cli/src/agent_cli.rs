@@ -352,12 +352,10 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
 
 /// Parses `--mode`.
 pub fn parse_mode_flag(text: &str) -> Result<Mode, String> {
-    match text {
-        "ask" => Ok(Mode::Ask),
-        "code" => Ok(Mode::Code),
-        "architect" => Ok(Mode::Architect),
-        other => Err(format!("unknown mode {other:?}: ask, code or architect")),
-    }
+    Mode::ALL
+        .into_iter()
+        .find(|mode| mode.as_str() == text)
+        .ok_or_else(|| format!("unknown mode {text:?}: ask, code or architect"))
 }
 
 /// The agent options from the global workspace flags and the agent flags.

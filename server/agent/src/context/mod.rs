@@ -127,7 +127,8 @@ impl ContextShares {
         Ok(())
     }
 
-    fn cap(share: f64, max_tokens: usize, input_budget: usize) -> usize {
+    /// Tokens a piece with `share` and `max_tokens` gets out of `input_budget`.
+    pub fn cap(share: f64, max_tokens: usize, input_budget: usize) -> usize {
         ((input_budget as f64 * share) as usize).min(max_tokens)
     }
 }
@@ -142,6 +143,11 @@ pub struct ContextBudget {
 }
 
 impl ContextBudget {
+    /// Tokens the request's input may use: the window minus the reserved output.
+    pub fn input_tokens(&self) -> usize {
+        self.context_window.saturating_sub(self.reserved_output)
+    }
+
     /// The budget of a configured model: its window, with its output cap reserved.
     pub fn for_model(info: &ModelInfo) -> Self {
         ContextBudget {
@@ -254,11 +260,7 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         tools: tools_tokens(input.tools),
         ..TokenBreakdown::default()
     };
-    let input_budget = input
-        .budget
-        .context_window
-        .saturating_sub(input.budget.reserved_output)
-        .saturating_sub(breakdown.tools);
+    let input_budget = input.budget.input_tokens().saturating_sub(breakdown.tools);
     breakdown.budget = input_budget;
 
     let mut sections: Vec<String> = Vec::new();
