@@ -4,6 +4,7 @@
 #   for the downstream-diagnostics tests (server/lsp/tests/downstream.rs). Needs Node 18+ and npm.
 # - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/lsp_neovim.rs.
 # - acpx and Node 22 (npm) into target/test-tools/acpx for the ACP tests (tests/acp_acpx.rs).
+# - @agentclientprotocol/sdk (npm) into target/test-tools/acp-sdk for tests/acp_ts_sdk.rs.
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +48,29 @@ install_acpx() {
 }
 acpx_version="0.1.15"
 install_acpx
+
+# The official ACP TypeScript SDK, pinned, in target/test-tools/acp-sdk, for tests/acp_ts_sdk.rs
+# (its experimental/http-client and ws-client drive `lode acp --http`; run with acpx's Node 22).
+install_acp_sdk() {
+    local dir="$tools/acp-sdk"
+    local version="2.4.0"
+    local manifest="$dir/node_modules/@agentclientprotocol/sdk/package.json" installed=""
+    if [ -f "$manifest" ]; then
+        installed="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$manifest")"
+    fi
+    if [ "$installed" = "$version" ]; then
+        echo "install-test-tools: @agentclientprotocol/sdk $version already in $dir"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-test-tools: npm is not installed; the TypeScript SDK tests will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: installing @agentclientprotocol/sdk $version into $dir"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@agentclientprotocol/sdk@$version" >&2
+}
+install_acp_sdk
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

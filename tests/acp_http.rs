@@ -5,45 +5,12 @@
 #[path = "acp_support/mod.rs"]
 mod support;
 
-use std::process::Stdio;
-
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     InitializeRequest, NewSessionRequest, PromptRequest, StopReason,
 };
 use agent_client_protocol_http::HttpClient;
-use support::{PATIENCE, Seen, Workspace, agent_text, with_client};
-use tokio::io::{AsyncBufReadExt, BufReader};
-
-/// Starts `lode acp --http` and returns it with the `host:port` it printed on stderr.
-async fn serve(workspace: &Workspace, extra: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(support::lode())
-        .arg("--root")
-        .arg(workspace.root())
-        .args(["acp", "--http"])
-        .args(extra)
-        .env_remove("LODE_CONFIG")
-        .env_remove("LODE_ACP_TOKEN")
-        .env("XDG_CONFIG_HOME", workspace.root().join(".no-user-config"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = tokio::time::timeout(PATIENCE, async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(rest) = line.strip_prefix("lode acp: listening on http://") {
-                return rest.split('/').next().unwrap().to_string();
-            }
-        }
-        panic!("lode acp --http exited without printing its address");
-    })
-    .await
-    .expect("lode acp --http printed its address");
-    (child, addr)
-}
+use support::{Seen, Workspace, agent_text, with_client};
 
 async fn one_turn(client: HttpClient, workspace: &Workspace) -> (StopReason, String) {
     let seen = Seen::default();
@@ -78,7 +45,8 @@ async fn one_turn(client: HttpClient, workspace: &Workspace) -> (StopReason, Str
 #[tokio::test]
 async fn http_and_websocket_clients_run_turns_against_one_server() {
     let workspace = Workspace::new("hello.json");
-    let (_server, addr) = serve(&workspace, &[]).await;
+    let server = workspace.serve_http(&[]).await;
+    let addr = &server.addr;
     let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
     assert!(health.status().is_success());
 
@@ -97,7 +65,8 @@ async fn http_and_websocket_clients_run_turns_against_one_server() {
 #[tokio::test]
 async fn a_token_is_required_when_set() {
     let workspace = Workspace::new("hello.json");
-    let (_server, addr) = serve(&workspace, &["--token", "open-sesame"]).await;
+    let server = workspace.serve_http(&["--token", "open-sesame"]).await;
+    let addr = &server.addr;
     let refused = reqwest::Client::new()
         .post(format!("http://{addr}/acp"))
         .header("content-type", "application/json")

@@ -120,6 +120,82 @@ impl Workspace {
     }
 }
 
+/// A running `lode acp --http`: its address and what it has written to stderr so far (read by a
+/// background task, so the pipe never fills); killed when dropped.
+pub struct HttpServer {
+    pub child: tokio::process::Child,
+    /// `host:port`.
+    pub addr: String,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpServer {
+    /// Waits (bounded) until a stderr line satisfies `wanted`, and returns it.
+    pub async fn wait_for_stderr(&self, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let found = tokio::time::timeout(PATIENCE, async {
+            loop {
+                if let Some(line) = self.stderr.lock().unwrap().iter().find(|l| wanted(l)) {
+                    return line.clone();
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        found.unwrap_or_else(|_| {
+            panic!(
+                "lode acp --http never printed {what}; stderr:\n{}",
+                self.stderr.lock().unwrap().join("\n")
+            )
+        })
+    }
+}
+
+impl Workspace {
+    /// Starts `lode acp --http` (plus `extra` arguments) on a free loopback port.
+    pub async fn serve_http(&self, extra: &[&str]) -> HttpServer {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(lode())
+            .arg("--root")
+            .arg(self.root())
+            .args(["acp", "--http"])
+            .args(extra)
+            .env_remove("LODE_CONFIG")
+            .env_remove("LODE_ACP_TOKEN")
+            .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let collected = stderr.clone();
+        tokio::spawn(async move {
+            let mut addr_tx = Some(addr_tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[lode acp --http] {line}");
+                if let Some(rest) = line.strip_prefix("lode acp: listening on http://")
+                    && let Some(tx) = addr_tx.take()
+                {
+                    let _ = tx.send(rest.split('/').next().unwrap().to_string());
+                }
+                collected.lock().unwrap().push(line);
+            }
+        });
+        let addr = tokio::time::timeout(PATIENCE, addr_rx)
+            .await
+            .expect("lode acp --http printed its address in time")
+            .expect("lode acp --http exited without printing its address");
+        HttpServer {
+            child,
+            addr,
+            stderr,
+        }
+    }
+}
+
 /// The stdio of a `lode acp` child as an ACP transport.
 pub fn stdio_transport(child: &mut tokio::process::Child) -> impl ConnectTo<Client> + 'static {
     let stdin = child.stdin.take().expect("piped stdin");

@@ -134,6 +134,10 @@ impl AgentBackend for Agent {
             .map_err(backend_error)
     }
 
+    fn release_session(&self, id: &str) -> bool {
+        Agent::release_session(self, id)
+    }
+
     fn close_session(&self, id: &str) -> Result<(), BackendError> {
         Agent::close_session(self, id).map_err(backend_error)
     }

@@ -133,6 +133,13 @@ pub trait AgentBackend: Send + Sync + 'static {
         let _ = (id, servers);
         Ok(())
     }
+    /// Lets go of what an idle session holds in memory (MCP server connections) without
+    /// forgetting it: it stays stored and loadable, and picks up again on its next request.
+    /// Refused (`false`) while a turn runs in it. Backends holding nothing have nothing to do.
+    fn release_session(&self, id: &str) -> bool {
+        let _ = id;
+        true
+    }
     fn close_session(&self, id: &str) -> Result<(), BackendError>;
     fn delete_session(&self, id: &str) -> Result<(), BackendError>;
     /// `mode` is one of [`MODES`]' ids.

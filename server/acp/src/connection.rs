@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -13,9 +14,10 @@ use agent_client_protocol::v1::schema::{
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities,
     NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse,
     ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities, SessionCloseCapabilities,
-    SessionDeleteCapabilities, SessionId, SessionListCapabilities, SessionNotification,
-    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason as AcpStopReason,
+    SessionConfigOption, SessionDeleteCapabilities, SessionId, SessionListCapabilities,
+    SessionModeState, SessionNotification, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
@@ -26,12 +28,30 @@ use crate::client_host::{AcpSessionHost, send_event};
 use crate::ext_diagnostics::{self, DiagnosticsNotification};
 use crate::mapping;
 
+/// Settings every ACP connection shares (`[acp]` in the config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnectionOptions {
+    /// Sessions without a request or a running turn for this long are released from memory
+    /// (see [`ConnectionState::reap_idle`]); `None` keeps them until the connection ends.
+    pub idle_session_timeout: Option<Duration>,
+}
+
+/// A session this connection opened: in memory, or released after being idle (its id is kept so
+/// the next request on it picks it up again from the store).
+enum OpenSession {
+    Active {
+        summary: SessionSummary,
+        last_active: Instant,
+    },
+    Released,
+}
+
 /// What one connection remembers: the client's capabilities, the sessions it opened, and the turn
 /// running in each.
 struct ConnectionState {
     backend: Arc<dyn AgentBackend>,
     client: Mutex<ClientCapabilities>,
-    sessions: Mutex<HashMap<String, SessionSummary>>,
+    sessions: Mutex<HashMap<String, OpenSession>>,
     turns: Mutex<HashMap<String, CancellationToken>>,
 }
 
@@ -44,15 +64,49 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ConnectionState {
+    /// The session as this connection knows it, marked active now. A session released for being
+    /// idle is picked up again from the store, transparently: to the client it never went away.
     fn session(&self, id: &SessionId) -> Result<SessionSummary, Error> {
-        lock(&self.sessions)
-            .get(&*id.0)
-            .cloned()
-            .ok_or_else(|| SchemaError::session_not_found(id.clone()).into())
+        let not_found = || -> Error { SchemaError::session_not_found(id.clone()).into() };
+        {
+            let mut sessions = lock(&self.sessions);
+            match sessions.get_mut(&*id.0) {
+                None => return Err(not_found()),
+                Some(OpenSession::Active {
+                    summary,
+                    last_active,
+                }) => {
+                    *last_active = Instant::now();
+                    return Ok(summary.clone());
+                }
+                Some(OpenSession::Released) => {}
+            }
+        }
+        match self.backend.resume_session(&id.0) {
+            Ok(summary) => {
+                self.remember(summary.clone());
+                Ok(summary)
+            }
+            Err(BackendError::SessionNotFound(_)) => {
+                lock(&self.sessions).remove(&*id.0);
+                Err(not_found())
+            }
+            Err(error) => Err(backend_error(error)),
+        }
     }
 
-    fn remember(&self, session: SessionSummary) {
-        lock(&self.sessions).insert(session.id.clone(), session);
+    fn remember(&self, summary: SessionSummary) {
+        lock(&self.sessions).insert(
+            summary.id.clone(),
+            OpenSession::Active {
+                summary,
+                last_active: Instant::now(),
+            },
+        );
+    }
+
+    fn forget(&self, id: &str) {
+        lock(&self.sessions).remove(id);
     }
 
     fn update_session(
@@ -61,9 +115,50 @@ impl ConnectionState {
         change: impl FnOnce(&mut SessionSummary),
     ) -> Option<SessionSummary> {
         let mut sessions = lock(&self.sessions);
-        let session = sessions.get_mut(id)?;
-        change(session);
-        Some(session.clone())
+        match sessions.get_mut(id)? {
+            OpenSession::Active {
+                summary,
+                last_active,
+            } => {
+                change(summary);
+                *last_active = Instant::now();
+                Some(summary.clone())
+            }
+            OpenSession::Released => None,
+        }
+    }
+
+    /// Releases the sessions idle for `timeout` or longer: no request named them and no turn ran
+    /// in them. Their summaries leave this connection and the backend lets go of what it holds
+    /// for them (MCP servers); the store keeps everything. A session with a running turn is
+    /// never released.
+    fn reap_idle(&self, timeout: Duration) {
+        let now = Instant::now();
+        let mut released = Vec::new();
+        {
+            // Lock order: turns, then sessions (nothing else holds both).
+            let turns = lock(&self.turns);
+            let mut sessions = lock(&self.sessions);
+            for (id, session) in sessions.iter_mut() {
+                let idle = match session {
+                    OpenSession::Active { last_active, .. } => now.duration_since(*last_active),
+                    OpenSession::Released => continue,
+                };
+                if idle >= timeout && !turns.contains_key(id) {
+                    *session = OpenSession::Released;
+                    released.push((id.clone(), idle));
+                }
+            }
+        }
+        for (id, idle) in released {
+            if self.backend.release_session(&id) {
+                eprintln!(
+                    "lode acp: released idle session {id} from memory after {}s without activity; \
+                     its next request picks it up again",
+                    idle.as_secs()
+                );
+            }
+        }
     }
 
     fn cancel_turn(&self, id: &str) {
@@ -130,15 +225,41 @@ fn notify(
     let _ = cx.send_notification(SessionNotification::new(session_id.to_string(), update));
 }
 
+/// Checks for idle sessions every quarter of the timeout, within these bounds.
+const REAP_EVERY_AT_LEAST: Duration = Duration::from_millis(50);
+const REAP_EVERY_AT_MOST: Duration = Duration::from_secs(30);
+
+/// Releases the connection's idle sessions until the connection is gone (its state dropped).
+fn spawn_reaper(state: &Arc<ConnectionState>, timeout: Duration) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let state = Arc::downgrade(state);
+    let every = (timeout / 4).clamp(REAP_EVERY_AT_LEAST, REAP_EVERY_AT_MOST);
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let Some(state) = state.upgrade() else { return };
+            state.reap_idle(timeout);
+        }
+    });
+}
+
 /// A fresh ACP v1 agent connection over `backend`, ready to connect to a transport (stdio, or
 /// one HTTP/WebSocket connection).
-pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client> + 'static {
+pub fn agent_connection(
+    backend: Arc<dyn AgentBackend>,
+    options: ConnectionOptions,
+) -> impl ConnectTo<Client> + 'static {
     let state = Arc::new(ConnectionState {
         backend,
         client: Mutex::new(ClientCapabilities::new()),
         sessions: Mutex::new(HashMap::new()),
         turns: Mutex::new(HashMap::new()),
     });
+    if let Some(timeout) = options.idle_session_timeout {
+        spawn_reaper(&state, timeout);
+    }
     let s = |state: &Arc<ConnectionState>| state.clone();
 
     Agent
@@ -192,11 +313,7 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                             .modes(mapping::mode_state(&session.mode))
                             .config_options(options),
                     )?;
-                    notify(
-                        &cx,
-                        &session.id,
-                        mapping::available_commands(&state.backend.slash_commands()),
-                    );
+                    announce_commands(&state, &cx, &session.id);
                     Ok(())
                 }
             },
@@ -223,21 +340,16 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                     for event in &history {
                         send_event(&cx, &request.session_id, event, notices);
                     }
-                    if let Err(error) = state.backend.attach_mcp_servers(&session.id, servers) {
-                        return responder.respond_with_error(backend_error(error));
-                    }
-                    state.remember(session.clone());
-                    let options = mapping::config_options(&session, &state.backend.models());
+                    let (modes, options) = match reopen(&state, &session, servers) {
+                        Ok(answer) => answer,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
                     responder.respond(
                         LoadSessionResponse::new()
-                            .modes(mapping::mode_state(&session.mode))
+                            .modes(modes)
                             .config_options(options),
                     )?;
-                    notify(
-                        &cx,
-                        &session.id,
-                        mapping::available_commands(&state.backend.slash_commands()),
-                    );
+                    announce_commands(&state, &cx, &session.id);
                     Ok(())
                 }
             },
@@ -259,21 +371,16 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                         Ok(session) => session,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
-                    if let Err(error) = state.backend.attach_mcp_servers(&session.id, servers) {
-                        return responder.respond_with_error(backend_error(error));
-                    }
-                    state.remember(session.clone());
-                    let options = mapping::config_options(&session, &state.backend.models());
+                    let (modes, options) = match reopen(&state, &session, servers) {
+                        Ok(answer) => answer,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
                     responder.respond(
                         ResumeSessionResponse::new()
-                            .modes(mapping::mode_state(&session.mode))
+                            .modes(modes)
                             .config_options(options),
                     )?;
-                    notify(
-                        &cx,
-                        &session.id,
-                        mapping::available_commands(&state.backend.slash_commands()),
-                    );
+                    announce_commands(&state, &cx, &session.id);
                     Ok(())
                 }
             },
@@ -308,7 +415,7 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                             responder: Responder<CloseSessionResponse>,
                             _cx: ConnectionTo<Client>| {
                     state.cancel_turn(&request.session_id.0);
-                    lock(&state.sessions).remove(&*request.session_id.0);
+                    state.forget(&request.session_id.0);
                     match state.backend.close_session(&request.session_id.0) {
                         Ok(()) => responder.respond(CloseSessionResponse::new()),
                         Err(error) => responder.respond_with_error(backend_error(error)),
@@ -324,7 +431,7 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
                             responder: Responder<DeleteSessionResponse>,
                             _cx: ConnectionTo<Client>| {
                     state.cancel_turn(&request.session_id.0);
-                    lock(&state.sessions).remove(&*request.session_id.0);
+                    state.forget(&request.session_id.0);
                     match state.backend.delete_session(&request.session_id.0) {
                         Ok(()) => responder.respond(DeleteSessionResponse::new()),
                         Err(error) => responder.respond_with_error(backend_error(error)),
@@ -429,6 +536,33 @@ pub fn agent_connection(backend: Arc<dyn AgentBackend>) -> impl ConnectTo<Client
             },
             agent_client_protocol::on_receive_notification!(),
         )
+}
+
+/// The shared tail of `session/load` and `session/resume`: the client's MCP servers join the
+/// session and the connection remembers it; returns the modes and config options to answer with.
+fn reopen(
+    state: &ConnectionState,
+    session: &SessionSummary,
+    servers: Vec<crate::backend::McpServerSpec>,
+) -> Result<(SessionModeState, Vec<SessionConfigOption>), Error> {
+    state
+        .backend
+        .attach_mcp_servers(&session.id, servers)
+        .map_err(backend_error)?;
+    state.remember(session.clone());
+    Ok((
+        mapping::mode_state(&session.mode),
+        mapping::config_options(session, &state.backend.models()),
+    ))
+}
+
+/// Sent after a session is opened (`session/new`, `session/load`, `session/resume`).
+fn announce_commands(state: &ConnectionState, cx: &ConnectionTo<Client>, session_id: &str) {
+    notify(
+        cx,
+        session_id,
+        mapping::available_commands(&state.backend.slash_commands()),
+    );
 }
 
 /// `_lode/diagnostics`: a notification, so nothing is answered; what cannot be used is logged to
@@ -549,6 +683,8 @@ fn start_turn(
             }
         };
         lock(&state.turns).remove(&session.id);
+        // Idle time counts from the end of the turn.
+        state.update_session(&session.id, |_| {});
         let answer = match outcome {
             // Whatever a cancelled turn ran into, the client asked for `cancelled`.
             _ if cancel.is_cancelled() => Ok(PromptResponse::new(AcpStopReason::Cancelled)),

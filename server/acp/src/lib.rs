@@ -25,7 +25,7 @@ pub use backend::{
     AgentBackend, BackendError, MODES, McpServerSpec, ModeInfo, PromptInput, SessionSummary,
     SlashCommandInfo,
 };
-pub use connection::agent_connection;
+pub use connection::{ConnectionOptions, agent_connection};
 pub use transport::{
     HttpOptions, MAX_MESSAGE_BYTES, TransportError, bind_http, http_router, serve_http,
     serve_lines, serve_stdio,

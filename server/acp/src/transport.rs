@@ -7,16 +7,17 @@ use std::sync::Arc;
 
 use agent_client_protocol::{Agent, ConnectTo, Lines};
 use agent_client_protocol_http::{AcpHttpServer, ServerOptions};
-use axum::extract::Request;
+use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Request};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use futures::{Sink, Stream};
+use futures::{Sink, SinkExt, Stream, StreamExt};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::backend::AgentBackend;
-use crate::connection::agent_connection;
+use crate::connection::{ConnectionOptions, agent_connection};
 
 /// The largest JSON-RPC message lode accepts, in bytes (1 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -39,9 +40,13 @@ pub enum TransportError {
 }
 
 /// Serves one ACP connection on stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(backend: Arc<dyn AgentBackend>) -> Result<(), TransportError> {
+pub async fn serve_stdio(
+    backend: Arc<dyn AgentBackend>,
+    options: ConnectionOptions,
+) -> Result<(), TransportError> {
     serve_lines(
         backend,
+        options,
         tokio::io::BufReader::new(tokio::io::stdin()),
         tokio::io::stdout(),
     )
@@ -51,6 +56,7 @@ pub async fn serve_stdio(backend: Arc<dyn AgentBackend>) -> Result<(), Transport
 /// Serves one ACP connection over any pair of byte streams (stdio, a socket, a test pipe).
 pub async fn serve_lines<R, W>(
     backend: Arc<dyn AgentBackend>,
+    options: ConnectionOptions,
     reader: R,
     writer: W,
 ) -> Result<(), TransportError>
@@ -59,7 +65,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let transport = Lines::new(line_sink(writer), capped_lines(reader, MAX_MESSAGE_BYTES));
-    ConnectTo::<Agent>::connect_to(transport, agent_connection(backend)).await?;
+    ConnectTo::<Agent>::connect_to(transport, agent_connection(backend, options)).await?;
     Ok(())
 }
 
@@ -142,6 +148,8 @@ where
 pub struct HttpOptions {
     /// Requests must carry `Authorization: Bearer <token>` (all routes but `/health`).
     pub token: Option<String>,
+    /// What every connection gets.
+    pub connection: ConnectionOptions,
 }
 
 /// Binds `addr`, refusing a non-loopback address without a token.
@@ -167,8 +175,13 @@ pub async fn serve_http(
 }
 
 /// The HTTP router: the ACP endpoint behind the size limit and the bearer-token check.
+/// WebSocket upgrades of the endpoint are served by [`serve_websocket`] (the library's own
+/// WebSocket server accepts messages of up to 64 MiB and cannot be told otherwise); HTTP + SSE
+/// by `agent-client-protocol-http`.
 pub fn http_router(backend: Arc<dyn AgentBackend>, options: HttpOptions) -> axum::Router {
-    let acp = AcpHttpServer::new(move || agent_connection(backend.clone()))
+    let factory = backend.clone();
+    let connection = options.connection.clone();
+    let acp = AcpHttpServer::new(move || agent_connection(factory.clone(), connection.clone()))
         .with_options(ServerOptions::default())
         .into_router();
     let token: Option<Arc<str>> = options
@@ -177,8 +190,110 @@ pub fn http_router(backend: Arc<dyn AgentBackend>, options: HttpOptions) -> axum
         .map(Arc::from);
     acp.layer(axum::middleware::from_fn(limit_body))
         .layer(axum::middleware::from_fn(move |request, next| {
+            upgrade_websocket(backend.clone(), options.connection.clone(), request, next)
+        }))
+        .layer(axum::middleware::from_fn(move |request, next| {
             check_token(token.clone(), request, next)
         }))
+}
+
+/// The path of the ACP endpoint (`agent-client-protocol-http`'s default).
+const ACP_PATH: &str = "/acp";
+
+/// Takes WebSocket upgrades of the ACP endpoint; everything else goes on to the library.
+async fn upgrade_websocket(
+    backend: Arc<dyn AgentBackend>,
+    options: ConnectionOptions,
+    request: Request,
+    next: Next,
+) -> Response {
+    let wants_websocket = request.method() == axum::http::Method::GET
+        && request.uri().path() == ACP_PATH
+        && request
+            .headers()
+            .get(header::UPGRADE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.eq_ignore_ascii_case("websocket"));
+    if !wants_websocket {
+        return next.run(request).await;
+    }
+    let (mut parts, _body) = request.into_parts();
+    match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(upgrade) => upgrade
+            .max_message_size(MAX_MESSAGE_BYTES)
+            .max_frame_size(MAX_MESSAGE_BYTES)
+            .on_upgrade(move |socket| serve_websocket(backend, options, socket)),
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
+/// The close code for a message over the limit (RFC 6455 §7.4.1, "Message Too Big").
+const CLOSE_TOO_BIG: u16 = 1009;
+/// The close code for any other broken frame (RFC 6455 §7.4.1, "Protocol Error").
+const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+
+/// One ACP connection over a WebSocket: each text frame is one JSON-RPC message, exactly like a
+/// line on stdio. A message over [`MAX_MESSAGE_BYTES`] is never buffered whole: the socket is
+/// closed with 1009 and a reason naming the limit (the message's id is unknown, so there is no
+/// request to answer), which ends this connection and its turns and nothing else.
+async fn serve_websocket(
+    backend: Arc<dyn AgentBackend>,
+    options: ConnectionOptions,
+    socket: WebSocket,
+) {
+    let (mut to_socket, from_socket) = socket.split();
+    let (outgoing, mut queued) = futures::channel::mpsc::unbounded::<WsMessage>();
+    let closer = outgoing.clone();
+    let incoming = futures::stream::unfold(
+        (from_socket, closer),
+        |(mut from_socket, closer)| async move {
+            loop {
+                let text = match from_socket.next().await? {
+                    Ok(WsMessage::Text(text)) => text.as_str().to_owned(),
+                    // ACP frames are text; binary ones are read the same way (lossily), so
+                    // what is not JSON gets the usual parse error.
+                    Ok(WsMessage::Binary(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Ok(WsMessage::Ping(_) | WsMessage::Pong(_)) => continue,
+                    Ok(WsMessage::Close(_)) => return None,
+                    Err(error) => {
+                        let error = error.to_string();
+                        let (code, reason) = if error.contains("too long") {
+                            (CLOSE_TOO_BIG, OVERSIZED_MARKER.to_owned())
+                        } else {
+                            (CLOSE_PROTOCOL_ERROR, error)
+                        };
+                        eprintln!("lode acp: closing a WebSocket connection: {reason}");
+                        let _ = closer.unbounded_send(WsMessage::Close(Some(CloseFrame {
+                            code,
+                            reason: reason.into(),
+                        })));
+                        return None;
+                    }
+                };
+                return Some((Ok(text), (from_socket, closer)));
+            }
+        },
+    );
+    let lines = outgoing
+        .sink_map_err(|_| std::io::Error::other("the WebSocket is closed"))
+        .with(async |line: String| Ok::<_, std::io::Error>(WsMessage::Text(line.into())));
+    let connection = ConnectTo::<Agent>::connect_to(
+        Lines::new(Box::pin(lines), incoming),
+        agent_connection(backend, options),
+    );
+    let writer = async move {
+        while let Some(message) = queued.next().await {
+            let closing = matches!(message, WsMessage::Close(_));
+            if to_socket.send(message).await.is_err() || closing {
+                break;
+            }
+        }
+        let _ = to_socket.close().await;
+    };
+    let (outcome, ()) = tokio::join!(connection, writer);
+    if let Err(error) = outcome {
+        eprintln!("lode acp: a WebSocket connection failed: {error}");
+    }
 }
 
 async fn check_token(token: Option<Arc<str>>, request: Request, next: Next) -> Response {

@@ -129,6 +129,7 @@ async fn websocket_carries_the_same_exchange() {
 async fn a_token_guards_the_endpoint_but_not_health() {
     let options = HttpOptions {
         token: Some("s3cret".into()),
+        ..HttpOptions::default()
     };
     let (addr, _backend) = start(options).await;
     let http = reqwest::Client::new();
@@ -188,4 +189,144 @@ async fn bodies_over_one_mebibyte_are_refused() {
         .await
         .unwrap();
     assert_eq!(response.status(), 413);
+}
+
+#[tokio::test]
+async fn streamed_bodies_over_one_mebibyte_are_refused_too() {
+    let (addr, _backend) = start(HttpOptions::default()).await;
+    // No Content-Length: the body arrives in chunks and is counted as it comes.
+    let chunk = bytes_of(64 * 1024);
+    let chunks = (0..20).map(move |_| Ok::<_, std::io::Error>(chunk.clone()));
+    let response = reqwest::Client::new()
+        .post(format!("http://{addr}/acp"))
+        .header("content-type", "application/json")
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
+    assert!(health.status().is_success());
+}
+
+fn bytes_of(len: usize) -> Vec<u8> {
+    vec![b' '; len]
+}
+
+/// A bare WebSocket client: the upgrade by hand, then frames with a zero mask (a mask of zeros
+/// leaves the payload as it is, which RFC 6455 allows).
+struct RawSocket {
+    stream: tokio::net::TcpStream,
+}
+
+impl RawSocket {
+    async fn connect(addr: &str) -> RawSocket {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "GET /acp HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reader = tokio::io::BufReader::new(&mut stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).await.unwrap();
+        assert!(status.contains(" 101 "), "{status}");
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+        }
+        assert!(reader.buffer().is_empty());
+        RawSocket { stream }
+    }
+
+    async fn send_text(&mut self, text: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let mut frame = vec![0x81u8];
+        match text.len() {
+            len @ 0..=125 => frame.push(0x80 | len as u8),
+            len @ 126..=65535 => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(len as u16).to_be_bytes());
+            }
+            len => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(len as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&[0, 0, 0, 0]);
+        frame.extend_from_slice(text);
+        // The server may close before taking the whole of an oversized frame.
+        let _ = self.stream.write_all(&frame).await;
+    }
+
+    /// The next frame from the server: opcode and payload.
+    async fn next_frame(&mut self) -> (u8, Vec<u8>) {
+        use tokio::io::AsyncReadExt;
+        let mut head = [0u8; 2];
+        self.stream.read_exact(&mut head).await.unwrap();
+        let len = match head[1] & 0x7f {
+            126 => u64::from(self.stream.read_u16().await.unwrap()),
+            127 => self.stream.read_u64().await.unwrap(),
+            len => u64::from(len),
+        };
+        let mut payload = vec![0u8; len as usize];
+        self.stream.read_exact(&mut payload).await.unwrap();
+        (head[0] & 0x0f, payload)
+    }
+
+    /// Reads frames until a text frame or a close arrives.
+    async fn next_message(&mut self) -> (u8, Vec<u8>) {
+        loop {
+            let (opcode, payload) =
+                tokio::time::timeout(std::time::Duration::from_secs(20), self.next_frame())
+                    .await
+                    .expect("the server answered in time");
+            if opcode == 0x1 || opcode == 0x8 {
+                return (opcode, payload);
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_websocket_message_over_one_mebibyte_closes_that_socket_with_1009_only() {
+    let (addr, _backend) = start(HttpOptions::default()).await;
+    let mut bystander = RawSocket::connect(&addr).await;
+    let mut sender = RawSocket::connect(&addr).await;
+
+    // A message of exactly the limit is read (and answered: it is not JSON-RPC).
+    let mut exact = bytes_of(lode_acp::MAX_MESSAGE_BYTES);
+    exact[0] = b'x';
+    sender.send_text(&exact).await;
+    let (opcode, answer) = sender.next_message().await;
+    assert_eq!(opcode, 0x1);
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+
+    // One byte more closes the socket: 1009, with the limit as the reason.
+    sender
+        .send_text(&bytes_of(lode_acp::MAX_MESSAGE_BYTES + 1))
+        .await;
+    let (opcode, close) = sender.next_message().await;
+    assert_eq!(opcode, 0x8, "a close frame");
+    assert_eq!(u16::from_be_bytes([close[0], close[1]]), 1009);
+    let reason = String::from_utf8_lossy(&close[2..]);
+    assert!(reason.contains("1 MiB"), "{reason}");
+
+    // The other socket, and the server, carry on.
+    bystander
+        .send_text(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+        )
+        .await;
+    let (opcode, answer) = bystander.next_message().await;
+    assert_eq!(opcode, 0x1);
+    let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    let (stop, _) = drive(HttpClient::new(format!("ws://{addr}")).unwrap()).await;
+    assert_eq!(stop, [StopReason::EndTurn, StopReason::EndTurn]);
 }

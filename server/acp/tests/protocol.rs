@@ -24,10 +24,15 @@ struct Wire {
 
 impl Wire {
     fn start(backend: Arc<ScriptedBackend>) -> Wire {
+        Wire::start_with(backend, lode_acp::ConnectionOptions::default())
+    }
+
+    fn start_with(backend: Arc<ScriptedBackend>, options: lode_acp::ConnectionOptions) -> Wire {
         let (client, server) = tokio::io::duplex(4 * 1024 * 1024);
         let (server_read, server_write) = tokio::io::split(server);
         tokio::spawn(lode_acp::serve_lines(
             backend,
+            options,
             BufReader::new(server_read),
             server_write,
         ));
@@ -278,6 +283,71 @@ async fn cancel_stops_the_turn_and_an_open_permission_question() {
         *backend.answers.lock().unwrap(),
         ["wait cancelled", "cancelled"]
     );
+}
+
+/// Polls (bounded) until the backend has released `count` sessions.
+async fn released(backend: &ScriptedBackend, count: usize) -> Vec<String> {
+    for _ in 0..400 {
+        let released = backend.released.lock().unwrap().clone();
+        if released.len() >= count {
+            return released;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "only {:?} released",
+        backend.released.lock().unwrap().clone()
+    );
+}
+
+#[tokio::test]
+async fn idle_sessions_are_released_but_never_mid_turn_and_come_back_on_use() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let options = lode_acp::ConnectionOptions {
+        idle_session_timeout: Some(Duration::from_millis(200)),
+    };
+    let mut wire = Wire::start_with(backend.clone(), options);
+    wire.initialize(json!({})).await;
+    let idle = wire.new_session().await;
+    let busy = wire.new_session().await;
+    let turn = wire
+        .start_request(
+            "session/prompt",
+            json!({"sessionId": busy, "prompt": [{"type": "text", "text": "wait"}]}),
+        )
+        .await;
+
+    // The idle session goes; the one with a running turn stays, however long it runs.
+    assert_eq!(released(&backend, 1).await, [idle.clone()]);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(*backend.released.lock().unwrap(), [idle.clone()]);
+
+    // A released session is picked up again by its next request, as if it never went away.
+    let answer = wire.prompt(&idle, "stream").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    let mode = wire
+        .request(
+            "session/set_mode",
+            json!({"sessionId": idle, "modeId": "ask"}),
+        )
+        .await;
+    assert!(mode.get("result").is_some(), "{mode}");
+
+    // Once its turn ends, the busy session is idle too and goes the same way.
+    wire.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": busy}}))
+        .await;
+    assert_eq!(
+        wire.response(turn).await["result"]["stopReason"],
+        "cancelled"
+    );
+    let released = released(&backend, 3).await;
+    assert!(released[1..].contains(&busy), "{released:?}");
+    assert!(released[1..].contains(&idle), "{released:?}");
+
+    // A released session deleted meanwhile (by another connection) is gone for good.
+    lode_acp::AgentBackend::delete_session(&*backend, &idle).unwrap();
+    let gone = wire.prompt(&idle, "stream").await;
+    assert_eq!(gone["error"]["code"], -32002, "{gone}");
 }
 
 #[tokio::test]

@@ -468,7 +468,36 @@ impl Agent {
             self.shared.extensions.save_session_summary(id, &summary);
         }
         self.end_extensions(id);
+        self.forget_mcp_servers(id);
         Ok(())
+    }
+
+    /// Lets go of what an idle session holds in memory, its MCP server connections, without
+    /// touching the store: the session stays listed and loadable, and the MCP servers the client
+    /// passed for it reconnect on its next turn. A session with a running turn keeps everything;
+    /// returns whether the session was released.
+    pub fn release_session(&self, id: &str) -> bool {
+        let running = self
+            .shared
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(id);
+        if running {
+            return false;
+        }
+        self.end_extensions(id);
+        true
+    }
+
+    /// Forgets the MCP servers a client passed for the session (a closed or deleted session
+    /// gets them again from the client's `session/load` or `session/resume`).
+    fn forget_mcp_servers(&self, id: &str) {
+        self.shared
+            .mcp_servers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
     }
 
     /// Disconnects the session's MCP servers in the background.
@@ -484,6 +513,7 @@ impl Agent {
     pub fn delete_session(&self, id: &str) -> Result<(), AgentError> {
         self.cancel(id);
         self.end_extensions(id);
+        self.forget_mcp_servers(id);
         if self.shared.store.delete_session(id)? {
             Ok(())
         } else {

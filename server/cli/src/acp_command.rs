@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use lode_acp::{AgentBackend, HttpOptions};
+use lode_acp::{AgentBackend, ConnectionOptions, HttpOptions};
 
 use crate::commands::{AgentFlags, WorkspaceArgs};
 
@@ -44,11 +44,16 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
     let outcome = runtime.block_on(async {
         let agent = lode_agent::Agent::open(&agent_args.root, agent_args.options)
             .context("cannot open the agent")?;
+        let connection =
+            acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
         let backend: Arc<dyn AgentBackend> = Arc::new(agent);
         match args.http {
-            None => lode_acp::serve_stdio(backend).await?,
+            None => lode_acp::serve_stdio(backend, connection).await?,
             Some(addr) => {
-                let options = HttpOptions { token: args.token };
+                let options = HttpOptions {
+                    token: args.token,
+                    connection,
+                };
                 let listener = lode_acp::bind_http(addr, &options).await?;
                 let bound = listener
                     .local_addr()
@@ -65,4 +70,80 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
     // are already cancelled: do not wait for either.
     runtime.shutdown_timeout(Duration::from_millis(200));
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Sessions idle this long are released from memory unless `[acp] idle_session_timeout_secs`
+/// says otherwise (30 minutes).
+const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Reads the `[acp]` section: `idle_session_timeout_secs` (a whole number of seconds; 0 keeps
+/// idle sessions in memory until their connection ends). Unknown keys are errors.
+fn acp_settings(acp: Option<&toml::Value>) -> Result<ConnectionOptions, String> {
+    let mut options = ConnectionOptions {
+        idle_session_timeout: Some(DEFAULT_IDLE_SESSION_TIMEOUT),
+    };
+    let Some(acp) = acp else {
+        return Ok(options);
+    };
+    let table = acp.as_table().ok_or("[acp] must be a table")?;
+    for (key, value) in table {
+        match key.as_str() {
+            "idle_session_timeout_secs" => {
+                let seconds = value
+                    .as_integer()
+                    .and_then(|seconds| u64::try_from(seconds).ok())
+                    .ok_or(format!(
+                        "[acp] idle_session_timeout_secs must be a whole number of seconds (0: never), got {value}"
+                    ))?;
+                options.idle_session_timeout = (seconds > 0).then(|| Duration::from_secs(seconds));
+            }
+            other => {
+                return Err(format!(
+                    "[acp] has no key `{other}` (known: idle_session_timeout_secs)"
+                ));
+            }
+        }
+    }
+    Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConnectionOptions, String> {
+        let value: toml::Value = toml::from_str(text).unwrap();
+        acp_settings(value.get("acp"))
+    }
+
+    #[test]
+    fn idle_session_timeout_defaults_reads_and_turns_off() {
+        assert_eq!(
+            acp_settings(None).unwrap().idle_session_timeout,
+            Some(DEFAULT_IDLE_SESSION_TIMEOUT)
+        );
+        assert_eq!(
+            parse("[acp]\nidle_session_timeout_secs = 90")
+                .unwrap()
+                .idle_session_timeout,
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(
+            parse("[acp]\nidle_session_timeout_secs = 0")
+                .unwrap()
+                .idle_session_timeout,
+            None
+        );
+    }
+
+    #[test]
+    fn bad_acp_settings_are_errors_naming_the_key() {
+        let negative = parse("[acp]\nidle_session_timeout_secs = -1").unwrap_err();
+        assert!(negative.contains("idle_session_timeout_secs"), "{negative}");
+        let text = parse("[acp]\nidle_session_timeout_secs = \"1h\"").unwrap_err();
+        assert!(text.contains("whole number"), "{text}");
+        let typo = parse("[acp]\nidle_timeout = 5").unwrap_err();
+        assert!(typo.contains("idle_timeout"), "{typo}");
+        assert!(parse("acp = 5").is_err());
+    }
 }

@@ -22,6 +22,8 @@ pub struct ScriptedBackend {
     sessions: Mutex<HashMap<String, SessionSummary>>,
     pub mcp: Mutex<Vec<McpServerSpec>>,
     pub answers: Mutex<Vec<String>>,
+    /// Sessions the adapter released for being idle, in order.
+    pub released: Mutex<Vec<String>>,
 }
 
 impl ScriptedBackend {
@@ -91,6 +93,10 @@ impl AgentBackend for ScriptedBackend {
     }
     fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError> {
         self.get(id)
+    }
+    fn release_session(&self, id: &str) -> bool {
+        self.released.lock().unwrap().push(id.to_string());
+        true
     }
     fn close_session(&self, id: &str) -> Result<(), BackendError> {
         self.get(id).map(drop)
