@@ -232,6 +232,55 @@ async fn an_allowed_edit_changes_the_file_and_shows_a_diff() {
     assert!(diff.new_text.contains("goodbye"));
 }
 
+/// One edit turn through a fresh `lode acp`, answering any permission question with `answer`.
+async fn edit_turn(workspace: &Workspace, answer: &'static str, prompt: &str) -> Seen {
+    let mut acp = workspace.spawn_acp(&[]);
+    let seen = Seen::default();
+    let root = workspace.root();
+    let stop = with_client(
+        stdio_transport(&mut acp),
+        answer,
+        seen.clone(),
+        async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(root))
+                .block_task()
+                .await?;
+            let response = cx
+                .send_request(PromptRequest::new(session.session_id, text(prompt)))
+                .block_task()
+                .await?;
+            Ok(response.stop_reason)
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    seen
+}
+
+#[tokio::test]
+async fn allow_always_persists_across_a_restart_of_lode() {
+    let workspace = Workspace::new("acp_always.json");
+    let first = edit_turn(&workspace, "allow_always", "Please say goodbye instead").await;
+    assert_eq!(first.questions().len(), 1, "the first edit asks");
+    let source = std::fs::read_to_string(workspace.root().join("src/main.rs")).unwrap();
+    assert!(source.contains("goodbye"), "{source}");
+
+    // A new process and a new session: the remembered answer covers the same edit, so nothing
+    // is asked (a question would be answered reject_once and leave the file alone).
+    let second = edit_turn(&workspace, "reject_once", "Now say farewell").await;
+    assert!(
+        second.questions().is_empty(),
+        "asked again: {:?}",
+        second.questions()
+    );
+    let source = std::fs::read_to_string(workspace.root().join("src/main.rs")).unwrap();
+    assert!(source.contains("farewell"), "{source}");
+}
+
 #[tokio::test]
 async fn cancel_mid_stream_returns_cancelled() {
     let workspace = Workspace::new("acp_slow.json");

@@ -140,3 +140,96 @@ async fn bad_and_out_of_order_input_gets_errors_and_lode_keeps_serving() {
         .unwrap();
     assert!(exit.success(), "{exit:?}");
 }
+
+/// Answers the agent's requests to the client as an editor with a terminal would, recording every
+/// message lode sends until the prompt `id` is answered.
+async fn run_with_terminal(wire: &mut Wire, id: u64) -> (Value, Vec<Value>) {
+    let mut sent = Vec::new();
+    loop {
+        let message = wire.next().await;
+        sent.push(message.clone());
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            return (message, sent);
+        }
+        let Some(request_id) = message
+            .get("id")
+            .filter(|_| message.get("method").is_some())
+        else {
+            continue;
+        };
+        let result = match message["method"].as_str().unwrap() {
+            "session/request_permission" => {
+                json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+            }
+            "terminal/create" => json!({"terminalId": "term-7"}),
+            "terminal/wait_for_exit" => json!({"exitCode": 0}),
+            "terminal/output" => json!({
+                "output": "test result: ok. 3 passed", "truncated": false,
+                "exitStatus": {"exitCode": 0}
+            }),
+            "terminal/release" | "terminal/kill" => json!({}),
+            other => panic!("unexpected request {other}: {message}"),
+        };
+        wire.send_raw(&json!({"jsonrpc": "2.0", "id": request_id, "result": result}).to_string())
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_terminal_is_released_only_after_the_final_update_that_shows_it() {
+    let workspace = Workspace::new("acp_terminal.json");
+    let mut wire = Wire::start(&workspace);
+    let root = workspace.root();
+    wire.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {"terminal": true}}),
+    )
+    .await;
+    let session = wire
+        .request(2, "session/new", json!({"cwd": root, "mcpServers": []}))
+        .await;
+    let session_id = session["result"]["sessionId"].as_str().unwrap().to_string();
+    wire.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {
+            "sessionId": session_id, "prompt": [{"type": "text", "text": "Please run the tests"}]
+        }})
+        .to_string(),
+    )
+    .await;
+    let (answer, sent) = run_with_terminal(&mut wire, 3).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+
+    let position = |wanted: &dyn Fn(&Value) -> bool, what: &str| {
+        sent.iter()
+            .position(|m| wanted(m))
+            .unwrap_or_else(|| panic!("no {what} in {sent:#?}"))
+    };
+    let created = position(&|m| m["method"] == "terminal/create", "terminal/create");
+    let create = &sent[created]["params"];
+    assert_eq!(create["command"], "sh", "{create}");
+    assert_eq!(
+        create["args"],
+        json!(["-c", "cargo test --offline"]),
+        "{create}"
+    );
+    let shown = position(
+        &|m| {
+            let update = &m["params"]["update"];
+            update["sessionUpdate"] == "tool_call_update"
+                && update["status"] == "completed"
+                && update["content"][0]["type"] == "terminal"
+                && update["content"][0]["terminalId"] == "term-7"
+        },
+        "a final tool_call_update showing the terminal",
+    );
+    let released = position(&|m| m["method"] == "terminal/release", "terminal/release");
+    assert_eq!(sent[released]["params"]["terminalId"], "term-7");
+    assert!(created < shown && shown < released, "{sent:#?}");
+    assert!(
+        !sent[released + 1..]
+            .iter()
+            .any(|m| m["params"]["update"]["toolCallId"] == "call_run_1"),
+        "no update names the tool call after its terminal is released: {sent:#?}"
+    );
+}

@@ -74,7 +74,8 @@ pub fn parse_params(params: &Value) -> Result<PushedFile, String> {
         .get("uri")
         .and_then(Value::as_str)
         .ok_or("uri must be a string")?;
-    let path = file_uri_path(uri)?;
+    let path =
+        lode_agent::tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())?;
     let list = object
         .get("diagnostics")
         .and_then(Value::as_array)
@@ -143,46 +144,6 @@ fn parse_diagnostic(item: &Value) -> Result<Diagnostic, String> {
         code,
         source,
     })
-}
-
-/// The absolute path of a `file://` URI (percent-decoded).
-fn file_uri_path(uri: &str) -> Result<PathBuf, String> {
-    let rest = uri
-        .strip_prefix("file://")
-        .ok_or_else(|| format!("uri must be a file:// URI, got {uri:?}"))?;
-    // `file://localhost/abs` names the same file as `file:///abs`.
-    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-    let decoded = percent_decode(rest)
-        .ok_or_else(|| format!("uri is not valid UTF-8 once decoded: {uri:?}"))?;
-    let path = PathBuf::from(decoded);
-    if !path.is_absolute() {
-        return Err(format!("uri must name an absolute path, got {uri:?}"));
-    }
-    Ok(path)
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let byte = bytes[index];
-        let escaped = (byte == b'%')
-            .then(|| text.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(decoded) => {
-                out.push(decoded);
-                index += 3;
-            }
-            None => {
-                out.push(byte);
-                index += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

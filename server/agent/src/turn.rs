@@ -337,11 +337,15 @@ fn cap_chars(text: &str) -> String {
 }
 
 fn attach_link(shared: &Shared, uri: &str, name: &str) -> String {
-    let Some(path) = uri.strip_prefix("file://") else {
+    if !uri.starts_with("file://") {
         return format!("[linked resource {name}: {uri} (not fetched)]");
+    }
+    let path = match crate::tools::paths::file_uri_to_path(uri) {
+        Ok(path) => path,
+        Err(error) => return format!("[linked file {name} not attached: {error}]"),
     };
     let roots = [shared.root.clone()];
-    match crate::tools::paths::resolve_path(&roots, &percent_decode(path)) {
+    match crate::tools::paths::resolve_path(&roots, &path.to_string_lossy()) {
         Ok(resolved) => match std::fs::read(&resolved.absolute) {
             Ok(bytes) => format!(
                 "<attached path=\"{}\">\n{}\n</attached>",
@@ -352,28 +356,6 @@ fn attach_link(shared: &Shared, uri: &str, name: &str) -> String {
         },
         Err(error) => format!("[linked file {name} not attached: {}]", error.message),
     }
-}
-
-/// Decodes `%XX` escapes in a file URI path.
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// What one turn computes once: environment, instruction files, repo map and retrieved code.

@@ -364,6 +364,41 @@ async fn slash_commands_are_answered_by_lode_without_the_model() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn linked_files_are_attached_by_their_file_uri_inside_the_workspace_only() {
+    let server = ScriptedServer::start(script("hello.json")).await.unwrap();
+    let dir = workspace(&server);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("my notes.md"), "remember the milk").unwrap();
+    let agent = Agent::open(&root, AgentOptions::default()).unwrap();
+    let session = agent.new_session(root.clone(), Vec::new()).unwrap();
+    let link = |uri: String, name: &str| UserInput::ResourceLink {
+        uri,
+        name: name.to_owned(),
+    };
+    let input = vec![
+        UserInput::Text("what do my notes say?".to_owned()),
+        link(format!("file://{}/my%20notes.md", root.display()), "notes"),
+        link(format!("file://{}/%FF.md", root.display()), "garbled"),
+        link("file:///etc/hostname".to_owned(), "outside"),
+        link("https://example.com/a.md".to_owned(), "web"),
+    ];
+    let host = TestHost::answering(PermissionAnswer::RejectOnce);
+    agent
+        .prompt(&session.id, input, host, CancellationToken::new())
+        .await
+        .unwrap();
+    let body = server.requests().last().unwrap().body.to_string();
+    assert!(body.contains("remember the milk"), "{body}");
+    assert!(body.contains("my notes.md"), "{body}");
+    assert!(
+        body.contains("linked file garbled not attached: uri is not valid UTF-8"),
+        "{body}"
+    );
+    assert!(body.contains("linked file outside not attached"), "{body}");
+    assert!(body.contains("linked resource web"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
     let server = ScriptedServer::start(script("agent_fix_test.json"))
         .await
