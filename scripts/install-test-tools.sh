@@ -5,6 +5,8 @@
 # - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/lsp_neovim.rs.
 # - acpx and Node 22 (npm) into target/test-tools/acpx for the ACP tests (tests/acp_acpx.rs).
 # - @agentclientprotocol/sdk (npm) into target/test-tools/acp-sdk for tests/acp_ts_sdk.rs.
+# - the reference MCP servers (npm: server-everything, server-filesystem) into
+#   target/test-tools/mcp-servers for server/agent/tests/mcp_reference.rs.
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,28 @@ install_acp_sdk() {
     npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@agentclientprotocol/sdk@$version" >&2
 }
 install_acp_sdk
+
+# The reference MCP servers (pinned), which lode's MCP client is tested against
+# (server/agent/tests/mcp_reference.rs runs them with acpx's Node 22, else the system node).
+install_mcp_servers() {
+    local dir="$tools/mcp-servers" version="2026.8.31"
+    local marker="$dir/node_modules/@modelcontextprotocol/server-filesystem/package.json"
+    if [ -f "$marker" ] && grep -q "\"version\": \"$version\"" "$marker" \
+        && grep -q "\"version\": \"$version\"" "$dir/node_modules/@modelcontextprotocol/server-everything/package.json"; then
+        echo "install-test-tools: MCP reference servers $version already in $dir"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-test-tools: npm is not installed; the MCP reference server tests will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: installing the MCP reference servers $version into $dir"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+        "@modelcontextprotocol/server-everything@$version" \
+        "@modelcontextprotocol/server-filesystem@$version" >&2
+}
+install_mcp_servers
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

@@ -289,7 +289,7 @@ async fn memory_tools_save_and_search() {
     let save = MemorySaveTool::new(store.clone(), p.alpha.clone(), Some("s9".into()));
     let search = MemorySearchTool::new(store.clone(), p.alpha.clone());
     assert!(!save.read_only());
-    assert_eq!(save.permission_target(&json!({})), PermissionTarget::Other);
+    assert_eq!(save.permission_target(&json!({})), PermissionTarget::Memory);
     assert!(search.read_only());
     let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&p.alpha)).unwrap();
     let context = ToolContext {

@@ -430,6 +430,34 @@ fn configured_rules_allow_ask_and_deny_by_pattern() {
 }
 
 #[test]
+fn saving_a_memory_is_allowed_by_default_and_rules_can_still_ask_or_deny() {
+    // The agent's own store, not the workspace: no question by default in code mode.
+    assert_eq!(
+        policy().decide("memory_save", &PermissionTarget::Memory, Mode::Code),
+        Decision::Allow
+    );
+    // Read-only modes refuse it like any other write.
+    assert!(is_deny(&policy().decide(
+        "memory_save",
+        &PermissionTarget::Memory,
+        Mode::Ask
+    )));
+    for (action, expected_ask) in [("ask", true), ("deny", false)] {
+        let config = PermissionConfig::from_toml(&format!(
+            "[[rules]]\ntool = \"memory_save\"\naction = \"{action}\"\n"
+        ))
+        .unwrap();
+        let decision = PermissionPolicy::without_store(config).unwrap().decide(
+            "memory_save",
+            &PermissionTarget::Memory,
+            Mode::Code,
+        );
+        assert_eq!(is_ask(&decision), expected_ask, "{action}: {decision:?}");
+        assert_eq!(is_deny(&decision), !expected_ask, "{action}: {decision:?}");
+    }
+}
+
+#[test]
 fn read_only_modes_deny_side_effects_and_say_how_to_proceed() {
     let policy = policy();
     for mode in [Mode::Ask, Mode::Architect] {

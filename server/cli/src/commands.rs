@@ -181,6 +181,9 @@ pub enum Command {
     /// Serve the Agent Client Protocol on stdio (Zed, VS Code ACP clients, ...), or over HTTP
     /// and WebSocket with --http.
     Acp(crate::acp_command::AcpArgs),
+    /// Serve lode's code intelligence (search, map, symbols, references, read_file) as MCP
+    /// tools on stdio, for other agents (Claude Code, Codex, Zed, ...).
+    Mcp(crate::mcp_command::McpArgs),
     /// Ask a running `lode acp --http` one question (an ACP client for Helix and scripts):
     /// the answer streams to stdout, stdin is attached as context, named sessions continue.
     /// Exit 0 when the agent finished, 4 when it stopped early.
@@ -403,6 +406,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         ),
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
+        Command::Mcp(mcp) => crate::mcp_command::run_mcp(&args, mcp),
         Command::Ask(ask) => crate::ask_command::run_ask(&args, ask),
         Command::Config(config) => crate::config_command::run_config(&args, config),
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
@@ -445,7 +449,7 @@ pub fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Re
     Ok(root)
 }
 
-fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
+pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
     let root = resolve_root(args, explicit_root)?;
     let mut options = WorkspaceOptions::new(&root);
     options.index_dir = args.index_dir.clone();

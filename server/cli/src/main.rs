@@ -11,6 +11,7 @@ mod config_command;
 mod diagnostics_adapter;
 mod llm_script_command;
 mod lsp_command;
+mod mcp_command;
 mod output;
 mod parse_only;
 mod qdrant_cli;

@@ -119,7 +119,7 @@ impl Tool for MemorySaveTool {
     }
 
     fn permission_target(&self, _arguments: &serde_json::Value) -> PermissionTarget {
-        PermissionTarget::Other
+        PermissionTarget::Memory
     }
 
     async fn run(

@@ -233,6 +233,9 @@ impl PermissionPolicy {
         match target {
             PermissionTarget::Read => self.decide_plain(tool, self.config.read),
             PermissionTarget::Other => self.decide_plain(tool, self.config.other),
+            // A local, low-risk write of the agent's own store, in which memories are kept as
+            // redacted, attributed notes and recalled only as untrusted context.
+            PermissionTarget::Memory => self.decide_plain(tool, Action::Allow),
             PermissionTarget::Edit { paths } => self.decide_edit(tool, paths),
             PermissionTarget::Command { command } => self.decide_command(tool, command),
         }

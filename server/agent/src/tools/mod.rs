@@ -44,6 +44,9 @@ pub enum PermissionTarget {
     Command { command: String },
     /// Something else with side effects (an MCP tool, a fetch): judged by tool name.
     Other,
+    /// Writes lode's own long-term memory store (not the workspace): allowed by default in the
+    /// modes that offer it, like a note the agent keeps; rules for the tool can still ask or deny.
+    Memory,
 }
 
 /// How a call will be presented before it runs.

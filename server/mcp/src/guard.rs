@@ -1,0 +1,461 @@
+//! stdio for `lode mcp`: a guard in front of rmcp that reads newline-delimited JSON-RPC with a
+//! size cap and answers what rmcp would drop silently or die on — lines that are not JSON
+//! (`-32700`), oversized lines, batches and other invalid requests (`-32600`), requests before
+//! the lifecycle started (`-32600`) — and one writer that interleaves rmcp's messages and the
+//! guard's errors whole, so stdout only ever carries complete MCP frames.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+};
+use tokio::sync::{mpsc, watch};
+
+/// Size of the in-process pipes between the guard and rmcp.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// Methods rmcp answers before a lifecycle is chosen.
+const OPENING_METHODS: [&str; 3] = ["initialize", "ping", "server/discover"];
+
+/// One line of input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    Text(Vec<u8>),
+    /// Longer than the cap; its bytes were skipped, not kept.
+    Oversized,
+}
+
+/// Reads one `\n`-terminated line of at most `limit` bytes without holding more than that in
+/// memory. `None` at the end of input (a last line without a newline still counts).
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    limit: usize,
+) -> std::io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut oversized = false;
+    let mut seen_any = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            if !seen_any {
+                return Ok(None);
+            }
+            break;
+        }
+        seen_any = true;
+        let (chunk, newline) = match buffer.iter().position(|&byte| byte == b'\n') {
+            Some(end) => (&buffer[..end], true),
+            None => (buffer, false),
+        };
+        if !oversized {
+            if line.len() + chunk.len() > limit {
+                oversized = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let consumed = chunk.len() + usize::from(newline);
+        reader.consume(consumed);
+        if newline {
+            break;
+        }
+    }
+    if oversized {
+        return Ok(Some(Line::Oversized));
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some(Line::Text(line)))
+}
+
+/// What the guard does with one line.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Pass it to rmcp. `request` is the id and method when it is a request.
+    Forward { request: Option<(Value, String)> },
+    /// Answer it here with this error response.
+    Answer(Value),
+    /// Drop it (a notification or response that rmcp cannot take yet, an empty line).
+    Drop(String),
+}
+
+/// JSON-RPC error response with `id` (null when it cannot be known).
+pub fn error_response(id: Value, code: i64, message: &str) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+}
+
+/// Judges one line. `started` says whether rmcp has begun a lifecycle (answered an
+/// `initialize` or an inline-metadata request with a result).
+pub fn judge(line: &[u8], started: bool) -> Verdict {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Drop("empty line".into());
+    }
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(value) => value,
+        Err(error) => {
+            return Verdict::Answer(error_response(
+                Value::Null,
+                -32700,
+                &format!("parse error: the message is not JSON ({error})"),
+            ));
+        }
+    };
+    let invalid = |id: Value, why: &str| {
+        Verdict::Answer(error_response(
+            id,
+            -32600,
+            &format!("invalid request: {why}"),
+        ))
+    };
+    let Value::Object(message) = value else {
+        return if value.is_array() {
+            invalid(
+                Value::Null,
+                "batches are not supported; send one message per line",
+            )
+        } else {
+            invalid(Value::Null, "a message must be a JSON object")
+        };
+    };
+    let id = message.get("id").cloned();
+    let id_or_null = id.clone().unwrap_or(Value::Null);
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(id_or_null, "`jsonrpc` must be \"2.0\"");
+    }
+    if let Some(id) = &id
+        && !(id.is_string() || id.is_i64() || id.is_u64())
+    {
+        return invalid(Value::Null, "`id` must be a string or an integer");
+    }
+    let method = match message.get("method") {
+        Some(Value::String(method)) => Some(method.clone()),
+        Some(_) => return invalid(id_or_null, "`method` must be a string"),
+        None => None,
+    };
+    if let Some(params) = message.get("params")
+        && !params.is_object()
+    {
+        return Verdict::Answer(error_response(
+            id_or_null,
+            -32602,
+            "invalid params: `params` must be an object",
+        ));
+    }
+    match (method, id) {
+        // A request.
+        (Some(method), Some(id)) => {
+            let inline_lifecycle = message
+                .get("params")
+                .and_then(|params| params.get("_meta"))
+                .is_some();
+            if !started && !OPENING_METHODS.contains(&method.as_str()) && !inline_lifecycle {
+                return invalid(
+                    id,
+                    &format!("{method:?} before initialize: send `initialize` first"),
+                );
+            }
+            Verdict::Forward {
+                request: Some((id, method)),
+            }
+        }
+        // A notification: rmcp ends the session on one before initialize.
+        (Some(method), None) => {
+            if started {
+                Verdict::Forward { request: None }
+            } else {
+                Verdict::Drop(format!("notification {method:?} before initialize"))
+            }
+        }
+        // A response (to a request lode sent) or an error object.
+        (None, Some(_)) => {
+            if started && (message.contains_key("result") || message.contains_key("error")) {
+                Verdict::Forward { request: None }
+            } else if message.contains_key("result") || message.contains_key("error") {
+                Verdict::Drop("response before initialize".into())
+            } else {
+                invalid(id_or_null, "a message needs `method`, `result` or `error`")
+            }
+        }
+        (None, None) => {
+            if message.contains_key("error") || message.contains_key("result") {
+                Verdict::Drop("response without an id".into())
+            } else {
+                invalid(Value::Null, "a message needs `method`, `result` or `error`")
+            }
+        }
+    }
+}
+
+/// State the input and output sides share: which forwarded requests may start the
+/// lifecycle, and whether one has.
+#[derive(Default)]
+struct Lifecycle {
+    started: bool,
+    /// id (as JSON text) → method, for requests forwarded before the lifecycle started.
+    opening: HashMap<String, String>,
+}
+
+/// The two ends rmcp reads and writes, and the tasks that connect them to the real input and
+/// output. Dropping the real input's end closes rmcp's input.
+pub struct GuardedPipes {
+    pub server_input: DuplexStream,
+    pub server_output: DuplexStream,
+    pub input_task: tokio::task::JoinHandle<()>,
+    pub output_task: tokio::task::JoinHandle<()>,
+}
+
+/// Puts the guard between `input`/`output` and rmcp.
+pub fn guard<I, O>(input: I, output: O, max_message_bytes: usize) -> GuardedPipes
+where
+    I: tokio::io::AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
+    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
+    let (answers, mut answer_queue) = mpsc::unbounded_channel::<Value>();
+    let lifecycle = Arc::new(Mutex::new(Lifecycle::default()));
+    // Bumped by the output side each time rmcp answers an opening request.
+    let (answered, mut answered_changes) = watch::channel(0u64);
+
+    let input_lifecycle = lifecycle.clone();
+    let input_task = tokio::spawn(async move {
+        let mut input = BufReader::new(input);
+        loop {
+            let line = match read_line(&mut input, max_message_bytes).await {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(error) => {
+                    eprintln!("lode mcp: input ended: {error}");
+                    break;
+                }
+            };
+            let line = match line {
+                Line::Text(line) => line,
+                Line::Oversized => {
+                    let message = format!(
+                        "invalid request: the message is larger than {max_message_bytes} bytes; it was discarded"
+                    );
+                    eprintln!("lode mcp: {message}");
+                    let _ = answers.send(error_response(Value::Null, -32600, &message));
+                    continue;
+                }
+            };
+            let started = lock(&input_lifecycle).started;
+            match judge(&line, started) {
+                Verdict::Forward { request } => {
+                    let opening = match (request, started) {
+                        (Some((id, method)), false) => {
+                            let key = id.to_string();
+                            lock(&input_lifecycle).opening.insert(key.clone(), method);
+                            Some(key)
+                        }
+                        _ => None,
+                    };
+                    let mut framed = line;
+                    framed.push(b'\n');
+                    if to_server.write_all(&framed).await.is_err() {
+                        break; // rmcp has stopped
+                    }
+                    // Until the lifecycle has started, wait for each opening request's answer
+                    // so the next line is judged knowing whether it did (clients may pipeline
+                    // `notifications/initialized` and requests behind `initialize`).
+                    if let Some(key) = opening {
+                        while lock(&input_lifecycle).opening.contains_key(&key) {
+                            if answered_changes.changed().await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Verdict::Answer(response) => {
+                    if let Some(message) =
+                        response.pointer("/error/message").and_then(Value::as_str)
+                    {
+                        eprintln!("lode mcp: {message}");
+                    }
+                    let _ = answers.send(response);
+                }
+                Verdict::Drop(why) => {
+                    if why != "empty line" {
+                        eprintln!("lode mcp: ignored a message: {why}");
+                    }
+                }
+            }
+        }
+        // Dropping `to_server` tells rmcp its input ended.
+    });
+
+    let output_task = tokio::spawn(async move {
+        let mut output = output;
+        let mut from_server = BufReader::new(from_server);
+        let mut answers_open = true;
+        let mut line = Vec::new();
+        loop {
+            tokio::select! {
+                read = from_server.read_until(b'\n', &mut line) => {
+                    match read {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {
+                            if note_lifecycle(&lifecycle, &line) {
+                                answered.send_modify(|count| *count += 1);
+                            }
+                            if !line.ends_with(b"\n") {
+                                line.push(b'\n');
+                            }
+                            if write_all(&mut output, &line).await.is_err() {
+                                break;
+                            }
+                            line.clear();
+                        }
+                    }
+                }
+                answer = answer_queue.recv(), if answers_open => {
+                    match answer {
+                        Some(answer) => {
+                            let mut bytes = answer.to_string().into_bytes();
+                            bytes.push(b'\n');
+                            if write_all(&mut output, &bytes).await.is_err() {
+                                break;
+                            }
+                        }
+                        None => answers_open = false,
+                    }
+                }
+            }
+        }
+        // rmcp has finished: flush the guard's last answers.
+        while let Ok(answer) = answer_queue.try_recv() {
+            let mut bytes = answer.to_string().into_bytes();
+            bytes.push(b'\n');
+            if write_all(&mut output, &bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+
+    GuardedPipes {
+        server_input,
+        server_output,
+        input_task,
+        output_task,
+    }
+}
+
+fn lock(lifecycle: &Mutex<Lifecycle>) -> std::sync::MutexGuard<'_, Lifecycle> {
+    lifecycle
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Notes rmcp's answer to an opening request (true when `line` is one), and marks the
+/// lifecycle started when the answer to one other than `ping` and `server/discover` is a result.
+fn note_lifecycle(lifecycle: &Mutex<Lifecycle>, line: &[u8]) -> bool {
+    let mut state = lock(lifecycle);
+    if state.opening.is_empty() {
+        return false;
+    }
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    let Some(id) = message.get("id") else {
+        return false;
+    };
+    if id.is_null() && message.contains_key("error") {
+        // rmcp answers a request it cannot decode with a null id: that was the opening one.
+        state.opening.clear();
+        return true;
+    }
+    let Some(method) = state.opening.remove(&id.to_string()) else {
+        return false;
+    };
+    if message.contains_key("result") && method != "ping" && method != "server/discover" {
+        state.started = true;
+    }
+    true
+}
+
+async fn write_all<O: AsyncWrite + Unpin>(output: &mut O, bytes: &[u8]) -> std::io::Result<()> {
+    output.write_all(bytes).await?;
+    output.flush().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(verdict: &Verdict) -> Option<i64> {
+        match verdict {
+            Verdict::Answer(response) => response.pointer("/error/code").and_then(Value::as_i64),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn lines_are_judged() {
+        assert_eq!(code(&judge(b"not json", true)), Some(-32700));
+        assert_eq!(code(&judge(b"[1,2]", true)), Some(-32600));
+        assert_eq!(code(&judge(b"42", true)), Some(-32600));
+        assert_eq!(
+            code(&judge(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, true)),
+            Some(-32600)
+        );
+        assert_eq!(
+            code(&judge(
+                br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
+                true
+            )),
+            Some(-32600)
+        );
+        assert_eq!(
+            code(&judge(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+                false
+            )),
+            Some(-32600)
+        );
+        assert_eq!(
+            judge(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, true),
+            Verdict::Forward {
+                request: Some((json!(1), "tools/list".into()))
+            }
+        );
+        assert!(matches!(
+            judge(
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                false
+            ),
+            Verdict::Drop(_)
+        ));
+        assert!(matches!(
+            judge(
+                br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{}}"#,
+                false
+            ),
+            Verdict::Forward { .. }
+        ));
+        assert!(matches!(judge(b"   ", false), Verdict::Drop(_)));
+    }
+
+    #[tokio::test]
+    async fn oversized_lines_are_skipped_and_the_next_line_survives() {
+        let input: &[u8] = b"0123456789abcdef\nshort\nlast";
+        let mut reader = BufReader::with_capacity(4, input);
+        assert_eq!(
+            read_line(&mut reader, 8).await.unwrap(),
+            Some(Line::Oversized)
+        );
+        assert_eq!(
+            read_line(&mut reader, 8).await.unwrap(),
+            Some(Line::Text(b"short".to_vec()))
+        );
+        assert_eq!(
+            read_line(&mut reader, 8).await.unwrap(),
+            Some(Line::Text(b"last".to_vec()))
+        );
+        assert_eq!(read_line(&mut reader, 8).await.unwrap(), None);
+    }
+}

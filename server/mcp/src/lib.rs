@@ -1,0 +1,157 @@
+//! `lode mcp`: lode's code intelligence as a Model Context Protocol server over stdio, so other
+//! agents (Claude Code, Codex, Zed, ...) can search, map and navigate a workspace.
+//!
+//! A thin adapter over `lode-index`: `tools` holds the tool definitions and turns each call
+//! into a query on the [`Workspace`] (after a quick refresh, so answers reflect the files on
+//! disk); `guard` sits between stdio and rmcp and answers malformed, oversized and
+//! out-of-order input with JSON-RPC errors. This crate knows nothing about the agent. stdout
+//! carries only MCP frames; diagnostics go to stderr.
+
+pub mod guard;
+pub mod tools;
+
+use std::sync::Arc;
+
+use lode_index::Workspace;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+pub use tools::CodeTools;
+
+/// The largest message `lode mcp` accepts by default, in bytes (1 MiB).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Bring the index up to date before every call (the default).
+    pub refresh: bool,
+    /// Lines longer than this are discarded and answered with an error.
+    pub max_message_bytes: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            refresh: true,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// Why serving ended abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("the MCP session could not start: {0}")]
+    Start(String),
+    #[error("the MCP session failed: {0}")]
+    Session(String),
+}
+
+/// The MCP server: rmcp's handler over [`CodeTools`].
+#[derive(Clone)]
+pub struct LodeMcpServer {
+    tools: Arc<CodeTools>,
+}
+
+impl LodeMcpServer {
+    pub fn new(tools: Arc<CodeTools>) -> Self {
+        LodeMcpServer { tools }
+    }
+}
+
+const INSTRUCTIONS: &str = "lode indexes this workspace's code (tree-sitter symbols and \
+references, BM25 and vector search, a ranked repository map) and keeps the index up to date \
+before every call. Start with `map` to get oriented, `search` to find where something is done, \
+`symbols` to jump to a definition, `references` to find its uses, and `read_file` to read the \
+lines you need. Paths are relative to the workspace root.";
+
+impl ServerHandler for LodeMcpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("lode", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::tool_list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tools = self.tools.clone();
+        let name = request.name.to_string();
+        let arguments = request.arguments;
+        // Index queries and refreshes block (SQLite, tantivy, file reads).
+        let outcome = tokio::task::spawn_blocking(move || tools.call(&name, arguments))
+            .await
+            .map_err(|error| {
+                ErrorData::internal_error(format!("the call failed: {error}"), None)
+            })?;
+        match outcome {
+            Ok(result) => Ok(result.into()),
+            Err(error) => error.into_response().map(Into::into),
+        }
+    }
+}
+
+/// Serves MCP over stdin/stdout until the client closes stdin. The index is brought up to
+/// date in the background at once, so the first call rarely waits for a full build.
+pub async fn serve_stdio(
+    workspace: Arc<Workspace>,
+    options: ServerOptions,
+) -> Result<(), ServeError> {
+    serve(workspace, options, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// [`serve_stdio`] over any pair of byte streams.
+pub async fn serve<I, O>(
+    workspace: Arc<Workspace>,
+    options: ServerOptions,
+    input: I,
+    output: O,
+) -> Result<(), ServeError>
+where
+    I: tokio::io::AsyncRead + Unpin + Send + 'static,
+    O: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let tools = Arc::new(CodeTools::new(workspace, options.refresh));
+    let warm = tools.clone();
+    let warming = tokio::task::spawn_blocking(move || {
+        if let Err(error) = warm.refresh() {
+            eprintln!("lode mcp: cannot update the index: {error}");
+        }
+    });
+    let pipes = guard::guard(input, output, options.max_message_bytes);
+    let (server_read, server_write) = (pipes.server_input, pipes.server_output);
+    let served = match LodeMcpServer::new(tools)
+        .serve((server_read, server_write))
+        .await
+    {
+        Ok(running) => running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|error| ServeError::Session(error.to_string())),
+        // The client went away before starting a session: not an error.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => Ok(()),
+        Err(error) => Err(ServeError::Start(error.to_string())),
+    };
+    pipes.input_task.abort();
+    let _ = pipes.output_task.await;
+    // A refresh still running is left to finish or be cut short at exit: the index is
+    // crash-safe, and the client is gone.
+    drop(warming);
+    served
+}

@@ -1,0 +1,526 @@
+//! The MCP tools: their argument types (which also give the JSON Schemas clients see), their
+//! descriptions, and how each one turns into a query on the [`Workspace`]. Every call first
+//! brings the index up to date (a quick refresh, as the CLI's query commands do) and answers
+//! with readable text plus the same data as structured content.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use lode_index::{
+    IndexError, Language, MapRequest, RefreshMode, SearchMode, SearchRequest, Workspace,
+};
+use rmcp::ErrorData;
+use rmcp::handler::server::common::schema_for_type;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+/// Search hits: default and largest `limit`.
+const SEARCH_LIMITS: (u32, u32) = (10, 100);
+/// Symbols: default and largest `limit`.
+const SYMBOL_LIMITS: (u32, u32) = (20, 500);
+/// References: default and largest `limit`.
+const REFERENCE_LIMITS: (u32, u32) = (100, 2000);
+/// Repo map: default, smallest and largest token budget.
+const MAP_TOKENS: (u32, u32, u32) = (1024, 64, 32_768);
+/// `read_file`: lines shown when no end is given, and the most one call returns.
+const READ_DEFAULT_LINES: u32 = 400;
+const READ_MAX_LINES: u32 = 2000;
+/// `read_file`: the largest file it opens, and the most text one call returns.
+const READ_MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+const READ_MAX_CHARS: usize = 200_000;
+
+/// Arguments of `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What to look for: natural-language words ("where are retries handled"), identifiers
+    /// (`open_store`, `HttpClient.send`) or both.
+    pub query: String,
+    /// How to rank: `hybrid` (BM25, vectors and symbol names fused; the default when the
+    /// index has vectors), `lexical` (BM25 only) or `semantic` (vectors only).
+    #[serde(default)]
+    pub mode: Option<ModeArg>,
+    /// At most this many hits (default 10, at most 100).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Only files whose workspace-relative path matches this glob: `*.rs` matches file names
+    /// at any depth, `src/**/*.py` matches from the root.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only files in this language: rust, python, javascript, typescript, tsx, go or text.
+    #[serde(default)]
+    pub lang: Option<String>,
+}
+
+/// How `search` ranks chunks.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeArg {
+    Hybrid,
+    Lexical,
+    Semantic,
+}
+
+/// Arguments of `map`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MapArgs {
+    /// Token budget of the map (cl100k tokens; default 1024, 64 to 32768).
+    #[serde(default)]
+    #[schemars(range(min = 64, max = 32768))]
+    pub tokens: Option<u32>,
+    /// Workspace-relative paths of files the task is about. Their own definitions are left
+    /// out (you have those files) and the map favours what they use.
+    #[serde(default)]
+    pub focus: Vec<String>,
+    /// Identifiers the task mentions; the map favours their definitions.
+    #[serde(default)]
+    pub mentions: Vec<String>,
+}
+
+/// Arguments of `symbols` and `references`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameArgs {
+    /// The identifier, e.g. `parse_config` or `UserService` (no scope prefix).
+    pub name: String,
+    /// At most this many results (symbols: default 20, at most 500; references: default
+    /// 100, at most 2000).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u32>,
+}
+
+/// Arguments of `read_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// Path of the file, relative to the workspace root (as the other tools print it).
+    pub path: String,
+    /// First line to show, 1-based (default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub start_line: Option<u32>,
+    /// Last line to show, inclusive (default: 400 lines from the start; at most 2000 lines
+    /// per call).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub end_line: Option<u32>,
+}
+
+/// The tools `lode mcp` offers, in the order `tools/list` gives them.
+pub fn tool_list() -> Vec<Tool> {
+    vec![
+        tool::<SearchArgs>(
+            "search",
+            "Search code",
+            "Search the workspace's code and return the best-matching chunks (functions, \
+             classes, blocks) with their file, line range, enclosing symbol and a snippet. \
+             Accepts natural language and identifiers; hybrid ranking by default. Use it to \
+             find where something is implemented before reading files.",
+        ),
+        tool::<MapArgs>(
+            "map",
+            "Repository map",
+            "A compact map of the repository: its most important definitions (signatures, \
+             grouped by file), ranked by how much the rest of the code uses them and fitted to \
+             a token budget. Give `focus` files and `mentions` to centre it on a task. Use it \
+             to get oriented in an unfamiliar codebase.",
+        ),
+        tool::<NameArgs>(
+            "symbols",
+            "Find definitions",
+            "Find definitions (functions, methods, classes, structs, traits, constants, ...) \
+             by name: exact matches first, then case-insensitive, prefix, substring and fuzzy \
+             ones. Returns each definition's kind, file, line range, scope and signature.",
+        ),
+        tool::<NameArgs>(
+            "references",
+            "Find references",
+            "Find uses of a name across the workspace: calls, method calls, type uses, \
+             imports and macro invocations, with file, line, column and the enclosing scope. \
+             Matching is by name (not type-resolved).",
+        ),
+        tool::<ReadArgs>(
+            "read_file",
+            "Read file lines",
+            "Read a line range of a text file inside the workspace, with line numbers. \
+             Paths are relative to the workspace root; nothing outside it can be read.",
+        ),
+    ]
+}
+
+fn tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+) -> Tool {
+    let mut schema: JsonObject = (*schema_for_type::<T>()).clone();
+    // The `$schema` and `title` keys say nothing a client needs and some reject them.
+    schema.remove("$schema");
+    schema.remove("title");
+    Tool::new(name, description, Arc::new(schema))
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::with_title(title)
+                .read_only(true)
+                .open_world(false),
+        )
+}
+
+/// Why a call could not be answered: bad arguments become a JSON-RPC error (`-32602`), an
+/// index failure a tool result marked as an error.
+#[derive(Debug)]
+pub enum CallError {
+    Arguments(String),
+    Failed(String),
+}
+
+impl From<IndexError> for CallError {
+    fn from(error: IndexError) -> Self {
+        match error {
+            IndexError::InvalidQuery(_)
+            | IndexError::Glob { .. }
+            | IndexError::OutsideRoot { .. } => CallError::Arguments(error.to_string()),
+            other => CallError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl CallError {
+    /// The answer to the client: an error for bad arguments, an error result otherwise.
+    pub fn into_response(self) -> Result<CallToolResult, ErrorData> {
+        match self {
+            CallError::Arguments(message) => Err(ErrorData::invalid_params(message, None)),
+            CallError::Failed(message) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+            }
+        }
+    }
+}
+
+/// lode's code intelligence over one workspace: the state behind the MCP tools.
+pub struct CodeTools {
+    workspace: Arc<Workspace>,
+    /// Refreshes take the index's writer lock, which another handle in this process would
+    /// find taken: calls refresh one at a time.
+    refreshing: Mutex<()>,
+    /// Whether calls bring the index up to date first.
+    refresh: bool,
+}
+
+impl CodeTools {
+    pub fn new(workspace: Arc<Workspace>, refresh: bool) -> Self {
+        CodeTools {
+            workspace,
+            refreshing: Mutex::new(()),
+            refresh,
+        }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    /// Brings the index up to date: a quick refresh (stat what the last walk saw, re-parse
+    /// what changed). When another process holds the writer lock, its published commits are
+    /// loaded and the call answers from the index as it stands.
+    pub fn refresh(&self) -> Result<(), IndexError> {
+        if !self.refresh {
+            return Ok(());
+        }
+        let _one_at_a_time = self
+            .refreshing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match self.workspace.refresh_with(RefreshMode::Quick, &|_| {}) {
+            Ok(_) => Ok(()),
+            Err(IndexError::Locked { .. }) => {
+                eprintln!(
+                    "lode mcp: another process is updating the index; answering from it as it is"
+                );
+                self.workspace.reload()
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Runs the tool `name` with `arguments` (blocking: call it off the async runtime).
+    pub fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, CallError> {
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        let run = match name {
+            "search" => Self::search as fn(&Self, Value) -> Result<CallToolResult, CallError>,
+            "map" => Self::map,
+            "symbols" => Self::symbols,
+            "references" => Self::references,
+            "read_file" => Self::read_file,
+            other => {
+                return Err(CallError::Arguments(format!(
+                    "unknown tool {other:?} (search, map, symbols, references, read_file)"
+                )));
+            }
+        };
+        run(self, arguments)
+    }
+
+    fn search(&self, arguments: Value) -> Result<CallToolResult, CallError> {
+        let args: SearchArgs = parse(arguments)?;
+        if args.query.trim().is_empty() {
+            return Err(CallError::Arguments("`query` is empty".into()));
+        }
+        let limit = limit(args.limit, SEARCH_LIMITS)?;
+        let language = match &args.lang {
+            Some(name) => Some(Language::from_name(name).ok_or_else(|| {
+                CallError::Arguments(format!(
+                    "unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)"
+                ))
+            })?),
+            None => None,
+        };
+        self.refresh()?;
+        let workspace = &self.workspace;
+        let mode = match args.mode {
+            Some(ModeArg::Hybrid) => SearchMode::Hybrid,
+            Some(ModeArg::Lexical) => SearchMode::Lexical,
+            Some(ModeArg::Semantic) => SearchMode::Semantic,
+            None if workspace.has_vectors() => SearchMode::Hybrid,
+            None => SearchMode::Lexical,
+        };
+        let request = SearchRequest {
+            query: args.query.clone(),
+            limit,
+            path_glob: args.path.clone(),
+            language,
+            boosts: None,
+        };
+        let hits = workspace.search_with_mode(&request, mode)?;
+        let mut text = String::new();
+        if hits.is_empty() {
+            let _ = writeln!(text, "No code matches {:?}.", args.query);
+        }
+        for hit in &hits {
+            let symbol = hit.symbol.as_deref().unwrap_or("");
+            let _ = writeln!(
+                text,
+                "{}:{}-{}  {symbol}",
+                hit.path, hit.start_line, hit.end_line
+            );
+            for line in hit.snippet.lines() {
+                let _ = writeln!(text, "    {line}");
+            }
+            text.push('\n');
+        }
+        Ok(answer(text, json!({ "mode": mode.name(), "hits": hits })))
+    }
+
+    fn map(&self, arguments: Value) -> Result<CallToolResult, CallError> {
+        let args: MapArgs = parse(arguments)?;
+        let (default, min, max) = MAP_TOKENS;
+        let tokens = args.tokens.unwrap_or(default);
+        if !(min..=max).contains(&tokens) {
+            return Err(CallError::Arguments(format!(
+                "`tokens` must be between {min} and {max}"
+            )));
+        }
+        self.refresh()?;
+        let focus_files = args
+            .focus
+            .iter()
+            .map(|file| self.workspace.relative(Path::new(file)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let map = self.workspace.repo_map(&MapRequest {
+            max_tokens: tokens as usize,
+            focus_files,
+            mentions: args.mentions,
+        })?;
+        let text = if map.text.is_empty() {
+            "The index has no definitions to map.".to_owned()
+        } else {
+            map.text.clone()
+        };
+        Ok(answer(text, to_value(&map)))
+    }
+
+    fn symbols(&self, arguments: Value) -> Result<CallToolResult, CallError> {
+        let args: NameArgs = parse(arguments)?;
+        let limit = limit(args.limit, SYMBOL_LIMITS)?;
+        self.refresh()?;
+        let hits = self.workspace.symbols(&args.name, limit)?;
+        let mut text = String::new();
+        if hits.is_empty() {
+            let _ = writeln!(text, "No definition named like {:?}.", args.name);
+        }
+        for hit in &hits {
+            let mut qualified = hit.scope.clone();
+            qualified.push(hit.name.clone());
+            let _ = writeln!(
+                text,
+                "{}:{}-{}  {} {}\n    {}",
+                hit.path,
+                hit.start_line,
+                hit.end_line,
+                hit.kind,
+                qualified.join(" > "),
+                hit.signature
+            );
+        }
+        Ok(answer(text, json!({ "symbols": hits })))
+    }
+
+    fn references(&self, arguments: Value) -> Result<CallToolResult, CallError> {
+        let args: NameArgs = parse(arguments)?;
+        let limit = limit(args.limit, REFERENCE_LIMITS)?;
+        self.refresh()?;
+        let hits = self.workspace.references(&args.name, limit)?;
+        let mut text = String::new();
+        if hits.is_empty() {
+            let _ = writeln!(text, "No references to {:?}.", args.name);
+        }
+        for hit in &hits {
+            let scope = if hit.scope.is_empty() {
+                String::new()
+            } else {
+                format!("  in {}", hit.scope.join(" > "))
+            };
+            let _ = writeln!(
+                text,
+                "{}:{}:{}  {} {}{scope}",
+                hit.path, hit.line, hit.column, hit.kind, hit.name
+            );
+        }
+        Ok(answer(text, json!({ "references": hits })))
+    }
+
+    fn read_file(&self, arguments: Value) -> Result<CallToolResult, CallError> {
+        let args: ReadArgs = parse(arguments)?;
+        let root = self.workspace.root();
+        let file = confined_file(root, self.workspace.index_dir(), &args.path)?;
+        let relative = lode_index::scan::relative_path(root, &file).unwrap_or(args.path.clone());
+        let text = lode_index::scan::read_source(&file, READ_MAX_FILE_BYTES)?.ok_or_else(|| {
+            CallError::Arguments(format!(
+                "{relative} is binary or larger than {READ_MAX_FILE_BYTES} bytes"
+            ))
+        })?;
+        let lines: Vec<&str> = text.lines().collect();
+        let total = lines.len() as u32;
+        let start = args.start_line.unwrap_or(1);
+        if start == 0 {
+            return Err(CallError::Arguments("`start_line` is 1-based".into()));
+        }
+        if start > total.max(1) {
+            return Err(CallError::Arguments(format!(
+                "`start_line` {start} is past the end of {relative} ({total} lines)"
+            )));
+        }
+        let wanted_end = args
+            .end_line
+            .unwrap_or(start.saturating_add(READ_DEFAULT_LINES - 1));
+        if wanted_end < start {
+            return Err(CallError::Arguments(format!(
+                "`end_line` {wanted_end} is before `start_line` {start}"
+            )));
+        }
+        let end = wanted_end
+            .min(start.saturating_add(READ_MAX_LINES - 1))
+            .min(total);
+        let mut body = String::new();
+        let mut shown_end = start.saturating_sub(1);
+        for (number, line) in (start..=end).zip(lines.iter().skip(start as usize - 1)) {
+            if body.len() + line.len() > READ_MAX_CHARS {
+                break;
+            }
+            let _ = writeln!(body, "{number:>6}  {line}");
+            shown_end = number;
+        }
+        let mut text = format!("{relative} (lines {start}-{shown_end} of {total})\n{body}");
+        if shown_end < total {
+            let _ = writeln!(
+                text,
+                "[more: call read_file with start_line {}]",
+                shown_end + 1
+            );
+        }
+        let contents: Vec<&str> = lines
+            .get(start as usize - 1..shown_end as usize)
+            .unwrap_or_default()
+            .to_vec();
+        Ok(answer(
+            text,
+            json!({
+                "path": relative,
+                "start_line": start,
+                "end_line": shown_end,
+                "total_lines": total,
+                "text": contents.join("\n"),
+            }),
+        ))
+    }
+}
+
+/// The file `path` names, canonical (symlinks resolved) and inside `root` but not inside
+/// lode's own index.
+fn confined_file(
+    root: &Path,
+    index_dir: &Path,
+    path: &str,
+) -> Result<std::path::PathBuf, CallError> {
+    if path.trim().is_empty() {
+        return Err(CallError::Arguments("`path` is empty".into()));
+    }
+    let outside = || CallError::Arguments(format!("{path} is outside the workspace root"));
+    let file = std::fs::canonicalize(root.join(path)).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            CallError::Arguments(format!("no file {path} in the workspace"))
+        }
+        _ => CallError::Arguments(format!("cannot open {path}: {error}")),
+    })?;
+    if !file.starts_with(root) {
+        return Err(outside());
+    }
+    let index_dir = std::fs::canonicalize(index_dir).unwrap_or_else(|_| index_dir.to_path_buf());
+    if file.starts_with(&index_dir) {
+        return Err(CallError::Arguments(format!(
+            "{path} is part of lode's index"
+        )));
+    }
+    if !file.is_file() {
+        return Err(CallError::Arguments(format!("{path} is not a file")));
+    }
+    Ok(file)
+}
+
+fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, CallError> {
+    serde_json::from_value(arguments)
+        .map_err(|error| CallError::Arguments(format!("invalid arguments: {error}")))
+}
+
+fn limit(given: Option<u32>, (default, max): (u32, u32)) -> Result<usize, CallError> {
+    match given.unwrap_or(default) {
+        0 => Err(CallError::Arguments("`limit` must be at least 1".into())),
+        n if n > max => Err(CallError::Arguments(format!(
+            "`limit` must be at most {max}"
+        ))),
+        n => Ok(n as usize),
+    }
+}
+
+fn to_value(value: &impl serde::Serialize) -> Value {
+    // Plain data (strings, numbers, lists) always serialises.
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// A successful result: readable text for the model, the same data as structured content.
+fn answer(text: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(structured);
+    result
+}
