@@ -1,8 +1,10 @@
 //! `lode watch` and the watch lease, end to end: the real binary, real files, real inotify
 //! events, real processes. A query while a watcher runs sees an edit made just before it
 //! through the watcher's flush, without checking any file; a killed watcher's lease is gone and
-//! queries check files again; a second watcher says who holds the lease; `lode acp` holds it.
+//! queries check files again; a second watcher says who holds the lease; `lode acp` and
+//! `lode lsp` hold it.
 
+mod lsp_support;
 mod support;
 
 use std::fs;
@@ -233,4 +235,32 @@ fn lode_acp_holds_the_lease_while_it_runs() {
     assert!(status.success(), "{status}");
     let output = run(root, &["symbols", "alpha_one", "-v"]);
     assert!(stderr(&output).contains("freshness: quick check"));
+}
+
+#[test]
+fn lode_lsp_holds_the_lease_and_a_terminal_query_sees_changes_on_disk_through_it() {
+    let dir = workspace();
+    let root = dir.path();
+    let mut lsp = lsp_support::LspClient::start(root, &[]);
+    lsp.initialize_and_wait_for_index();
+    wait_until_watched(root);
+    // Invisible to a size-and-mtime check: only the server's watcher can have applied it.
+    edit_behind_the_stat_check(
+        &root.join("src/lib.rs"),
+        "pub fn iota_lsp1() -> u32 {\n    1\n}\n",
+    );
+    let output = run(root, &["symbols", "iota_lsp1", "--json", "-v"]);
+    let err = stderr(&output);
+    assert!(
+        stdout(&output).contains("\"iota_lsp1\""),
+        "{err}\n{}",
+        lsp.stderr()
+    );
+    assert!(err.contains("freshness: watcher"), "{err}");
+    assert!(err.contains("0 files checked"), "{err}");
+
+    // A `lode watch` started now finds the lease taken by the server.
+    let output = run(root, &["watch"]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(stderr(&output).contains("already watched by process"));
 }

@@ -534,6 +534,9 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspa
             ) =>
         {
             eprintln!("lode: another process is updating the index; searching it as it is");
+            if query.verbose {
+                eprintln!("lode: freshness: not checked ({not_watched}; the index is locked)");
+            }
         }
         Err(error) => return Err(error),
     }

@@ -30,8 +30,10 @@ pub const SOCKET_FILE: &str = "watch.sock";
 /// Longest socket path used in place (`sun_path` holds 108 bytes on Linux, 104 on macOS).
 const MAX_SOCKET_PATH: usize = 100;
 
-/// How long a query waits for the watcher's answer by default.
-pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a query waits for the watcher's answer by default: long enough for a watcher busy
+/// with a burst (a checkout) to finish, since the alternative, a check of its own, would find
+/// the index locked by that very watcher.
+pub const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a query could not rely on a watcher.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -322,20 +322,35 @@ impl EventLoop {
     fn run(mut self, receiver: mpsc::Receiver<Message>) {
         loop {
             let timeout = self.next_wake().saturating_duration_since(Instant::now());
-            match receiver.recv_timeout(timeout) {
-                Ok(Message::Event(Ok(event))) => self.event(event),
-                Ok(Message::Event(Err(error))) => {
-                    (self.log)(WatchEvent::Error(format!(
-                        "file watcher: {error}; rescanning"
-                    )));
-                    self.mark_pending(true);
+            let mut next = receiver.recv_timeout(timeout);
+            // Take in everything already queued before deciding: a cookie may be waiting
+            // behind events that arrived while a batch was being applied.
+            loop {
+                match next {
+                    Ok(Message::Event(Ok(event))) => self.event(event),
+                    Ok(Message::Event(Err(error))) => {
+                        (self.log)(WatchEvent::Error(format!(
+                            "file watcher: {error}; rescanning"
+                        )));
+                        self.mark_pending(true);
+                    }
+                    Ok(Message::Flush(reply)) => self.flush_requested(reply),
+                    Ok(Message::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        self.stop();
+                        return;
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => break,
                 }
-                Ok(Message::Flush(reply)) => self.flush_requested(reply),
-                Ok(Message::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                next = receiver.try_recv().map_err(|error| match error {
+                    mpsc::TryRecvError::Empty => mpsc::RecvTimeoutError::Timeout,
+                    mpsc::TryRecvError::Disconnected => mpsc::RecvTimeoutError::Disconnected,
+                });
             }
             self.step();
         }
+    }
+
+    fn stop(&mut self) {
         for waiting in self.waiting.drain(..) {
             let _ = std::fs::remove_file(&waiting.cookie);
         }
@@ -459,7 +474,12 @@ impl EventLoop {
         self.first_pending = None;
         let count = paths.len();
         let started = Instant::now();
-        match self.sink.apply(paths.clone(), rescan) {
+        let result = self.sink.apply(paths.clone(), rescan);
+        // Events could not be read meanwhile: flushes get that time back.
+        for waiting in &mut self.waiting {
+            waiting.deadline += started.elapsed();
+        }
+        match result {
             Ok(report) => {
                 (self.log)(WatchEvent::Applied {
                     paths: count,
