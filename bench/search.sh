@@ -4,7 +4,7 @@
 # large corpus.
 #
 #   bench/search.sh [PATH] [--queries FILE] [--runs N] [--rg-mode first|alt|phrase]
-#                   [--rg-all-files] [--mode lexical|semantic|hybrid] [--reindex]
+#                   [--rg-all-files] [--modes lexical,default] [--freshness default,watched,no-refresh] [--reindex]
 #
 # PATH defaults to bench/corpus/rust-vendor (indexed first if PATH/.lode/index is missing).
 # Results: bench/out/search.json.

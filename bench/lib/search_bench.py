@@ -6,8 +6,10 @@ import json
 import math
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from benchlib import (BENCH, CORPUS, LODE, OUT, die, fmt_s, last_line, machine, require_dir,
@@ -64,6 +66,43 @@ def shlex_quote(s) -> str:
     return shlex.quote(str(s))
 
 
+FRESHNESS = {
+    # name: (extra lode flags, watcher running?)
+    "default": ([], False),        # quick check: stat every file of the last walk
+    "watched": ([], True),         # `lode watch` holds the lease: a flush, no stat pass
+    "no-refresh": (["--no-refresh"], False),
+}
+
+
+class Watcher:
+    """`lode watch PATH` in the background for the "watched" runs; stopped by its pid."""
+
+    def __init__(self, path: Path, log: Path):
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen([LODE, "watch", path], cwd=path, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self.log)
+        deadline = time.monotonic() + 600
+        while True:  # ready once a query's flush is answered
+            p = subprocess.run([LODE, "search", "--root", path, "-v", "--mode", "lexical", "--limit", "1",
+                                "--", "ready"], cwd=path, capture_output=True, text=True)
+            if "freshness: watcher" in p.stderr:
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                die(f"lode watch did not start answering (see {log}):\n{p.stderr[-1000:]}")
+            time.sleep(0.2)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="bench/search.sh", description=__doc__)
     ap.add_argument("path", nargs="?", default=str(CORPUS / "rust-vendor"),
@@ -77,10 +116,14 @@ def main() -> int:
                          "alternation of all words, or the literal phrase")
     ap.add_argument("--rg-all-files", action="store_true",
                     help="let rg search every file, not only lode's languages")
-    ap.add_argument("--mode", help="passed to `lode search --mode` (lexical|semantic|hybrid)")
+    ap.add_argument("--modes", default="lexical,default",
+                    help="comma-separated `lode search --mode` values to time; `default` passes no "
+                         "--mode (hybrid when the index has vectors). Default: lexical,default")
+    ap.add_argument("--mode", help="time only this mode (same as --modes MODE)")
+    ap.add_argument("--freshness", default="default,watched,no-refresh",
+                    help="comma-separated variants: default (quick stat check), watched (with "
+                         "`lode watch` running), no-refresh. Default: all three")
     ap.add_argument("--reindex", action="store_true", help="rebuild the index before measuring")
-    ap.add_argument("--refresh-only", action="store_true",
-                    help="time only the default `lode search` (skip the --no-refresh variant)")
     ap.add_argument("--out", default=str(OUT / "search.json"))
     a = ap.parse_args()
 
@@ -91,6 +134,11 @@ def main() -> int:
     queries = load_queries(Path(a.queries))
     if not queries:
         die(f"no queries in {a.queries}")
+    modes = [a.mode] if a.mode else [m for m in a.modes.split(",") if m]
+    variants = [v for v in a.freshness.split(",") if v]
+    for v in variants:
+        if v not in FRESHNESS:
+            die(f"unknown freshness variant {v!r} (default, watched, no-refresh)")
 
     index_run = None
     if a.reindex or not (path / ".lode" / "index").exists():
@@ -102,74 +150,92 @@ def main() -> int:
         if not (path / ".lode").exists():
             die(f"`lode index` created no {path}/.lode; is {LODE} the real lode binary?")
 
-    extra = ["--mode", a.mode] if a.mode else []
     rg_types = [] if a.rg_all_files else RG_TYPES
-    rows, results = [], []
-    print(f"tree: {path}\nrg: rg -n -i {' '.join(rg_types)} <{a.rg_mode}> .   lode: lode search --root PATH --limit {a.limit} --json"
-          f"{' ' + ' '.join(extra) if extra else ''}   ({a.runs} runs, {a.warmup} warm-up, output piped)\n")
-    for q in queries:
-        lode_cmd = [LODE, "search", "--root", path, "--limit", str(a.limit), "--json"] + extra + ["--", q]
-        lode_nr = [LODE, "search", "--root", path, "--no-refresh", "--limit", str(a.limit), "--json"] + extra + ["--", q]
-        rg_cmd = ["rg", "-n", "-i"] + rg_types + rg_args(q, a.rg_mode) + ["."]
-        # one plain run of each to check it works and count what it returns
-        lr = run_timed(lode_cmd, cwd=path)
-        if lr.rc not in (0, 1) or (lr.rc == 1 and lr.stdout.strip()):
-            die(f"lode search failed for {q!r} (exit {lr.rc}):\n{lr.stderr[-2000:]}")
-        hits = [l for l in lr.stdout.splitlines() if l.strip()]
-        bad = 0
-        for l in hits:
-            try:
-                h = json.loads(l)
-                if not {"path", "start_line", "end_line"} <= h.keys():
-                    bad += 1
-            except json.JSONDecodeError:
-                bad += 1
-        rr = subprocess.run(rg_cmd, cwd=path, capture_output=True, text=True)
-        rg_lines = rr.stdout.count("\n")
-        cmds, names = [lode_cmd, rg_cmd], ["lode", "rg"]
-        if not a.refresh_only:
-            cmds.append(lode_nr)
-            names.append("lode --no-refresh")
-        hr = hyperfine(cmds, names, path, a.runs, a.warmup)
-        lode_ms = hr[0]["median"] * 1000
-        rg_ms = hr[1]["median"] * 1000
-        nr_ms = hr[2]["median"] * 1000 if len(hr) > 2 else None
-        ratio = rg_ms / lode_ms if lode_ms > 0 else float("inf")
-        nr_ratio = rg_ms / nr_ms if nr_ms else None
-        results.append({"query": q, "rg_pattern": rg_args(q, a.rg_mode)[1::2], "lode_ms": lode_ms,
-                        "lode_ms_mean": hr[0]["mean"] * 1000, "lode_ms_stddev": (hr[0].get("stddev") or 0) * 1000,
-                        "rg_ms": rg_ms, "rg_ms_mean": hr[1]["mean"] * 1000,
-                        "ratio": ratio, "lode_no_refresh_ms": nr_ms, "ratio_no_refresh": nr_ratio,
-                        "lode_hits": len(hits), "lode_bad_lines": bad,
-                        "lode_top": json.loads(hits[0]).get("path") if hits and not bad else None,
-                        "rg_matching_lines": rg_lines})
-        rows.append([q, f"{lode_ms:.1f}", f"{nr_ms:.1f}" if nr_ms else "-", f"{rg_ms:.1f}", f"{ratio:.1f}x",
-                     f"{nr_ratio:.1f}x" if nr_ratio else "-", str(len(hits)), str(rg_lines)])
-        print(f"  {q!r}: lode {lode_ms:.1f} ms ({len(hits)} hits)"
-              + (f", no-refresh {nr_ms:.1f} ms" if nr_ms else "")
-              + f", rg {rg_ms:.1f} ms ({rg_lines} lines) -> {ratio:.1f}x"
-              + (f"  WARNING: {bad} non-JSON/incomplete lines" if bad else ""))
+    print(f"tree: {path}\nrg: rg -n -i {' '.join(rg_types)} <{a.rg_mode}> .   lode: lode search --root PATH "
+          f"--limit {a.limit} --json [--mode M] [--no-refresh]   modes {modes}, variants {variants}   "
+          f"({a.runs} runs, {a.warmup} warm-up, output piped)\n")
 
-    ratios = [r["ratio"] for r in results]
+    def lode_cmd(q: str, mode: str, variant: str) -> list:
+        flags = FRESHNESS[variant][0] + ([] if mode == "default" else ["--mode", mode])
+        return [LODE, "search", "--root", path, "--limit", str(a.limit), "--json"] + flags + ["--", q]
+
+    # Phase 1, no watcher: rg, the default quick check and --no-refresh. Phase 2: the same
+    # queries with `lode watch` running (rg again, so both phases carry their own reference).
+    phases = [(False, [v for v in variants if not FRESHNESS[v][1]]),
+              (True, [v for v in variants if FRESHNESS[v][1]])]
+    per_query: dict[str, dict] = {q: {"query": q, "rg_pattern": rg_args(q, a.rg_mode)[1::2], "lode": {}} for q in queries}
+    for watched, phase_variants in phases:
+        if not phase_variants:
+            continue
+        OUT.mkdir(parents=True, exist_ok=True)
+        watcher = Watcher(path, OUT / "search-watch.log") if watched else None
+        try:
+            for q in queries:
+                rec = per_query[q]
+                rg_cmd = ["rg", "-n", "-i"] + rg_types + rg_args(q, a.rg_mode) + ["."]
+                cmds, names = [rg_cmd], ["rg"]
+                for mode in modes:
+                    for v in phase_variants:
+                        cmd = lode_cmd(q, mode, v)
+                        lr = run_timed(cmd[:-2] + ["-v"] + cmd[-2:], cwd=path)
+                        if lr.rc not in (0, 1) or (lr.rc == 1 and lr.stdout.strip()):
+                            die(f"lode search failed for {q!r} (exit {lr.rc}):\n{lr.stderr[-2000:]}")
+                        if v == "watched" and "freshness: watcher" not in lr.stderr:
+                            die(f"the watched run of {q!r} did not go through the watcher:\n{lr.stderr[-1000:]}")
+                        hits = [l for l in lr.stdout.splitlines() if l.strip()]
+                        bad = sum(1 for l in hits if not _complete_hit(l))
+                        rec["lode"][f"{mode}/{v}"] = {"hits": len(hits), "bad_lines": bad,
+                                                      "top": json.loads(hits[0]).get("path") if hits and not bad else None}
+                        cmds.append(cmd)
+                        names.append(f"{mode}/{v}")
+                rr = subprocess.run(rg_cmd, cwd=path, capture_output=True, text=True)
+                rec["rg_matching_lines"] = rr.stdout.count("\n")
+                hr = hyperfine(cmds, names, path, a.runs, a.warmup)
+                rg_ms = hr[0]["median"] * 1000
+                rec.setdefault("rg_ms", []).append(rg_ms)
+                for name, r in zip(names[1:], hr[1:]):
+                    ms = r["median"] * 1000
+                    rec["lode"][name].update({"ms": ms, "ms_mean": r["mean"] * 1000,
+                                              "ms_stddev": (r.get("stddev") or 0) * 1000,
+                                              "rg_ms_same_batch": rg_ms, "ratio": rg_ms / ms if ms > 0 else float("inf")})
+                print(f"  {q!r}{' (lode watch running)' if watched else ''}: rg {rg_ms:.1f} ms; "
+                      + ", ".join(f"{n} {rec['lode'][n]['ms']:.1f} ms ({rec['lode'][n]['ratio']:.1f}x)" for n in names[1:]))
+        finally:
+            if watcher:
+                watcher.stop()
+
     gm = lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs))
-    geo = gm(ratios)
-    worst = min(ratios)
-    nr = [r["ratio_no_refresh"] for r in results if r["ratio_no_refresh"]]
-    geo_nr = gm(nr) if nr else None
+    names = [f"{m}/{v}" for m in modes for v in variants]
+    summary = {}
+    rows = []
+    for n in names:
+        ms = [per_query[q]["lode"][n]["ms"] for q in queries]
+        ratios = [per_query[q]["lode"][n]["ratio"] for q in queries]
+        summary[n] = {"geomean_ratio": gm(ratios), "worst_ratio": min(ratios), "median_ms": sorted(ms)[len(ms) // 2],
+                      "meets_target": gm(ratios) >= TARGET_RATIO}
+        rows.append([n, f"{summary[n]['median_ms']:.1f}", f"{gm(ratios):.1f}x", f"{min(ratios):.1f}x",
+                     "OK" if gm(ratios) >= TARGET_RATIO else "MISS"])
+    rg_all = [ms for q in queries for ms in per_query[q]["rg_ms"]]
     print()
-    print(table(rows, ["query", "lode ms", "no-refresh ms", "rg ms", "rg/lode", "rg/no-refresh", "hits", "rg lines"]))
-    print(f"\ngeometric mean rg/lode = {geo:.1f}x, worst query {worst:.1f}x  (target >= {TARGET_RATIO:.0f}x)  "
-          f"{'OK' if geo >= TARGET_RATIO else 'MISS'}")
-    if geo_nr:
-        print(f"geometric mean rg/(lode --no-refresh) = {geo_nr:.1f}x (index used as is, no freshness walk)")
+    print(table([[q] + [f"{per_query[q]['lode'][n]['ms']:.1f}" for n in names] + [f"{min(per_query[q]['rg_ms']):.1f}"]
+                 for q in queries], ["query"] + [f"{n} ms" for n in names] + ["rg ms"]))
+    print()
+    print(table(rows, ["lode search (mode/freshness)", "median ms", "geomean rg/lode", "worst", f"target {TARGET_RATIO:.0f}x"]))
+    print(f"rg median over all queries and batches: {sorted(rg_all)[len(rg_all) // 2]:.1f} ms")
     res = {"tree": str(path), "machine": machine(), "limit": a.limit, "runs": a.runs, "rg_mode": a.rg_mode,
-           "rg_types": rg_types, "lode_mode": a.mode, "queries": results,
-           "geomean_ratio": geo, "worst_ratio": worst, "geomean_ratio_no_refresh": geo_nr, "target_ratio": TARGET_RATIO,
-           "meets_target": geo >= TARGET_RATIO,
+           "rg_types": rg_types, "modes": modes, "variants": variants, "queries": list(per_query.values()),
+           "summary": summary, "target_ratio": TARGET_RATIO,
            "index_s": index_run.wall_s if index_run else None}
     write_json(Path(a.out), res)
     print(f"written {a.out}")
     return 0
+
+
+def _complete_hit(line: str) -> bool:
+    try:
+        return {"path", "start_line", "end_line"} <= json.loads(line).keys()
+    except json.JSONDecodeError:
+        return False
 
 
 if __name__ == "__main__":

@@ -266,6 +266,14 @@ impl Agent {
             .get_or_init(|| async move {
                 let index = shared.index.clone();
                 let outcome = tokio::task::spawn_blocking(move || {
+                    // A watcher holding the index's lease (`lode watch`, or this process's own
+                    // in `lode acp`) knows what changed: no need to check every file.
+                    if index
+                        .flush_watcher(lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT)
+                        .is_ok()
+                    {
+                        return Ok(lode_index::RefreshStats::default());
+                    }
                     index.refresh_with(RefreshMode::Quick, &|_| {})
                 })
                 .await;

@@ -28,6 +28,10 @@ pub struct AcpArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// Do not watch the workspace for changes on disk (the index is then refreshed once, before
+    /// the first turn, and by the agent's own edits).
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitCode> {
@@ -46,6 +50,24 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
             .context("cannot open the agent")?;
         let connection =
             acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
+        // Keeps the index current for this process's sessions and, through the lease, lets
+        // query commands in a terminal skip their freshness check.
+        let _watcher = if args.no_watch {
+            None
+        } else {
+            match crate::watch_command::start_watcher(
+                agent.index().clone(),
+                "lode acp",
+                false,
+                false,
+            ) {
+                Ok(watcher) => Some(watcher),
+                Err(error) => {
+                    eprintln!("lode acp: not watching the workspace: {error}");
+                    None
+                }
+            }
+        };
         let backend: Arc<dyn AgentBackend> = Arc::new(agent);
         match args.http {
             None => lode_acp::serve_stdio(backend, connection).await?,

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use lode_index::chunk::ChunkSizes;
 use lode_index::lexical::FieldBoosts;
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
+use lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT;
 use lode_index::{
     IndexError, Language, MapRequest, RefreshMode, RefreshStats, SearchRequest, Workspace,
     WorkspaceOptions,
@@ -176,6 +177,15 @@ pub enum Command {
         #[command(flatten)]
         agent: AgentFlags,
     },
+    /// Keep the index current from file-system events until Ctrl-C (logs on stderr). While it
+    /// runs, query commands skip their freshness check: they ask it to flush instead.
+    Watch {
+        /// The workspace root (overrides --root).
+        path: Option<PathBuf>,
+        /// Also log every batch and every flush a query asked for.
+        #[arg(long, short = 'v')]
+        verbose: bool,
+    },
     /// Serve the Language Server Protocol over stdio (for Helix, Neovim, VS Code, ...).
     Lsp(crate::lsp_command::LspArgs),
     /// Serve the Agent Client Protocol on stdio (Zed, VS Code ACP clients, ...), or over HTTP
@@ -233,6 +243,10 @@ pub struct QueryArgs {
     /// Query the index as it is, without first bringing it up to date.
     #[arg(long)]
     pub no_refresh: bool,
+    /// Say on stderr how the index was brought up to date (a watcher's flush or a check of
+    /// every file) and how long that took.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -404,6 +418,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             yes_to,
         ),
+        Command::Watch { path, verbose } => {
+            crate::watch_command::run_watch(&args, path.as_deref(), verbose)
+        }
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
         Command::Mcp(mcp) => crate::mcp_command::run_mcp(&args, mcp),
@@ -474,23 +491,58 @@ pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Resul
     Ok(workspace)
 }
 
-/// Opens the workspace and, unless told not to, brings the index up to date first.
+/// Opens the workspace and, unless told not to, brings the index up to date first: through the
+/// watcher that holds the index's lease (`lode watch`, `lode lsp`, `lode acp`) when one answers,
+/// else by checking every file the last walk saw.
 fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspace> {
     let workspace = open(args, None)?;
-    if !query.no_refresh {
-        match refresh(&workspace, RefreshMode::Quick) {
-            Ok(_) => {}
-            // Another lode is writing: answer from the index as it stands.
-            Err(error)
-                if matches!(
-                    error.downcast_ref::<IndexError>(),
-                    Some(IndexError::Locked { .. })
-                ) =>
-            {
-                eprintln!("lode: another process is updating the index; searching it as it is");
-            }
-            Err(error) => return Err(error),
+    if query.no_refresh {
+        if query.verbose {
+            eprintln!("lode: freshness: not checked (--no-refresh)");
         }
+        return Ok(workspace);
+    }
+    let started = Instant::now();
+    let not_watched = match workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT) {
+        Ok(flushed) => {
+            if query.verbose {
+                eprintln!(
+                    "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
+                    flushed.watcher_pid,
+                    flushed.applied,
+                    flushed.elapsed.as_secs_f64() * 1000.0
+                );
+            }
+            return Ok(workspace);
+        }
+        Err(reason) => reason,
+    };
+    match refresh(&workspace, RefreshMode::Quick) {
+        Ok(stats) => {
+            if query.verbose {
+                eprintln!(
+                    "lode: freshness: quick check ({not_watched}); {} files checked{}, {} parsed, {} removed in {:.1} ms",
+                    stats.files,
+                    if stats.walked { " by a full walk" } else { "" },
+                    stats.parsed,
+                    stats.removed,
+                    started.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+        }
+        // Another lode is writing: answer from the index as it stands.
+        Err(error)
+            if matches!(
+                error.downcast_ref::<IndexError>(),
+                Some(IndexError::Locked { .. })
+            ) =>
+        {
+            eprintln!("lode: another process is updating the index; searching it as it is");
+            if query.verbose {
+                eprintln!("lode: freshness: not checked ({not_watched}; the index is locked)");
+            }
+        }
+        Err(error) => return Err(error),
     }
     Ok(workspace)
 }

@@ -18,6 +18,7 @@ mod qdrant_cli;
 mod root;
 mod semantic_cli;
 mod skill_command;
+mod watch_command;
 
 use std::process::ExitCode;
 

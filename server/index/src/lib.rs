@@ -33,3 +33,4 @@ pub mod hybrid;
 pub mod vectors;
 pub use hybrid::SearchMode;
 pub mod lock;
+pub mod watch;

@@ -104,43 +104,7 @@ pub fn stamp_dir(dir: &Path, rel_path: String) -> Option<DirStamp> {
 /// Walks `root` (which must be canonical) honouring .gitignore, .ignore, global git excludes and
 /// the configured excludes. Symlinks are followed only while they resolve inside `root`.
 pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
-    let mut overrides = OverrideBuilder::new(root);
-    for pattern in DEFAULT_EXCLUDES
-        .iter()
-        .copied()
-        .chain(options.exclude.iter().map(String::as_str))
-    {
-        overrides
-            .add(&format!("!{pattern}"))
-            .map_err(|e| IndexError::Glob {
-                glob: pattern.to_string(),
-                message: e.to_string(),
-            })?;
-    }
-    let overrides = overrides.build().map_err(|e| IndexError::Glob {
-        glob: options.exclude.join(", "),
-        message: e.to_string(),
-    })?;
-
-    let canonical_root = root.to_path_buf();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(true)
-        .overrides(overrides)
-        .filter_entry(move |entry| {
-            if !entry.path_is_symlink() {
-                return true;
-            }
-            // A symlink is followed only when its target stays inside the workspace.
-            fs::canonicalize(entry.path()).is_ok_and(|target| target.starts_with(&canonical_root))
-        })
-        .build_parallel();
+    let walker = walk_builder(root, root, options)?.build_parallel();
 
     let found: Mutex<Vec<ScannedFile>> = Mutex::new(Vec::new());
     let dirs: Mutex<Vec<DirStamp>> = Mutex::new(Vec::new());
@@ -208,6 +172,72 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
         skipped_too_large: too_large.into_inner(),
         dirs,
     })
+}
+
+/// The walker [`scan`] uses, starting at `start` (`root` or a directory under it): ignore files
+/// of `start`'s ancestors apply as they do in a walk from `root`, and so do the excludes.
+fn walk_builder(
+    root: &Path,
+    start: &Path,
+    options: &ScanOptions,
+) -> Result<ignore::WalkBuilder, IndexError> {
+    let mut overrides = OverrideBuilder::new(root);
+    for pattern in DEFAULT_EXCLUDES
+        .iter()
+        .copied()
+        .chain(options.exclude.iter().map(String::as_str))
+    {
+        overrides
+            .add(&format!("!{pattern}"))
+            .map_err(|e| IndexError::Glob {
+                glob: pattern.to_string(),
+                message: e.to_string(),
+            })?;
+    }
+    let overrides = overrides.build().map_err(|e| IndexError::Glob {
+        glob: options.exclude.join(", "),
+        message: e.to_string(),
+    })?;
+    let canonical_root = root.to_path_buf();
+    let mut builder = ignore::WalkBuilder::new(start);
+    builder
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(true)
+        .overrides(overrides)
+        .filter_entry(move |entry| {
+            if !entry.path_is_symlink() {
+                return true;
+            }
+            // A symlink is followed only when its target stays inside the workspace.
+            fs::canonicalize(entry.path()).is_ok_and(|target| target.starts_with(&canonical_root))
+        });
+    Ok(builder)
+}
+
+/// The entries of directory `dir` (under `root`, itself admitted by the walk) that a walk from
+/// `root` would enter or index, as absolute paths with whether each is a directory. Lets a
+/// watcher judge a new file without walking the whole tree.
+pub fn admitted_entries(
+    root: &Path,
+    dir: &Path,
+    options: &ScanOptions,
+) -> Result<Vec<(PathBuf, bool)>, IndexError> {
+    let mut entries = Vec::new();
+    for entry in walk_builder(root, dir, options)?.max_depth(Some(1)).build() {
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        entries.push((entry.into_path(), is_dir));
+    }
+    Ok(entries)
 }
 
 /// `path` relative to `root` with `/` separators, or `None` when it is outside or not UTF-8.

@@ -162,9 +162,9 @@ pub enum RefreshPhase {
 pub struct Workspace {
     root: PathBuf,
     index_dir: PathBuf,
-    scan_options: ScanOptions,
+    pub(crate) scan_options: ScanOptions,
     checkpoint_files: usize,
-    chunk_sizes: ChunkSizes,
+    pub(crate) chunk_sizes: ChunkSizes,
     catalog: Mutex<Catalog>,
     lexical: LexicalIndex,
     embedder: Option<Arc<dyn Embedder>>,
@@ -261,7 +261,7 @@ impl Workspace {
         &self.repairs
     }
 
-    fn catalog(&self) -> MutexGuard<'_, Catalog> {
+    pub(crate) fn catalog(&self) -> MutexGuard<'_, Catalog> {
         // A panic while holding the lock leaves SQLite consistent (the transaction rolls back).
         self.catalog
             .lock()
@@ -303,7 +303,7 @@ impl Workspace {
 
     /// Brings the vectors in step with the catalog (no-op without an embedder). The caller
     /// holds the writer lock.
-    fn sync_vectors(
+    pub(crate) fn sync_vectors(
         &self,
         catalog: &Catalog,
         progress: &(dyn Fn(RefreshProgress) + Sync),
@@ -340,7 +340,7 @@ impl Workspace {
 
     /// Runs `write` holding the index's writer lock and the lexical writer, and releases the
     /// lexical writer afterwards whether `write` succeeded or not.
-    fn with_write_locks<T>(
+    pub(crate) fn with_write_locks<T>(
         &self,
         write: impl FnOnce() -> Result<T, IndexError>,
     ) -> Result<T, IndexError> {
@@ -507,7 +507,7 @@ impl Workspace {
 
 impl Workspace {
     /// Identifies the scan settings, so a quick refresh never trusts a walk made with others.
-    fn scan_fingerprint(&self) -> String {
+    pub(crate) fn scan_fingerprint(&self) -> String {
         let settings = format!(
             "{}|{}|{:?}",
             env!("CARGO_PKG_VERSION"),
@@ -575,7 +575,7 @@ impl Workspace {
         }))
     }
 
-    fn apply_outcome(
+    pub(crate) fn apply_outcome(
         &self,
         batch: &mut CatalogBatch<'_>,
         file: &ScannedFile,
@@ -812,7 +812,7 @@ fn reconcile_vectors(
 }
 
 /// What reading and parsing one candidate file produced.
-enum FileOutcome {
+pub(crate) enum FileOutcome {
     Parsed {
         hash: u64,
         parsed: ParsedFile,
@@ -825,7 +825,7 @@ enum FileOutcome {
     Failed(IndexError),
 }
 
-fn read_and_parse(
+pub(crate) fn read_and_parse(
     file: &ScannedFile,
     known_hash: Option<u64>,
     max_bytes: u64,

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
 use std::time::Duration;
 
+use lode_index::watch::ChangeReport;
 use lode_index::{
     IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions,
 };
@@ -40,8 +41,13 @@ enum Command {
         progress: ProgressFn,
         done: oneshot::Sender<Result<RefreshStats, IndexError>>,
     },
-    /// Files changed outside the editor (watcher events, already debounced).
-    DiskChanged(Vec<PathBuf>),
+    /// Files changed outside the editor (watcher events, already debounced); `rescan` when
+    /// the watcher lost events. `done` hears when the index shows them.
+    DiskChanged {
+        paths: Vec<PathBuf>,
+        rescan: bool,
+        done: Option<oneshot::Sender<Result<ChangeReport, IndexError>>>,
+    },
     /// Answered once every command sent before it is done.
     Barrier(oneshot::Sender<()>),
 }
@@ -199,7 +205,29 @@ impl LiveIndex {
 
     /// Files changed outside the editor; paths inside the index or `.git` are ignored.
     pub fn disk_changed(&self, paths: Vec<PathBuf>) {
-        self.send(Command::DiskChanged(paths));
+        self.send(Command::DiskChanged {
+            paths,
+            rescan: false,
+            done: None,
+        });
+    }
+
+    /// [`LiveIndex::disk_changed`], waiting until the index shows the changes. Blocks: call it
+    /// from a plain thread (the file watcher's), never from the async runtime.
+    pub fn apply_disk_changes(
+        &self,
+        paths: Vec<PathBuf>,
+        rescan: bool,
+    ) -> Result<ChangeReport, IndexError> {
+        let (done, answer) = oneshot::channel();
+        self.send(Command::DiskChanged {
+            paths,
+            rescan,
+            done: Some(done),
+        });
+        answer
+            .blocking_recv()
+            .unwrap_or_else(|_| Err(writer_gone()))
     }
 
     /// Indexes every pending buffer now and waits until the index shows it, so a query sees
@@ -299,17 +327,43 @@ impl WriterThread {
                     let result = self.refresh(mode, &*progress);
                     let _ = done.send(result);
                 }
-                Command::DiskChanged(paths) => {
-                    let mut paths = paths;
-                    // Coalesce a burst (a checkout) into one refresh.
+                Command::DiskChanged {
+                    mut paths,
+                    mut rescan,
+                    done,
+                } => {
+                    // Coalesce a burst (a checkout) into one update.
+                    let mut waiting: Vec<_> = done.into_iter().collect();
                     let mut deferred = Vec::new();
                     while let Ok(next) = commands.try_recv() {
                         match next {
-                            Command::DiskChanged(more) => paths.extend(more),
+                            Command::DiskChanged {
+                                paths: more,
+                                rescan: again,
+                                done,
+                            } => {
+                                paths.extend(more);
+                                rescan |= again;
+                                waiting.extend(done);
+                            }
                             other => deferred.push(other),
                         }
                     }
-                    self.disk_changed(&paths);
+                    let result = self.disk_changed(&paths, rescan);
+                    for done in waiting {
+                        let _ = done.send(match &result {
+                            Ok(report) => Ok(report.clone()),
+                            Err(error) => Err(IndexError::Write {
+                                path: self.workspace.index_dir().to_path_buf(),
+                                source: std::io::Error::other(error.to_string()),
+                            }),
+                        });
+                    }
+                    if let Err(error) = result {
+                        eprintln!(
+                            "lode lsp: cannot update the index after changes on disk: {error}"
+                        );
+                    }
                     for command in deferred {
                         self.run_one(command);
                     }
@@ -331,7 +385,25 @@ impl WriterThread {
             } => {
                 let _ = done.send(self.refresh(mode, &*progress));
             }
-            Command::DiskChanged(paths) => self.disk_changed(&paths),
+            Command::DiskChanged {
+                paths,
+                rescan,
+                done,
+            } => {
+                let result = self.disk_changed(&paths, rescan);
+                match done {
+                    Some(done) => {
+                        let _ = done.send(result);
+                    }
+                    None => {
+                        if let Err(error) = result {
+                            eprintln!(
+                                "lode lsp: cannot update the index after changes on disk: {error}"
+                            );
+                        }
+                    }
+                }
+            }
             Command::Barrier(reached) => {
                 let _ = reached.send(());
             }
@@ -352,18 +424,32 @@ impl WriterThread {
         result
     }
 
-    fn disk_changed(&self, paths: &[PathBuf]) {
+    /// Applies changes seen on disk, file by file where it can (buffers open in the editor
+    /// keep their text), with a quick refresh when the tree's shape changed.
+    fn disk_changed(&self, paths: &[PathBuf], rescan: bool) -> Result<ChangeReport, IndexError> {
         let index_dir = self.workspace.index_dir();
         let root = self.workspace.root();
-        let relevant = paths.iter().any(|path| {
-            may_affect_index(path, root, index_dir) && !lock(&self.overlays).contains_key(path)
-        });
-        if !relevant {
-            return;
+        let relevant: Vec<PathBuf> = paths
+            .iter()
+            .filter(|path| {
+                may_affect_index(path, root, index_dir) && !lock(&self.overlays).contains_key(*path)
+            })
+            .cloned()
+            .collect();
+        if relevant.is_empty() && !rescan {
+            return Ok(ChangeReport::default());
         }
-        if let Err(error) = self.refresh(RefreshMode::Quick, &|_| {}) {
-            eprintln!("lode lsp: cannot update the index after changes on disk: {error}");
+        if rescan {
+            self.refreshing.send_replace(true);
         }
+        let result = retry_locked(|| self.workspace.apply_disk_changes(&relevant, rescan));
+        self.refreshing.send_replace(false);
+        if result.as_ref().is_ok_and(|report| report.rescanned) {
+            // A refresh re-reads files whose buffers are open: put the buffers back.
+            self.reapply_overlays();
+        }
+        self.reload_reader();
+        result
     }
 
     /// Indexes the buffer's text, or the file on disk, or drops a file that is gone.

@@ -1,54 +1,42 @@
-//! Files changed outside the editor (git checkout, formatters, generators): a debounced
-//! `notify` watcher on the workspace root that tells the live index which paths changed.
+//! Files changed outside the editor (git checkout, formatters, generators): lode's index
+//! watcher on the workspace root, feeding the live index. It holds the index's watch lease
+//! when it can, so `lode search` and friends in a terminal ask this server to flush instead of
+//! checking every file.
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
-use notify_debouncer_full::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+use lode_index::IndexError;
+use lode_index::watch::{ChangeReport, ChangeSink, WatchError, WatchEvent, WatchOptions, Watcher};
 
 use crate::live::LiveIndex;
 
-/// How long the disk must be quiet before a burst of changes is indexed.
-pub const DISK_DEBOUNCE: Duration = Duration::from_millis(500);
-
 /// Keeps the watcher running while held.
 pub struct DiskWatcher {
-    _debouncer: Debouncer<RecommendedWatcher, RecommendedCache>,
+    _watcher: Watcher,
 }
 
-/// Watches `root` recursively; changes under the index directory and `.git` are ignored by
-/// the live index.
-pub fn watch_disk(
-    root: &Path,
-    index: LiveIndex,
-) -> Result<DiskWatcher, notify_debouncer_full::notify::Error> {
-    let index_dir = index.reader().index_dir().to_path_buf();
-    let git_dir = root.join(".git");
-    let mut debouncer =
-        new_debouncer(
-            DISK_DEBOUNCE,
-            None,
-            move |result: DebounceEventResult| match result {
-                Ok(events) => {
-                    let paths: Vec<_> = events
-                        .into_iter()
-                        .flat_map(|event| event.event.paths)
-                        .filter(|path| !path.starts_with(&index_dir) && !path.starts_with(&git_dir))
-                        .collect();
-                    if !paths.is_empty() {
-                        index.disk_changed(paths);
-                    }
-                }
-                Err(errors) => {
-                    for error in errors {
-                        eprintln!("lode lsp: file watcher: {error}");
-                    }
-                }
-            },
-        )?;
-    debouncer.watch(root, RecursiveMode::Recursive)?;
-    Ok(DiskWatcher {
-        _debouncer: debouncer,
-    })
+/// Changes seen on disk go through the live index's writer, in order with buffer syncs.
+struct LiveSink(LiveIndex);
+
+impl ChangeSink for LiveSink {
+    fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError> {
+        self.0.apply_disk_changes(paths, rescan)
+    }
+}
+
+/// Watches `root` recursively; changes under the index directory and `.git` are ignored.
+pub fn watch_disk(root: &Path, index: LiveIndex) -> Result<DiskWatcher, WatchError> {
+    let reader = index.reader();
+    let mut options = WatchOptions::for_workspace(&reader);
+    options.root = root.to_path_buf();
+    // The server refreshed just before starting the watcher.
+    options.initial_rescan = false;
+    options.require_lease = false;
+    options.log = Box::new(|event| {
+        if let WatchEvent::Error(message) = event {
+            eprintln!("lode lsp: {message}");
+        }
+    });
+    let watcher = Watcher::start(options, Box::new(LiveSink(index)))?;
+    Ok(DiskWatcher { _watcher: watcher })
 }

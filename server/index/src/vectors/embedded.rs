@@ -256,12 +256,41 @@ fn keep_best(heap: &mut BinaryHeap<Ranked>, candidate: Ranked, k: usize) {
 }
 
 /// Integer dot product of a quantised query with a stored row (written to vectorise).
+#[inline(always)]
 fn dot_i8(query: &[i8], row: &[u8]) -> i32 {
     query
         .iter()
         .zip(row)
         .map(|(&q, &r)| i32::from(q) * i32::from(r as i8))
         .sum()
+}
+
+/// The fastest form of [`dot_i8`] this CPU runs. The default x86-64 target only vectorises the
+/// loop with SSE2; the same loop compiled for AVX2 scans rows about twice as fast
+/// (bench/README.md, "Vector scan").
+fn dot_i8_kernel() -> fn(&[i8], &[u8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return dot_i8_avx2_checked;
+    }
+    dot_i8_portable
+}
+
+fn dot_i8_portable(query: &[i8], row: &[u8]) -> i32 {
+    dot_i8(query, row)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn dot_i8_avx2_checked(query: &[i8], row: &[u8]) -> i32 {
+    // SAFETY: `dot_i8_kernel` hands this function out only after checking that the CPU
+    // supports AVX2, the one requirement of `dot_i8_avx2`.
+    unsafe { dot_i8_avx2(query, row) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dot_i8_avx2(query: &[i8], row: &[u8]) -> i32 {
+    dot_i8(query, row)
 }
 
 impl VectorStore for EmbeddedStore {
@@ -539,6 +568,7 @@ impl VectorStore for EmbeddedStore {
         if k == 0 || query_scale == 0.0 {
             return Ok(Vec::new());
         }
+        let dot = dot_i8_kernel();
         let mut best: Vec<Ranked> = Vec::new();
         for (segment, live) in published.segments.iter().zip(&published.live) {
             let language = match &filter.language {
@@ -567,7 +597,7 @@ impl VectorStore for EmbeddedStore {
                         {
                             continue;
                         }
-                        let score = dot_i8(&quantized, segment.quantized(row)) as f32
+                        let score = dot(&quantized, segment.quantized(row)) as f32
                             * segment.scale(row)
                             * query_scale;
                         let candidate = Ranked {
@@ -622,6 +652,27 @@ fn remove_unreferenced(dir: &Path, referenced: &HashSet<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpus_dot_product_kernel_matches_the_portable_loop() {
+        let kernel = dot_i8_kernel();
+        let mut seed = 12345u32;
+        for length in [0usize, 1, 7, 31, 32, 33, 255, 256, 384, 1000] {
+            let mut next = || {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (seed >> 16) as u8
+            };
+            let query: Vec<i8> = (0..length).map(|_| next() as i8).collect();
+            let row: Vec<u8> = (0..length).map(|_| next()).collect();
+            let extremes_q = vec![-128i8; length];
+            let extremes_r = vec![0x80u8; length];
+            assert_eq!(kernel(&query, &row), dot_i8_portable(&query, &row));
+            assert_eq!(
+                kernel(&extremes_q, &extremes_r),
+                dot_i8_portable(&extremes_q, &extremes_r)
+            );
+        }
+    }
 
     fn identity(dimension: usize) -> EmbedderIdentity {
         EmbedderIdentity {

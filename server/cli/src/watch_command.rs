@@ -1,0 +1,104 @@
+//! `lode watch`: keeps a workspace's index current from file-system events, in the foreground,
+//! and holds the index's watch lease so query commands skip their freshness check (they ask
+//! the watcher to flush instead). Also the shared wiring `lode acp` uses for its own watcher.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use lode_index::Workspace;
+use lode_index::watch::{LeaseError, WatchError, WatchEvent, WatchOptions, Watcher, WorkspaceSink};
+
+use crate::commands::WorkspaceArgs;
+
+/// Starts a watcher keeping `workspace` current, logging to stderr under `who`.
+pub fn start_watcher(
+    workspace: Arc<Workspace>,
+    who: &'static str,
+    verbose: bool,
+    require_lease: bool,
+) -> Result<Watcher, WatchError> {
+    let mut options = WatchOptions::for_workspace(&workspace);
+    options.require_lease = require_lease;
+    options.log = Box::new(move |event| log_event(who, verbose, event));
+    Watcher::start(options, Box::new(WorkspaceSink(workspace)))
+}
+
+fn log_event(who: &str, verbose: bool, event: WatchEvent) {
+    match event {
+        WatchEvent::Applied {
+            paths,
+            report,
+            elapsed,
+        } => {
+            let stats = &report.stats;
+            let how = if report.rescanned {
+                if stats.walked {
+                    "refreshed (walked the tree)"
+                } else {
+                    "refreshed (checked every known file)"
+                }
+            } else {
+                "updated"
+            };
+            if verbose || stats.parsed + stats.removed > 0 || report.rescanned {
+                eprintln!(
+                    "{who}: {how}: {paths} changed paths, {} parsed, {} removed, {} unchanged, {} ignored in {:.1} ms",
+                    stats.parsed,
+                    stats.removed,
+                    stats.unchanged,
+                    report.ignored,
+                    elapsed.as_secs_f64() * 1000.0
+                );
+            }
+        }
+        WatchEvent::Flushed { applied, elapsed } => {
+            if verbose {
+                eprintln!(
+                    "{who}: answered a flush ({applied} paths applied) in {:.1} ms",
+                    elapsed.as_secs_f64() * 1000.0
+                );
+            }
+        }
+        WatchEvent::Error(message) => eprintln!("{who}: {message}"),
+    }
+}
+
+pub fn run_watch(
+    args: &WorkspaceArgs,
+    path: Option<&std::path::Path>,
+    verbose: bool,
+) -> anyhow::Result<ExitCode> {
+    let workspace = Arc::new(crate::commands::open(args, path)?);
+    let root = workspace.root().display().to_string();
+    let watcher = match start_watcher(workspace.clone(), "lode watch", verbose, true) {
+        Ok(watcher) => watcher,
+        Err(WatchError::Lease(error @ LeaseError::AlreadyWatched { .. })) => {
+            anyhow::bail!("{error}")
+        }
+        Err(error) => return Err(error).context(format!("cannot watch {root}")),
+    };
+    eprintln!(
+        "lode watch: keeping the index of {root} current (socket {}); Ctrl-C to stop",
+        watcher
+            .socket()
+            .map_or_else(|| "none".into(), |socket| socket.display().to_string())
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .context("cannot listen for SIGTERM")?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result.context("cannot listen for Ctrl-C")?,
+            _ = terminate.recv() => {}
+        }
+        anyhow::Ok(())
+    })?;
+    drop(watcher);
+    eprintln!("lode watch: stopped");
+    Ok(ExitCode::SUCCESS)
+}

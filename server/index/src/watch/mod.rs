@@ -1,0 +1,533 @@
+//! Keeping an index current from file-system events, so queries need no freshness check.
+//!
+//! A [`Watcher`] holds the index's watch lease ([`lease`]) for as long as it lives, watches the
+//! workspace with `notify`, and hands debounced batches of changed paths to a [`ChangeSink`]
+//! (a [`Workspace`] itself, or a host that serialises writes, like the LSP's live index).
+//!
+//! A query process calls [`Workspace::flush_watcher`]: the watcher creates a *cookie* file in
+//! the index directory and waits until its own event stream reports it. File-system events
+//! arrive in order, so by then every change made before the query asked has been seen; the
+//! watcher applies them, commits, and answers. No stat of the tree happens in either process.
+//! If anything is odd the query gets a [`NotWatched`] reason and checks freshness itself.
+
+mod apply;
+pub mod lease;
+
+use std::collections::BTreeSet;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, EventKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+
+pub use apply::ChangeReport;
+pub use lease::{Flushed, Lease, LeaseError, NotWatched};
+
+use crate::error::IndexError;
+use crate::workspace::Workspace;
+
+/// How long the disk must be quiet before a batch is applied without a query asking.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// A batch is applied at the latest this long after its first event, however busy the disk.
+const MAX_DELAY: Duration = Duration::from_secs(2);
+
+/// How long the watcher waits to see its own cookie before telling the query to check itself.
+const COOKIE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Cookie files are named `<prefix><pid>-<n>` inside the index directory.
+const COOKIE_PREFIX: &str = "watch-cookie-";
+
+/// Writes lost to another process holding the writer lock are retried this often.
+const LOCK_RETRIES: u32 = 40;
+const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// Where changes seen on disk go.
+pub trait ChangeSink: Send + 'static {
+    /// Applies changed `paths` (or a full quick refresh when `rescan`), returning once the
+    /// index shows them.
+    fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError>;
+}
+
+/// The sink that writes straight to a workspace (what `lode watch` and `lode acp` use).
+pub struct WorkspaceSink(pub Arc<Workspace>);
+
+impl ChangeSink for WorkspaceSink {
+    fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError> {
+        retry_locked(|| self.0.apply_disk_changes(&paths, rescan))
+    }
+}
+
+/// Runs a write, waiting (bounded) for another writer to finish.
+pub fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T, IndexError> {
+    let mut attempts = 0;
+    loop {
+        match write() {
+            Err(IndexError::Locked { .. }) if attempts < LOCK_RETRIES => {
+                attempts += 1;
+                std::thread::sleep(LOCK_RETRY_PAUSE);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// What a watcher did, for the host to log (the index crate prints nothing).
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// A batch was applied (the first one is the start-up refresh, when asked for).
+    Applied {
+        paths: usize,
+        report: ChangeReport,
+        elapsed: Duration,
+    },
+    /// A query's flush was answered.
+    Flushed { applied: usize, elapsed: Duration },
+    /// Something went wrong; the watcher keeps going.
+    Error(String),
+}
+
+/// How to run a watcher.
+pub struct WatchOptions {
+    pub root: PathBuf,
+    pub index_dir: PathBuf,
+    /// [`Workspace::watch_settings`] of the index being kept current.
+    pub settings: String,
+    /// Apply a quick refresh first (catches what changed while nobody watched).
+    pub initial_rescan: bool,
+    /// Fail when another watcher holds the lease (`lode watch`); otherwise watch without it
+    /// (an editor's server still follows the disk) and say so in the log.
+    pub require_lease: bool,
+    pub debounce: Duration,
+    pub log: Box<dyn Fn(WatchEvent) + Send>,
+}
+
+impl WatchOptions {
+    /// Options for keeping `workspace` current.
+    pub fn for_workspace(workspace: &Workspace) -> WatchOptions {
+        WatchOptions {
+            root: workspace.root().to_path_buf(),
+            index_dir: workspace.index_dir().to_path_buf(),
+            settings: workspace.watch_settings(),
+            initial_rescan: true,
+            require_lease: true,
+            debounce: DEFAULT_DEBOUNCE,
+            log: Box::new(|_| {}),
+        }
+    }
+}
+
+/// Errors starting a watcher.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    #[error("cannot watch {path}: {source}")]
+    Notify {
+        path: PathBuf,
+        source: notify::Error,
+    },
+    #[error("cannot start the watcher thread: {0}")]
+    Thread(std::io::Error),
+}
+
+enum Message {
+    Event(notify::Result<notify::Event>),
+    Flush(mpsc::Sender<Result<usize, String>>),
+    Stop,
+}
+
+/// A running watcher; stops, and releases the lease, when dropped.
+pub struct Watcher {
+    messages: mpsc::Sender<Message>,
+    stopping: Arc<AtomicBool>,
+    // Dropped in this order: events stop, then the threads are joined, then the lease goes.
+    notify: Option<RecommendedWatcher>,
+    event_loop: Option<std::thread::JoinHandle<()>>,
+    server: Option<std::thread::JoinHandle<()>>,
+    lease: Option<Lease>,
+}
+
+impl Watcher {
+    /// Takes the lease, starts watching `options.root` and answering flushes; changes go to
+    /// `sink`. When another watcher holds the lease: [`LeaseError::AlreadyWatched`] if
+    /// `options.require_lease`, else a watcher without one (see [`Watcher::holds_lease`]).
+    pub fn start(options: WatchOptions, sink: Box<dyn ChangeSink>) -> Result<Watcher, WatchError> {
+        let lease = match Lease::acquire(&options.index_dir, &options.settings) {
+            Ok(lease) => Some(lease),
+            Err(error @ LeaseError::AlreadyWatched { .. }) if !options.require_lease => {
+                (options.log)(WatchEvent::Error(format!(
+                    "{error}; watching without the lease (queries elsewhere check files themselves)"
+                )));
+                None
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let (messages, receiver) = mpsc::channel();
+        let events = messages.clone();
+        let notify_error = |path: &Path, source| WatchError::Notify {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut notify = notify::recommended_watcher(move |event| {
+            let _ = events.send(Message::Event(event));
+        })
+        .map_err(|source| notify_error(&options.root, source))?;
+        notify
+            .watch(&options.root, RecursiveMode::Recursive)
+            .map_err(|source| notify_error(&options.root, source))?;
+        if !options.index_dir.starts_with(&options.root) {
+            // Cookies are created there: their events must come through the same stream.
+            notify
+                .watch(&options.index_dir, RecursiveMode::NonRecursive)
+                .map_err(|source| notify_error(&options.index_dir, source))?;
+        }
+        let stopping = Arc::new(AtomicBool::new(false));
+        let server = match &lease {
+            Some(lease) => {
+                let listener = lease.listener.try_clone().map_err(WatchError::Thread)?;
+                let server_messages = messages.clone();
+                let server_stopping = stopping.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("lode-watch-socket".into())
+                        .spawn(move || serve(listener, server_messages, server_stopping))
+                        .map_err(WatchError::Thread)?,
+                )
+            }
+            None => None,
+        };
+        let state = EventLoop {
+            root: options.root,
+            index_dir: options.index_dir,
+            debounce: options.debounce,
+            log: options.log,
+            sink,
+            pending: BTreeSet::new(),
+            rescan: options.initial_rescan,
+            first_pending: options.initial_rescan.then(Instant::now),
+            last_event: Instant::now(),
+            waiting: Vec::new(),
+            cookies: 0,
+        };
+        let event_loop = std::thread::Builder::new()
+            .name("lode-watch".into())
+            .spawn(move || state.run(receiver))
+            .map_err(WatchError::Thread)?;
+        Ok(Watcher {
+            messages,
+            stopping,
+            notify: Some(notify),
+            event_loop: Some(event_loop),
+            server,
+            lease,
+        })
+    }
+
+    /// Whether this watcher holds the lease (answers queries' flushes).
+    pub fn holds_lease(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// The socket queries connect to, when this watcher holds the lease.
+    pub fn socket(&self) -> Option<&Path> {
+        self.lease.as_ref().map(Lease::socket)
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        drop(self.notify.take());
+        let _ = self.messages.send(Message::Stop);
+        if let Some(socket) = self.socket() {
+            // Wake the accept loop so it sees `stopping`.
+            let _ = UnixStream::connect(socket);
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+        if let Some(event_loop) = self.event_loop.take() {
+            let _ = event_loop.join();
+        }
+        drop(self.lease.take());
+    }
+}
+
+/// Accepts queries' connections; each is answered on its own thread.
+fn serve(
+    listener: std::os::unix::net::UnixListener,
+    messages: mpsc::Sender<Message>,
+    stopping: Arc<AtomicBool>,
+) {
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let messages = messages.clone();
+        let _ = std::thread::Builder::new()
+            .name("lode-watch-flush".into())
+            .spawn(move || answer(stream, &messages));
+    }
+}
+
+fn answer(mut stream: UnixStream, messages: &mpsc::Sender<Message>) {
+    use std::io::Write;
+    let reply = match lease::read_request(&stream) {
+        Ok(()) => {
+            let (done, outcome) = mpsc::channel();
+            if messages.send(Message::Flush(done)).is_err() {
+                return;
+            }
+            match outcome.recv() {
+                Ok(Ok(applied)) => format!("ok {} {applied}\n", std::process::id()),
+                Ok(Err(message)) => format!("error {}\n", message.replace('\n', " ")),
+                // The watcher is stopping: closing without an answer says so.
+                Err(_) => return,
+            }
+        }
+        Err(message) => format!("error {message}\n"),
+    };
+    let _ = stream.write_all(reply.as_bytes());
+}
+
+struct EventLoop {
+    root: PathBuf,
+    index_dir: PathBuf,
+    debounce: Duration,
+    log: Box<dyn Fn(WatchEvent) + Send>,
+    sink: Box<dyn ChangeSink>,
+    pending: BTreeSet<PathBuf>,
+    rescan: bool,
+    first_pending: Option<Instant>,
+    last_event: Instant,
+    /// Flushes waiting for their cookie: (cookie, seen, deadline, reply).
+    waiting: Vec<Waiting>,
+    cookies: u64,
+}
+
+struct Waiting {
+    cookie: PathBuf,
+    requested: Instant,
+    seen: bool,
+    deadline: Instant,
+    reply: mpsc::Sender<Result<usize, String>>,
+}
+
+impl EventLoop {
+    fn run(mut self, receiver: mpsc::Receiver<Message>) {
+        loop {
+            let timeout = self.next_wake().saturating_duration_since(Instant::now());
+            let mut next = receiver.recv_timeout(timeout);
+            // Take in everything already queued before deciding: a cookie may be waiting
+            // behind events that arrived while a batch was being applied.
+            loop {
+                match next {
+                    Ok(Message::Event(Ok(event))) => self.event(event),
+                    Ok(Message::Event(Err(error))) => {
+                        (self.log)(WatchEvent::Error(format!(
+                            "file watcher: {error}; rescanning"
+                        )));
+                        self.mark_pending(true);
+                    }
+                    Ok(Message::Flush(reply)) => self.flush_requested(reply),
+                    Ok(Message::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        self.stop();
+                        return;
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => break,
+                }
+                next = receiver.try_recv().map_err(|error| match error {
+                    mpsc::TryRecvError::Empty => mpsc::RecvTimeoutError::Timeout,
+                    mpsc::TryRecvError::Disconnected => mpsc::RecvTimeoutError::Disconnected,
+                });
+            }
+            self.step();
+        }
+    }
+
+    fn stop(&mut self) {
+        for waiting in self.waiting.drain(..) {
+            let _ = std::fs::remove_file(&waiting.cookie);
+        }
+    }
+
+    /// When something is due: a debounced batch or a flush's deadline.
+    fn next_wake(&self) -> Instant {
+        let mut wake = Instant::now() + Duration::from_secs(3600);
+        if let Some(first) = self.first_pending {
+            wake = wake
+                .min(self.last_event + self.debounce)
+                .min(first + MAX_DELAY);
+        }
+        for waiting in &self.waiting {
+            wake = wake.min(waiting.deadline);
+        }
+        wake
+    }
+
+    fn mark_pending(&mut self, rescan: bool) {
+        self.rescan |= rescan;
+        self.last_event = Instant::now();
+        self.first_pending.get_or_insert(self.last_event);
+    }
+
+    fn event(&mut self, event: notify::Event) {
+        if matches!(
+            event.kind,
+            EventKind::Access(AccessKind::Open(_) | AccessKind::Read | AccessKind::Any)
+                | EventKind::Access(AccessKind::Close(notify::event::AccessMode::Read))
+        ) {
+            return;
+        }
+        if event.need_rescan() {
+            self.mark_pending(true);
+        }
+        for path in event.paths {
+            if self.is_cookie(&path) {
+                for waiting in &mut self.waiting {
+                    if waiting.cookie == path {
+                        waiting.seen = true;
+                    }
+                }
+                continue;
+            }
+            if path.starts_with(&self.index_dir) || path.starts_with(self.root.join(".git")) {
+                continue;
+            }
+            self.pending.insert(path);
+            self.mark_pending(false);
+        }
+    }
+
+    fn is_cookie(&self, path: &Path) -> bool {
+        path.parent() == Some(self.index_dir.as_path())
+            && path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with(COOKIE_PREFIX))
+    }
+
+    fn flush_requested(&mut self, reply: mpsc::Sender<Result<usize, String>>) {
+        self.cookies += 1;
+        let cookie = self.index_dir.join(format!(
+            "{COOKIE_PREFIX}{}-{}",
+            std::process::id(),
+            self.cookies
+        ));
+        if let Err(error) = std::fs::write(&cookie, b"") {
+            let _ = reply.send(Err(format!("cannot create {}: {error}", cookie.display())));
+            return;
+        }
+        self.waiting.push(Waiting {
+            cookie,
+            seen: false,
+            requested: Instant::now(),
+            deadline: Instant::now() + COOKIE_PATIENCE,
+            reply,
+        });
+    }
+
+    /// Applies a due batch and answers flushes whose cookie came through (or timed out).
+    fn step(&mut self) {
+        let now = Instant::now();
+        let any_seen = self.waiting.iter().any(|w| w.seen);
+        let due = self.first_pending.is_some_and(|first| {
+            now >= self.last_event + self.debounce || now >= first + MAX_DELAY
+        });
+        let mut outcome: Result<usize, String> = Ok(0);
+        if any_seen || due {
+            outcome = self.apply();
+        }
+        let mut still_waiting = Vec::new();
+        for waiting in self.waiting.drain(..) {
+            if waiting.seen {
+                let _ = std::fs::remove_file(&waiting.cookie);
+                (self.log)(WatchEvent::Flushed {
+                    applied: *outcome.as_ref().unwrap_or(&0),
+                    elapsed: now.saturating_duration_since(waiting.requested),
+                });
+                let _ = waiting.reply.send(outcome.clone());
+            } else if now >= waiting.deadline {
+                let _ = std::fs::remove_file(&waiting.cookie);
+                let _ = waiting.reply.send(Err(format!(
+                    "the watcher did not see its own change within {COOKIE_PATIENCE:?}"
+                )));
+            } else {
+                still_waiting.push(waiting);
+            }
+        }
+        self.waiting = still_waiting;
+    }
+
+    /// Hands the pending batch to the sink; returns how many paths it applied.
+    fn apply(&mut self) -> Result<usize, String> {
+        if self.first_pending.is_none() {
+            return Ok(0);
+        }
+        let paths: Vec<PathBuf> = std::mem::take(&mut self.pending).into_iter().collect();
+        let rescan = std::mem::take(&mut self.rescan);
+        self.first_pending = None;
+        let count = paths.len();
+        let started = Instant::now();
+        let result = self.sink.apply(paths.clone(), rescan);
+        // Events could not be read meanwhile: flushes get that time back.
+        for waiting in &mut self.waiting {
+            waiting.deadline += started.elapsed();
+        }
+        match result {
+            Ok(report) => {
+                (self.log)(WatchEvent::Applied {
+                    paths: count,
+                    report,
+                    elapsed: started.elapsed(),
+                });
+                Ok(count)
+            }
+            Err(error) => {
+                // Keep the batch for the next round; the query checks for itself meanwhile.
+                self.pending.extend(paths);
+                self.rescan |= rescan;
+                self.first_pending = Some(Instant::now());
+                self.last_event = Instant::now();
+                let message = error.to_string();
+                (self.log)(WatchEvent::Error(format!(
+                    "cannot update the index: {message}"
+                )));
+                Err(message)
+            }
+        }
+    }
+}
+
+impl Workspace {
+    /// Identifies what a watcher of this index must index with for a query to trust it: the
+    /// scan settings, the lode version, and the embedder.
+    pub fn watch_settings(&self) -> String {
+        let embedder = self.embedder().map_or_else(
+            || "none".to_owned(),
+            |embedder| {
+                let identity = embedder.identity();
+                format!(
+                    "{}:{}:{}",
+                    identity.backend, identity.model, identity.dimension
+                )
+            },
+        );
+        let text = format!("{}|{embedder}", self.scan_fingerprint());
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+
+    /// Asks the watcher holding this index's lease (if any) to apply what it has seen, then
+    /// makes its commits visible here. On `Err` the caller checks freshness itself.
+    pub fn flush_watcher(&self, timeout: Duration) -> Result<Flushed, NotWatched> {
+        let flushed = lease::flush(self.index_dir(), &self.watch_settings(), timeout)?;
+        self.reload()
+            .map_err(|error| NotWatched::Failed(error.to_string()))?;
+        Ok(flushed)
+    }
+}
