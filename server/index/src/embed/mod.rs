@@ -2,13 +2,18 @@
 //!
 //! One trait, [`Embedder`], and its backends: the built-in static table ([`StaticEmbedder`], the
 //! default: no network, no model server) and the HTTP providers ([`OpenAiEmbedder`] for
-//! OpenAI-compatible `/v1/embeddings`, [`OllamaEmbedder`] for Ollama's `/api/embed`). This module
+//! OpenAI-compatible `/v1/embeddings`, [`OllamaEmbedder`] for Ollama's `/api/embed`) and, with
+//! the `minilm` feature, `MiniLmEmbedder` (all-MiniLM-L6-v2 from a local directory, run with
+//! candle). This module
 //! also owns what text a chunk is embedded as ([`chunk_embedding_text`]) and the word splitting
 //! that identifiers go through before tokenization.
 //!
-//! Nothing here downloads model weights: the static table is compiled into the binary.
+//! Nothing here downloads model weights: the static table is compiled into the binary, and
+//! MiniLM's weights are read from a directory the user filled.
 
 mod http;
+#[cfg(feature = "minilm")]
+mod minilm;
 mod static_table;
 mod text;
 mod wordpiece;
@@ -18,6 +23,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use http::{HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder};
+#[cfg(feature = "minilm")]
+pub use minilm::{MAX_TOKENS as MINILM_MAX_TOKENS, MINILM_FILES, MiniLmEmbedder};
 pub use static_table::StaticEmbedder;
 pub use text::{ChunkContext, chunk_embedding_text, import_lines, split_words};
 
@@ -25,7 +32,7 @@ pub use text::{ChunkContext, chunk_embedding_text, import_lines, split_words};
 /// every chunk is embedded again.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EmbedderIdentity {
-    /// `static`, `openai`, `ollama`, `candle`, ...
+    /// `static`, `openai`, `ollama`, `minilm`, ...
     pub backend: String,
     /// The model name; for the static table, its name and content hash.
     pub model: String,
@@ -62,6 +69,8 @@ pub enum EmbedError {
     MissingApiKey(String),
     #[error("embedding configuration: {0}")]
     Config(String),
+    #[error("the local embedding model failed: {0}")]
+    Model(String),
 }
 
 /// Turns texts into vectors of one fixed dimension. Implementations are thread-safe and

@@ -22,7 +22,8 @@ use crate::error::IndexError;
 
 /// Publish partial progress this often.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
-/// Texts embedded per round (spread over the threads).
+/// Texts embedded per round (spread over the threads), at most: a round is 8 of the
+/// embedder's batches, so a slow embedder (a local transformer) still reports progress often.
 const ROUND_TEXTS: usize = 8192;
 /// Generation recorded by partial commits.
 pub const PARTIAL_GENERATION: u64 = 0;
@@ -182,7 +183,7 @@ impl EmbedRun<'_> {
             return Ok(());
         }
         self.pending.push((record, text));
-        if self.pending.len() >= ROUND_TEXTS {
+        if self.pending.len() >= (self.embedder.batch_size() * 8).clamp(256, ROUND_TEXTS) {
             self.flush()?;
         }
         Ok(())
