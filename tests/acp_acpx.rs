@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
-use support::{Workspace, repo_root};
+use support::{Workspace, explain, repo_root};
 
 fn acpx() -> Option<PathBuf> {
     let path = std::env::var_os("LODE_ACPX")
@@ -75,15 +75,6 @@ fn methods(messages: &[Value]) -> Vec<String> {
         .filter_map(|m| m["method"].as_str())
         .map(str::to_string)
         .collect()
-}
-
-fn explain(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 #[test]

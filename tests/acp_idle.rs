@@ -151,5 +151,5 @@ async fn an_idle_session_is_released_and_comes_back_with_its_history() {
         .await
         .expect("lode acp exits when stdin closes")
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "{status:?}");
 }

@@ -124,33 +124,7 @@ async fn a_prompt_streams_thoughts_text_and_a_tool_call_then_ends_the_turn() {
 #[tokio::test]
 async fn a_rejected_edit_leaves_the_file_alone() {
     let workspace = Workspace::new("acp_edit.json");
-    let mut acp = workspace.spawn_acp(&[]);
-    let seen = Seen::default();
-    let root = workspace.root();
-    let stop = with_client(
-        stdio_transport(&mut acp),
-        "reject_once",
-        seen.clone(),
-        async |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let session = cx
-                .send_request(NewSessionRequest::new(root))
-                .block_task()
-                .await?;
-            let response = cx
-                .send_request(PromptRequest::new(
-                    session.session_id,
-                    text("Please say goodbye instead"),
-                ))
-                .block_task()
-                .await?;
-            Ok(response.stop_reason)
-        },
-    )
-    .await;
-    assert_eq!(stop, StopReason::EndTurn);
+    let seen = edit_turn(&workspace, "reject_once", "Please say goodbye instead").await;
     let questions = seen.questions();
     assert_eq!(questions.len(), 1, "one permission question");
     let offered: Vec<String> = questions[0]
@@ -184,33 +158,7 @@ async fn a_rejected_edit_leaves_the_file_alone() {
 #[tokio::test]
 async fn an_allowed_edit_changes_the_file_and_shows_a_diff() {
     let workspace = Workspace::new("acp_edit.json");
-    let mut acp = workspace.spawn_acp(&[]);
-    let seen = Seen::default();
-    let root = workspace.root();
-    let stop = with_client(
-        stdio_transport(&mut acp),
-        "allow_once",
-        seen.clone(),
-        async |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let session = cx
-                .send_request(NewSessionRequest::new(root))
-                .block_task()
-                .await?;
-            let response = cx
-                .send_request(PromptRequest::new(
-                    session.session_id,
-                    text("Please say goodbye instead"),
-                ))
-                .block_task()
-                .await?;
-            Ok(response.stop_reason)
-        },
-    )
-    .await;
-    assert_eq!(stop, StopReason::EndTurn);
+    let seen = edit_turn(&workspace, "allow_once", "Please say goodbye instead").await;
     let source = std::fs::read_to_string(workspace.root().join("src/main.rs")).unwrap();
     assert!(source.contains("goodbye"), "{source}");
     let diff = seen.updates().into_iter().find_map(|update| match update {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
-use support::{HttpServer, Workspace, repo_root};
+use support::{HttpServer, Workspace, explain, repo_root};
 
 /// Node 22 and the SDK's npm prefix, or `None` (skipping) when they are not installed.
 fn tools() -> Option<(PathBuf, PathBuf)> {
@@ -75,15 +75,6 @@ async fn run_client(
         })
         .collect();
     (output, lines)
-}
-
-fn explain(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn step<'a>(lines: &'a [Value], name: &str, output: &Output) -> &'a Value {

@@ -202,7 +202,7 @@ async fn a_client_terminal_is_released_only_after_the_final_update_that_shows_it
 
     let position = |wanted: &dyn Fn(&Value) -> bool, what: &str| {
         sent.iter()
-            .position(|m| wanted(m))
+            .position(wanted)
             .unwrap_or_else(|| panic!("no {what} in {sent:#?}"))
     };
     let created = position(&|m| m["method"] == "terminal/create", "terminal/create");

@@ -30,6 +30,16 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// A finished client process, for failure messages: its exit status, stdout and stderr.
+pub fn explain(output: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// A scripted LLM server; killed when dropped.
 pub struct LlmServer {
     child: std::process::Child,

@@ -69,17 +69,30 @@ where
     Ok(())
 }
 
+/// Writes one message per line. A client that closed its end (a broken pipe) has gone away,
+/// which is not a failure of the connection: what is left to say is dropped, and the connection
+/// ends as usual when the client's input does.
 fn line_sink<W>(writer: W) -> impl Sink<String, Error = std::io::Error> + Send + 'static
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     Box::pin(futures::sink::unfold(
-        writer,
-        async |mut writer, line: String| {
-            writer.write_all(line.as_bytes()).await?;
-            writer.write_all(b"\n").await?;
-            writer.flush().await?;
-            Ok::<_, std::io::Error>(writer)
+        Some(writer),
+        async |writer: Option<W>, line: String| {
+            let Some(mut writer) = writer else {
+                return Ok(None);
+            };
+            let written = async {
+                writer.write_all(line.as_bytes()).await?;
+                writer.write_all(b"\n").await?;
+                writer.flush().await
+            }
+            .await;
+            match written {
+                Ok(()) => Ok(Some(writer)),
+                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(None),
+                Err(error) => Err(error),
+            }
         },
     ))
 }

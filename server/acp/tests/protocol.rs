@@ -318,9 +318,12 @@ async fn idle_sessions_are_released_but_never_mid_turn_and_come_back_on_use() {
         .await;
 
     // The idle session goes; the one with a running turn stays, however long it runs.
-    assert_eq!(released(&backend, 1).await, [idle.clone()]);
+    assert_eq!(released(&backend, 1).await, std::slice::from_ref(&idle));
     tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(*backend.released.lock().unwrap(), [idle.clone()]);
+    assert_eq!(
+        *backend.released.lock().unwrap(),
+        std::slice::from_ref(&idle)
+    );
 
     // A released session is picked up again by its next request, as if it never went away.
     let answer = wire.prompt(&idle, "stream").await;
@@ -814,4 +817,25 @@ async fn a_client_that_vanishes_mid_turn_leaves_nothing_running() {
     .await;
     assert!(ended.is_ok(), "the turn kept running after the client left");
     assert_eq!(*backend.answers.lock().unwrap(), ["wait cancelled"]);
+}
+
+#[tokio::test]
+async fn a_client_that_closes_its_end_before_the_answer_ends_the_connection_cleanly() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let (writer, read_end) = tokio::io::duplex(1024);
+    drop(read_end);
+    let input: &'static [u8] =
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n";
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        lode_acp::serve_lines(
+            backend,
+            lode_acp::ConnectionOptions::default(),
+            BufReader::new(input),
+            writer,
+        ),
+    )
+    .await
+    .expect("the connection ends with its input");
+    assert!(outcome.is_ok(), "{outcome:?}");
 }
