@@ -321,12 +321,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print_json_lines(&hits)?;
             } else {
                 for hit in &hits {
-                    let symbol = hit.symbol.as_deref().unwrap_or("");
-                    println!("{}:{}-{}  {symbol}", hit.path, hit.start_line, hit.end_line);
-                    for line in hit.snippet.lines() {
-                        println!("    {line}");
-                    }
-                    println!();
+                    println!("{hit}");
                 }
             }
             Ok(found(!hits.is_empty()))
@@ -342,17 +337,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print_json_lines(&hits)?;
             } else {
                 for hit in &hits {
-                    let mut qualified = hit.scope.clone();
-                    qualified.push(hit.name.clone());
-                    println!(
-                        "{}:{}-{}  {} {}\n    {}",
-                        hit.path,
-                        hit.start_line,
-                        hit.end_line,
-                        hit.kind,
-                        qualified.join(" > "),
-                        hit.signature
-                    );
+                    println!("{hit}");
                 }
             }
             Ok(found(!hits.is_empty()))
@@ -368,15 +353,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 print_json_lines(&hits)?;
             } else {
                 for hit in &hits {
-                    let scope = if hit.scope.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  in {}", hit.scope.join(" > "))
-                    };
-                    println!(
-                        "{}:{}:{}  {} {}{scope}",
-                        hit.path, hit.line, hit.column, hit.kind, hit.name
-                    );
+                    println!("{hit}");
                 }
             }
             Ok(found(!hits.is_empty()))

@@ -396,6 +396,53 @@ fn snippet(text: &str, query_terms: &[String]) -> String {
         .join("\n")
 }
 
+/// The text form shared by `lode search` and `lode mcp`: `path:start-end  symbol`, then the
+/// snippet indented, then a blank line.
+impl std::fmt::Display for SearchHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let symbol = self.symbol.as_deref().unwrap_or("");
+        writeln!(
+            f,
+            "{}:{}-{}  {symbol}",
+            self.path, self.start_line, self.end_line
+        )?;
+        for line in self.snippet.lines() {
+            writeln!(f, "    {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `path:start-end  kind scope > name`, then the signature indented (no final newline).
+impl std::fmt::Display for SymbolHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}-{}  {} ",
+            self.path, self.start_line, self.end_line, self.kind
+        )?;
+        for scope in &self.scope {
+            write!(f, "{scope} > ")?;
+        }
+        write!(f, "{}\n    {}", self.name, self.signature)
+    }
+}
+
+/// `path:line:column  kind name  in scope` (no final newline).
+impl std::fmt::Display for ReferenceHit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}  {} {}",
+            self.path, self.line, self.column, self.kind, self.name
+        )?;
+        if !self.scope.is_empty() {
+            write!(f, "  in {}", self.scope.join(" > "))?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -308,16 +308,7 @@ impl CodeTools {
             let _ = writeln!(text, "No code matches {:?}.", args.query);
         }
         for hit in &hits {
-            let symbol = hit.symbol.as_deref().unwrap_or("");
-            let _ = writeln!(
-                text,
-                "{}:{}-{}  {symbol}",
-                hit.path, hit.start_line, hit.end_line
-            );
-            for line in hit.snippet.lines() {
-                let _ = writeln!(text, "    {line}");
-            }
-            text.push('\n');
+            let _ = writeln!(text, "{hit}");
         }
         Ok(answer(text, json!({ "mode": mode.name(), "hits": hits })))
     }
@@ -360,18 +351,7 @@ impl CodeTools {
             let _ = writeln!(text, "No definition named like {:?}.", args.name);
         }
         for hit in &hits {
-            let mut qualified = hit.scope.clone();
-            qualified.push(hit.name.clone());
-            let _ = writeln!(
-                text,
-                "{}:{}-{}  {} {}\n    {}",
-                hit.path,
-                hit.start_line,
-                hit.end_line,
-                hit.kind,
-                qualified.join(" > "),
-                hit.signature
-            );
+            let _ = writeln!(text, "{hit}");
         }
         Ok(answer(text, json!({ "symbols": hits })))
     }
@@ -386,16 +366,7 @@ impl CodeTools {
             let _ = writeln!(text, "No references to {:?}.", args.name);
         }
         for hit in &hits {
-            let scope = if hit.scope.is_empty() {
-                String::new()
-            } else {
-                format!("  in {}", hit.scope.join(" > "))
-            };
-            let _ = writeln!(
-                text,
-                "{}:{}:{}  {} {}{scope}",
-                hit.path, hit.line, hit.column, hit.kind, hit.name
-            );
+            let _ = writeln!(text, "{hit}");
         }
         Ok(answer(text, json!({ "references": hits })))
     }
