@@ -14,6 +14,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
+echo "== VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
+# Fails when npm is missing: the extension's TypeScript must compile wherever the tests run.
+(
+    cd editors/vscode
+    command -v npm >/dev/null || { echo "npm is missing (scripts/install-test-tools.sh installs it)" >&2; exit 1; }
+    npm ci --no-audit --no-fund --loglevel=error
+    npm test
+    npm run package
+)
+
 echo "== cargo test"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

@@ -11,20 +11,25 @@ use lsp_support::LspClient;
 use serde_json::{Value, json};
 use support::{copy_tree, fixtures, write};
 
-/// The calculator fixture with a config pointing at the scripted server.
+/// The calculator fixture with a config pointing at the scripted server (and no diagnostics
+/// after edits: what is on `PATH` must not change these scripts).
 fn workspace(server: &ScriptedServerHandle) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&fixtures().join("agent/calculator"), dir.path());
     write(
         dir.path(),
         ".lode/config.toml",
-        &format!(
-            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
-             model = \"scripted-model\"\ncontext_window = 32000\nmax_tokens = 2000\n",
-            server.openai_base_url()
-        ),
+        &provider_config(server, "[lsp.diagnostics]\nenabled = false\n"),
     );
     dir
+}
+
+fn provider_config(server: &ScriptedServerHandle, rest: &str) -> String {
+    format!(
+        "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
+         model = \"scripted-model\"\ncontext_window = 32000\nmax_tokens = 2000\n\n{rest}",
+        server.openai_base_url()
+    )
 }
 
 fn scripted(runtime: &tokio::runtime::Runtime, name: &str) -> ScriptedServerHandle {
@@ -274,4 +279,207 @@ fn without_a_model_the_server_offers_no_code_actions_and_works_as_before() {
     );
     let symbols = client.call("workspace/symbol", json!({ "query": "add" }));
     assert!(symbols.to_string().contains("\"add\""), "{symbols}");
+}
+
+/// The `lode.fix` code action for `diagnostic` in an open document.
+fn fix_action(client: &mut LspClient, uri: &str, diagnostic: &Value) -> Value {
+    let actions = client.call(
+        "textDocument/codeAction",
+        json!({ "textDocument": { "uri": uri }, "range": diagnostic["range"], "context": { "diagnostics": [diagnostic] } }),
+    );
+    let fix = actions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["command"]["command"] == "lode.fix")
+        .unwrap_or_else(|| panic!("no fix in {actions}"))
+        .clone();
+    json!({ "command": "lode.fix", "arguments": fix["command"]["arguments"] })
+}
+
+/// A code action's (not the indexing's) work-done progress of this kind.
+fn action_progress(message: &Value, kind: &str) -> bool {
+    message["method"] == "$/progress"
+        && message["params"]["value"]["kind"] == kind
+        && message["params"]["token"]
+            .as_str()
+            .is_some_and(|token| token.starts_with("lode/action/"))
+}
+
+/// Waits until the action's progress reports the model's edit, then until the model has been
+/// asked for its next (slow) answer.
+fn wait_for_slow_answer(client: &mut LspClient, server: &ScriptedServerHandle, requests: usize) {
+    client.wait_for("the edit in the progress", |m| {
+        action_progress(m, "report") && m["params"]["value"]["message"] == "Edit src/lib.rs"
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.requests().len() < requests {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the model got {} requests, expected {requests}",
+            server.requests().len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_code_action_is_cancelled_by_cancel_request_and_by_its_progress() {
+    let runtime = runtime();
+    let server = scripted(&runtime, "lsp_cancel.json");
+    let dir = workspace(&server);
+    let on_disk = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    let mut client = LspClient::start(dir.path(), &[]);
+    client.initialize_and_wait_for_index();
+    client.open("src/lib.rs", "rust", &on_disk);
+    let uri = client.doc_uri("src/lib.rs");
+    let line = on_disk
+        .lines()
+        .position(|l| l.contains("left - right"))
+        .unwrap();
+    let diagnostic = json!({
+        "range": { "start": { "line": line, "character": 4 }, "end": { "line": line, "character": 16 } },
+        "severity": 1, "source": "test", "message": "add subtracts",
+    });
+    let params = fix_action(&mut client, &uri, &diagnostic);
+
+    // 1. `$/cancelRequest` for the executeCommand: the model has made its edit (captured) and
+    // is slow to answer the next request.
+    client.send(&json!({ "jsonrpc": "2.0", "id": "fix-1", "method": "workspace/executeCommand", "params": params }));
+    let begin = client.wait_for("cancellable progress", |m| action_progress(m, "begin"));
+    assert_eq!(begin["params"]["value"]["cancellable"], true, "{begin}");
+    // The edit is captured and the model's next answer would take minutes: the response
+    // below arriving within the client's 60 s patience shows the turn stopped at once.
+    wait_for_slow_answer(&mut client, &server, 2);
+    client.notify("$/cancelRequest", json!({ "id": "fix-1" }));
+    let response = client.response_to(&json!("fix-1"));
+    assert_eq!(response["error"]["code"], -32800, "{response}");
+    let told = show_message(&mut client, "cancelled");
+    assert!(told.contains("nothing was changed"), "{told}");
+    client.wait_for("the progress to end", |m| action_progress(m, "end"));
+
+    // 2. The cancel button of its progress (`window/workDoneProgress/cancel`).
+    client.send(&json!({ "jsonrpc": "2.0", "id": "fix-2", "method": "workspace/executeCommand", "params": params }));
+    let begin = client.wait_for("the second action's progress", |m| {
+        action_progress(m, "begin")
+    });
+    wait_for_slow_answer(&mut client, &server, 4);
+    client.notify(
+        "window/workDoneProgress/cancel",
+        json!({ "token": begin["params"]["token"] }),
+    );
+    // The request itself ends normally: the turn was stopped, not the request.
+    let response = client.response_to(&json!("fix-2"));
+    assert_eq!(response["result"], Value::Null, "{response}");
+    show_message(&mut client, "cancelled");
+
+    // A token nobody has is ignored, and the server keeps serving.
+    client.notify(
+        "window/workDoneProgress/cancel",
+        json!({ "token": "no-such-token" }),
+    );
+    let symbols = client.call("workspace/symbol", json!({ "query": "add" }));
+    assert!(symbols.to_string().contains("\"add\""), "{symbols}");
+    assert!(
+        !client
+            .notifications
+            .iter()
+            .any(|m| m["method"] == "workspace/applyEdit"),
+        "a cancelled action applied an edit: {:?}",
+        client.notifications
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap(),
+        on_disk
+    );
+    client.call("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    assert!(client.wait_for_exit().success());
+}
+
+/// pyright's language server (installed by scripts/install-test-tools.sh), or `None` to skip
+/// outside CI.
+fn pyright_langserver() -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-tools/node_modules/.bin/pyright-langserver");
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "pyright-langserver is missing: run scripts/install-test-tools.sh"
+    );
+    eprintln!("skipping: pyright-langserver is not installed (run scripts/install-test-tools.sh)");
+    None
+}
+
+const GREETING: &str =
+    "def greet(name: str) -> str:\n    return \"hello \" + name\n\n\ncount: int = greet(\"x\")\n";
+
+#[test]
+fn a_fix_that_leaves_an_error_gets_pyrights_diagnostics_of_the_unsaved_text_and_fixes_it() {
+    let Some(pyright) = pyright_langserver() else {
+        return;
+    };
+    let runtime = runtime();
+    let server = scripted(&runtime, "lsp_diagnostics.json");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    write(dir.path(), "app.py", GREETING);
+    // Only pyright's language server, which is sent the agent's unsaved text.
+    write(
+        dir.path(),
+        ".lode/config.toml",
+        &provider_config(
+            &server,
+            &format!(
+                "[lsp.diagnostics]\ndefault_servers = false\ncommands = false\n\
+                 servers = {{ python = [{:?}, \"--stdio\"] }}\n",
+                pyright.display().to_string()
+            ),
+        ),
+    );
+    let mut client = LspClient::start(dir.path(), &[]);
+    client.initialize_and_wait_for_index();
+    client.open("app.py", "python", GREETING);
+    let uri = client.doc_uri("app.py");
+    let diagnostic = json!({
+        "range": { "start": { "line": 4, "character": 13 }, "end": { "line": 4, "character": 23 } },
+        "severity": 1, "source": "Pyright",
+        "message": "Type \"str\" is not assignable to declared type \"int\"",
+    });
+    let params = fix_action(&mut client, &uri, &diagnostic);
+    assert_eq!(client.call("workspace/executeCommand", params), Value::Null);
+    assert!(
+        server.unused_turns().is_empty(),
+        "the model never saw the diagnostics block: unused {:?}\nstderr:\n{}",
+        server.unused_turns(),
+        client.stderr()
+    );
+    // The model's second request carried pyright's error about its first edit.
+    let requests = server.requests();
+    let second = requests[1].body.to_string();
+    assert!(second.contains("reportArgumentType"), "{second}");
+    let apply = client.wait_for("workspace/applyEdit", |m| {
+        m["method"] == "workspace/applyEdit"
+    });
+    let new_text = apply["params"]["edit"]["documentChanges"][0]["edits"][0]["newText"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        new_text,
+        GREETING.replace(
+            "count: int = greet(\"x\")",
+            "count: int = len(greet(\"x\"))"
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("app.py")).unwrap(),
+        GREETING,
+        "the edits were checked without touching the disk"
+    );
+    show_message(&mut client, "length of the greeting");
+    client.call("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    assert!(client.wait_for_exit().success());
 }

@@ -1,5 +1,5 @@
 -- Driven by tests/lsp_neovim.rs: headless Neovim with editors/neovim/lode.lua against the real
--- `lode lsp`. Writes what it saw as JSON to $LODE_TEST_OUT; any failure exits non-zero.
+-- `lode lsp`, including a code action whose edit Neovim applies. Writes what it saw as JSON to $LODE_TEST_OUT; any failure exits non-zero.
 
 local function fail(message)
   local file = io.open(os.getenv("LODE_TEST_OUT"), "w")
@@ -79,6 +79,48 @@ local ok, err = xpcall(function()
   -- An unsaved edit, sent by Neovim as an incremental didChange.
   vim.api.nvim_buf_set_lines(0, -1, -1, false, { "fn typed_in_neovim() {}" })
   results.unsaved = names(request("workspace/symbol", { query = "typed_in_neovim" }))
+
+  -- A code action through the agent (the scripted model, fixtures/llm/lsp_neovim.json):
+  -- Neovim's own workspace/applyEdit handler must apply the edit to the buffer.
+  local bufnr = vim.api.nvim_get_current_buf()
+  local range = { start = { line = 6, character = 4 }, ["end"] = { line = 6, character = 12 } }
+  local diagnostic = { range = range, severity = 2, source = "test", message = "unused result" }
+  local actions = request("textDocument/codeAction", {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    range = range,
+    context = { diagnostics = { diagnostic } },
+  })
+  local fix
+  for _, action in ipairs(actions or {}) do
+    if action.title == "lode: fix this diagnostic" then
+      fix = action
+    end
+  end
+  if not fix then
+    error("no fix action in " .. vim.inspect(actions))
+  end
+  local lode
+  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
+    lode = client
+  end
+  local answered, failure = false, nil
+  lode.request("workspace/executeCommand", fix.command, function(err)
+    answered = true
+    failure = err
+  end, bufnr)
+  local applied = vim.wait(60000, function()
+    return answered and vim.api.nvim_buf_get_lines(bufnr, 6, 7, false)[1] == "    let _ = helper();"
+  end, 50)
+  if failure then
+    error("executeCommand failed: " .. vim.inspect(failure))
+  end
+  if not applied then
+    error("the edit never reached the buffer: " .. table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "\n"))
+  end
+  results.buffer = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+  results.disk_before_write = table.concat(vim.fn.readfile(root .. "/src/main.rs"), "\n")
+  vim.cmd("write")
+  results.disk_after_write = table.concat(vim.fn.readfile(root .. "/src/main.rs"), "\n")
 
   local file = io.open(os.getenv("LODE_TEST_OUT"), "w")
   file:write(vim.fn.json_encode(results))

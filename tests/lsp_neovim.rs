@@ -1,6 +1,8 @@
 //! End-to-end: headless Neovim (Debian's `neovim`, installed by scripts/install-test-tools.sh)
 //! with editors/neovim/lode.lua drives the real `lode lsp`: workspace symbols, a definition,
-//! and an unsaved edit visible to `workspace/symbol`.
+//! an unsaved edit visible to `workspace/symbol`, and a "fix this diagnostic" code action run by
+//! the agent against the scripted LLM server (in process, over HTTP) whose `workspace/applyEdit`
+//! Neovim's own handler applies to the buffer.
 
 mod support;
 
@@ -8,10 +10,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::write;
+use lode_llm_script::{Script, ScriptedServer};
+use support::{fixtures, write};
 
 #[test]
-fn neovim_finds_symbols_definitions_and_unsaved_text() {
+fn neovim_finds_symbols_definitions_unsaved_text_and_applies_a_code_action() {
     if Command::new("nvim").arg("--version").output().is_err() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -38,6 +41,24 @@ fn neovim_finds_symbols_definitions_and_unsaved_text() {
         "src/main.rs",
         "mod other;\nmod store;\n\nuse crate::store::helper;\n\nfn main() {\n    helper();\n}\n",
     );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script = Script::load(&fixtures().join("llm/lsp_neovim.json")).unwrap();
+    let server = runtime.block_on(ScriptedServer::start(script)).unwrap();
+    write(
+        &root,
+        ".lode/config.toml",
+        &format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\n\
+             model = \"scripted-model\"\ncontext_window = 32000\nmax_tokens = 2000\n\n\
+             [lsp.diagnostics]\nenabled = false\n",
+            server.openai_base_url()
+        ),
+    );
+    let home = tempfile::tempdir().unwrap();
     let out = root.join("nvim-result.json");
     let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut child = Command::new("nvim")
@@ -52,6 +73,8 @@ fn neovim_finds_symbols_definitions_and_unsaved_text() {
         .env("LODE_BIN", env!("CARGO_BIN_EXE_lode"))
         .env("LODE_EDITORS", repository.join("editors"))
         .env_remove("LODE_INDEX_DIR")
+        .env_remove("LODE_CONFIG")
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -88,5 +111,22 @@ fn neovim_finds_symbols_definitions_and_unsaved_text() {
         result["unsaved"],
         serde_json::json!(["typed_in_neovim@main.rs"]),
         "{result}"
+    );
+    // The agent edited the buffer's text (with the unsaved line), Neovim applied it to the
+    // buffer, the disk changed only when Neovim wrote the buffer.
+    let on_disk =
+        "mod other;\nmod store;\n\nuse crate::store::helper;\n\nfn main() {\n    helper();\n}";
+    let fixed = "mod other;\nmod store;\n\nuse crate::store::helper;\n\nfn main() {\n    let _ = helper();\n}\nfn typed_in_neovim() {}";
+    assert_eq!(
+        result["buffer"],
+        serde_json::json!(fixed.split('\n').collect::<Vec<_>>()),
+        "{result}"
+    );
+    assert_eq!(result["disk_before_write"], on_disk, "{result}");
+    assert_eq!(result["disk_after_write"], fixed, "{result}");
+    assert!(
+        server.unused_turns().is_empty(),
+        "{:?}",
+        server.unused_turns()
     );
 }

@@ -384,3 +384,43 @@ fn files_changed_on_disk_are_picked_up_by_the_watcher() {
         [("appeared_on_disk".to_string(), "src/added.rs".to_string())]
     );
 }
+
+#[test]
+fn did_save_indexes_the_buffer_at_once() {
+    let dir = sample_workspace();
+    // A ten-minute debounce: only didSave (not the change) can get the text indexed, and no
+    // query is sent to the server (queries flush pending edits), so another process looks.
+    let mut client = LspClient::start(dir.path(), &["--no-watch", "--debounce-ms", "600000"]);
+    client.initialize_and_wait_for_index();
+    let uri = client.doc_uri("src/other.rs");
+    client.open("src/other.rs", "rust", OTHER);
+    let saved = format!("{OTHER}\npub fn saved_by_the_editor() {{}}\n");
+    client.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": uri, "version": 2 }, "contentChanges": [{ "text": saved }] }),
+    );
+    std::fs::write(dir.path().join("src/other.rs"), &saved).unwrap();
+    client.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri } }),
+    );
+    let deadline = std::time::Instant::now() + lsp_support::PATIENCE;
+    loop {
+        let output = support::run(
+            dir.path(),
+            &["search", "saved_by_the_editor", "--no-refresh", "--json"],
+        );
+        if support::stdout(&output).contains("\"path\":\"src/other.rs\"") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the saved buffer was never indexed\n{}",
+            client.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    client.call("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    assert!(client.wait_for_exit().success());
+}

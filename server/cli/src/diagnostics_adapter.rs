@@ -11,63 +11,12 @@
 //! ```
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use lode_agent::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
-use lode_lsp::downstream::{self, DiagnosticsConfig, DiagnosticsProvider};
-
-/// The agent's view of a [`DiagnosticsProvider`].
-pub struct ProviderSource {
-    provider: DiagnosticsProvider,
-}
-
-impl ProviderSource {
-    pub fn new(provider: DiagnosticsProvider) -> ProviderSource {
-        ProviderSource { provider }
-    }
-}
-
-#[async_trait::async_trait]
-impl DiagnosticsSource for ProviderSource {
-    async fn diagnostics_for(&self, paths: &[PathBuf]) -> Vec<FileDiagnostics> {
-        self.provider
-            .diagnostics_for(paths)
-            .await
-            .into_iter()
-            .map(convert_file)
-            .collect()
-    }
-}
-
-fn convert_file(file: downstream::FileDiagnostics) -> FileDiagnostics {
-    FileDiagnostics {
-        path: file.path,
-        diagnostics: file.diagnostics.into_iter().map(convert).collect(),
-        checked_by: match file.source {
-            downstream::DiagnosticsSource::Server(command)
-            | downstream::DiagnosticsSource::Command(command) => Some(command),
-            downstream::DiagnosticsSource::None => None,
-        },
-        error: file.error,
-    }
-}
-
-fn convert(diagnostic: downstream::Diagnostic) -> Diagnostic {
-    Diagnostic {
-        severity: match diagnostic.severity {
-            downstream::Severity::Error => Severity::Error,
-            downstream::Severity::Warning => Severity::Warning,
-            downstream::Severity::Information => Severity::Information,
-            downstream::Severity::Hint => Severity::Hint,
-        },
-        line: diagnostic.line,
-        column: diagnostic.column,
-        message: diagnostic.message,
-        code: diagnostic.code,
-        source: diagnostic.source,
-    }
-}
+use lode_agent::diagnostics::DiagnosticsSource;
+use lode_lsp::agent_diagnostics::ProviderSource;
+use lode_lsp::downstream::{DiagnosticsConfig, DiagnosticsProvider};
 
 /// What `[lsp.diagnostics]` says.
 #[derive(Debug)]
@@ -132,15 +81,23 @@ pub fn source_for(
     root: &Path,
     config_file: Option<&Path>,
 ) -> anyhow::Result<Option<Arc<dyn DiagnosticsSource>>> {
+    Ok(config_for(root, config_file)?.map(|config| {
+        let provider = DiagnosticsProvider::new(root, config);
+        Arc::new(ProviderSource::new(provider)) as Arc<dyn DiagnosticsSource>
+    }))
+}
+
+/// What to check with for an agent on `root`: `None` when `[lsp.diagnostics] enabled = false`
+/// or the config cannot be read (`Agent::open` reports that); a bad section is an error.
+pub fn config_for(
+    root: &Path,
+    config_file: Option<&Path>,
+) -> anyhow::Result<Option<DiagnosticsConfig>> {
     let Ok(loaded) = lode_agent::config::Config::load(config_file, root) else {
         return Ok(None);
     };
     let settings = settings_from(loaded.config.other.get("lsp")).map_err(anyhow::Error::msg)?;
-    if !settings.enabled {
-        return Ok(None);
-    }
-    let provider = DiagnosticsProvider::new(root, settings.config);
-    Ok(Some(Arc::new(ProviderSource::new(provider))))
+    Ok(settings.enabled.then_some(settings.config))
 }
 
 #[cfg(test)]

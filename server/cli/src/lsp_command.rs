@@ -27,6 +27,14 @@ pub struct LspArgs {
     pub max_message_bytes: usize,
 }
 
+/// `[lsp.diagnostics]` for the code actions' agent, read once the workspace root is known.
+fn diagnostics_settings(config_file: Option<std::path::PathBuf>) -> lode_lsp::DiagnosticsSettings {
+    lode_lsp::DiagnosticsSettings(std::sync::Arc::new(move |root: &std::path::Path| {
+        crate::diagnostics_adapter::config_for(root, config_file.as_deref())
+            .map_err(|error| error.to_string())
+    }))
+}
+
 pub fn run_lsp(workspace: &WorkspaceArgs, args: LspArgs) -> anyhow::Result<ExitCode> {
     let root = match &workspace.root {
         Some(root) => Some(
@@ -43,6 +51,8 @@ pub fn run_lsp(workspace: &WorkspaceArgs, args: LspArgs) -> anyhow::Result<ExitC
         watch: !args.no_watch,
         max_message_bytes: args.max_message_bytes,
         embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
+        config_file: workspace.config.clone(),
+        diagnostics: Some(diagnostics_settings(workspace.config.clone())),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

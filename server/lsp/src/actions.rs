@@ -22,9 +22,11 @@ use lode_agent::{Agent, UserInput};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::lsp_types::*;
-use tower_lsp_server::{Client, NotCancellable, OngoingProgress, Unbounded, UriExt};
+use tower_lsp_server::{Cancellable, Client, OngoingProgress, Unbounded, UriExt};
 
+use crate::agent_diagnostics::{ProviderSource, UnsavedTexts};
 use crate::document::Document;
+use crate::downstream::{DiagnosticsConfig, DiagnosticsProvider};
 
 /// The commands lode offers (`workspace/executeCommand`).
 pub const FIX: &str = "lode.fix";
@@ -126,12 +128,53 @@ pub fn code_actions(
     actions
 }
 
+/// What `[lsp.diagnostics]` says for a workspace root: what to check the agent's edits with,
+/// `None` when turned off, or why the section is wrong. The binary reads the config.
+#[derive(Clone)]
+pub struct DiagnosticsSettings(
+    pub Arc<dyn Fn(&Path) -> Result<Option<DiagnosticsConfig>, String> + Send + Sync>,
+);
+
+impl std::fmt::Debug for DiagnosticsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DiagnosticsSettings")
+    }
+}
+
+/// How the agent behind the code actions is opened.
+pub struct AgentSetup {
+    /// The config file with the highest precedence (`--config`).
+    pub config_file: Option<PathBuf>,
+    /// Diagnostics after the agent's edits (`None`: none).
+    pub diagnostics: Option<DiagnosticsSettings>,
+    /// The text the agent's turns see, for the diagnostics to check.
+    pub turns: Arc<RunningTurns>,
+}
+
 /// Opens the agent over the server's index; `None` (with one line on stderr) when it cannot be
 /// opened, e.g. because no model is configured: the server then offers no code actions.
-pub async fn open_agent(root: &Path, index: Arc<lode_index::Workspace>) -> Option<Agent> {
+pub async fn open_agent(
+    root: &Path,
+    index: Arc<lode_index::Workspace>,
+    setup: AgentSetup,
+) -> Option<Agent> {
     let root = root.to_path_buf();
+    let diagnostics = match setup.diagnostics.map(|settings| (settings.0)(&root)) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(config))) => {
+            let provider = DiagnosticsProvider::new(&root, config);
+            let source = ProviderSource::with_unsaved(provider, setup.turns);
+            Some(Arc::new(source) as Arc<dyn lode_agent::diagnostics::DiagnosticsSource>)
+        }
+        Some(Err(error)) => {
+            eprintln!("lode lsp: code actions are off: {error}");
+            return None;
+        }
+    };
     let options = lode_agent::AgentOptions {
         index: Some(index),
+        config_file: setup.config_file,
+        diagnostics,
         ..lode_agent::AgentOptions::default()
     };
     match tokio::task::spawn_blocking(move || Agent::open(&root, options)).await {
@@ -153,26 +196,83 @@ pub struct Actions {
     agent: Agent,
     client: Client,
     progress: bool,
+    turns: Arc<RunningTurns>,
+    /// Cancels the turn behind each work-done progress token (`window/workDoneProgress/cancel`).
+    progress_cancels: Arc<Mutex<HashMap<NumberOrString, CancellationToken>>>,
+}
+
+/// The file systems of the action turns now running: what each agent sees (its captured
+/// edits, then the editor's buffers), so its diagnostics check that text and not the disk.
+#[derive(Default)]
+pub struct RunningTurns {
+    turns: Mutex<HashMap<u64, Arc<CapturingFs>>>,
+}
+
+impl UnsavedTexts for RunningTurns {
+    fn text_of(&self, path: &Path) -> Option<String> {
+        // Concurrent turns editing the same file are not told apart: the first found wins.
+        lock(&self.turns).values().find_map(|fs| fs.text_of(path))
+    }
+}
+
+/// Removes a turn from [`RunningTurns`] when it ends, however it ends.
+struct TurnRegistration {
+    turns: Arc<RunningTurns>,
+    id: u64,
+}
+
+impl Drop for TurnRegistration {
+    fn drop(&mut self) {
+        lock(&self.turns.turns).remove(&self.id);
+    }
+}
+
+/// Forgets a progress token's cancellation when the turn ends.
+struct ProgressRegistration {
+    cancels: Arc<Mutex<HashMap<NumberOrString, CancellationToken>>>,
+    token: NumberOrString,
+}
+
+impl Drop for ProgressRegistration {
+    fn drop(&mut self) {
+        lock(&self.cancels).remove(&self.token);
+    }
 }
 
 /// A snapshot of the editor's open buffers, by absolute path, with their versions.
 pub type Buffers = HashMap<PathBuf, Document>;
 
 impl Actions {
-    pub fn new(agent: Agent, client: Client, progress: bool) -> Actions {
+    pub fn new(agent: Agent, client: Client, progress: bool, turns: Arc<RunningTurns>) -> Actions {
         Actions {
             agent,
             client,
             progress,
+            turns,
+            progress_cancels: Arc::default(),
+        }
+    }
+
+    /// `window/workDoneProgress/cancel`: cancels the turn behind the token, if one is running.
+    pub fn cancel_progress(&self, token: &NumberOrString) -> bool {
+        match lock(&self.progress_cancels).get(token) {
+            Some(cancel) => {
+                cancel.cancel();
+                true
+            }
+            None => false,
         }
     }
 
     /// Runs a command to the end: the agent turn, then the edit, message or diagnostics.
+    /// When `cancel` fires (or the user cancels the progress), the turn stops, nothing is
+    /// applied or published, and the user is told.
     pub async fn run(
         &self,
         command: &str,
         arguments: Vec<serde_json::Value>,
         buffers: Buffers,
+        cancel: CancellationToken,
     ) -> Result<(), ActionError> {
         if !COMMANDS.contains(&command) {
             return Err(ActionError::UnknownCommand(command.into()));
@@ -204,11 +304,43 @@ impl Actions {
                 .map_err(|error| bad(format!("cannot read {}: {error}", path.display())))?,
         };
         let (mode, prompt, title) = prompt_for(command, &target, &relative, &text);
-        let progress = self.begin_progress(&title).await;
+        let progress = self.begin_progress(&title, &cancel).await;
         let host = Arc::new(ActionHost::new(Arc::new(buffers)));
-        let outcome = self.run_turn(mode, prompt, host.clone()).await;
-        if let Some(progress) = progress {
+        let registration = TurnRegistration {
+            turns: self.turns.clone(),
+            id: uuid_like(),
+        };
+        lock(&self.turns.turns).insert(registration.id, host.fs.clone());
+        let mut status = host.status.subscribe();
+        let turn = self.run_turn(mode, prompt, host.clone(), cancel.clone());
+        tokio::pin!(turn);
+        // What the agent is doing goes to the progress as it happens.
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut turn => break outcome,
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        break turn.await;
+                    }
+                    let message = status.borrow_and_update().clone();
+                    if let Some((progress, _)) = &progress {
+                        progress.report_with_message(message, None).await;
+                    }
+                }
+            }
+        };
+        drop(registration);
+        if let Some((progress, _registration)) = progress {
             progress.finish().await;
+        }
+        if cancel.is_cancelled() {
+            self.client
+                .show_message(
+                    MessageType::INFO,
+                    format!("{title} was cancelled; nothing was changed"),
+                )
+                .await;
+            return Ok(());
         }
         outcome?;
         let answer = host.answer();
@@ -248,27 +380,27 @@ impl Actions {
         mode: Mode,
         prompt: String,
         host: Arc<ActionHost>,
+        cancel: CancellationToken,
     ) -> Result<(), ActionError> {
         let session = self
             .agent
             .new_session(self.agent.root().to_path_buf(), Vec::new())?;
         self.agent.set_mode(&session.id, mode)?;
         self.agent
-            .prompt(
-                &session.id,
-                vec![UserInput::Text(prompt)],
-                host,
-                CancellationToken::new(),
-            )
+            .prompt(&session.id, vec![UserInput::Text(prompt)], host, cancel)
             .await?;
         Ok(())
     }
 
-    /// Work-done progress for the turn, when the client takes it.
+    /// Cancellable work-done progress for the turn, when the client takes it.
     async fn begin_progress(
         &self,
         title: &str,
-    ) -> Option<OngoingProgress<Unbounded, NotCancellable>> {
+        cancel: &CancellationToken,
+    ) -> Option<(
+        OngoingProgress<Unbounded, Cancellable>,
+        ProgressRegistration,
+    )> {
         if !self.progress {
             return None;
         }
@@ -279,7 +411,18 @@ impl Actions {
             })
             .await
             .ok()?;
-        Some(self.client.progress(token, title.to_owned()).begin().await)
+        lock(&self.progress_cancels).insert(token.clone(), cancel.clone());
+        let registration = ProgressRegistration {
+            cancels: self.progress_cancels.clone(),
+            token: token.clone(),
+        };
+        let progress = self
+            .client
+            .progress(token, title.to_owned())
+            .with_cancel_button()
+            .begin()
+            .await;
+        Some((progress, registration))
     }
 
     async fn publish_review(&self, uri: &Uri, path: &Path, findings: Vec<Finding>) {
@@ -515,6 +658,8 @@ pub struct ActionHost {
     buffers: Arc<Buffers>,
     fs: Arc<CapturingFs>,
     text: Mutex<String>,
+    /// What the agent is doing now ("writing the answer", a tool's title), for the progress.
+    status: tokio::sync::watch::Sender<String>,
 }
 
 impl ActionHost {
@@ -526,7 +671,18 @@ impl ActionHost {
             }),
             buffers,
             text: Mutex::default(),
+            status: tokio::sync::watch::Sender::new(String::new()),
         }
+    }
+
+    fn set_status(&self, status: &str) {
+        self.status.send_if_modified(|current| {
+            let changed = current != status;
+            if changed {
+                status.clone_into(current);
+            }
+            changed
+        });
     }
 
     /// The files the agent wrote, with their new text.
@@ -550,8 +706,14 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[async_trait::async_trait]
 impl SessionHost for ActionHost {
     fn emit(&self, event: AgentEvent) {
-        if let AgentEvent::TextDelta { text } = event {
-            lock(&self.text).push_str(&text);
+        match event {
+            AgentEvent::TextDelta { text } => {
+                lock(&self.text).push_str(&text);
+                self.set_status("writing the answer");
+            }
+            AgentEvent::ThoughtDelta { .. } => self.set_status("thinking"),
+            AgentEvent::ToolCallStarted(start) => self.set_status(&start.title),
+            _ => {}
         }
     }
 
@@ -574,6 +736,18 @@ impl SessionHost for ActionHost {
 pub struct CapturingFs {
     buffers: Arc<Buffers>,
     captured: Mutex<BTreeMap<PathBuf, String>>,
+}
+
+impl CapturingFs {
+    /// What the agent sees of `path` when that is not the disk: its own edit, else the buffer.
+    fn text_of(&self, path: &Path) -> Option<String> {
+        if let Some(text) = lock(&self.captured).get(path) {
+            return Some(text.clone());
+        }
+        self.buffers
+            .get(path)
+            .map(|document| document.text().to_owned())
+    }
 }
 
 #[async_trait::async_trait]

@@ -6,6 +6,7 @@
 //! business logic. Logs go to stderr; stdout is the protocol.
 
 pub mod actions;
+pub mod agent_diagnostics;
 pub mod document;
 pub mod downstream;
 pub mod framing;
@@ -22,8 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::{LspService, Server};
 
+pub use actions::DiagnosticsSettings;
 pub use live::LiveIndex;
 pub use server::{LodeServer, ServerOptions};
+
+/// Messages handled at once.
+const CONCURRENCY: usize = 64;
 
 /// How a session ended, for the process exit code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +49,17 @@ where
     let shut_down = Arc::new(AtomicBool::new(false));
     let server_flag = shut_down.clone();
     let (service, socket) =
-        LspService::new(move |client| LodeServer::new(client, options, server_flag));
+        LspService::build(move |client| LodeServer::new(client, options, server_flag))
+            .custom_method(
+                "window/workDoneProgress/cancel",
+                LodeServer::work_done_progress_cancel,
+            )
+            .finish();
+    // A code action's `workspace/executeCommand` stays pending while its agent turn runs;
+    // the default of 4 concurrent messages would let a few of them stall every other message
+    // (including the `$/cancelRequest` meant for them).
     Server::new(pipes.server_input, pipes.server_output, socket)
+        .concurrency_level(CONCURRENCY)
         .serve(service)
         .await;
     pipes.input_task.abort();

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use lode_index::tags::FileTags;
 use lode_index::{IndexError, Language, RefreshMode, WorkspaceOptions};
+use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::lsp_types::*;
 use tower_lsp_server::{Client, LanguageServer, UriExt};
@@ -43,6 +44,10 @@ pub struct ServerOptions {
     pub max_message_bytes: usize,
     /// Embeds chunks for semantic and hybrid search (`None`: lexical only).
     pub embedder: Option<std::sync::Arc<dyn lode_index::embed::Embedder>>,
+    /// The config file with the highest precedence (`--config`), for the code actions' agent.
+    pub config_file: Option<PathBuf>,
+    /// `[lsp.diagnostics]`: what checks the code actions' edits (`None`: nothing).
+    pub diagnostics: Option<crate::actions::DiagnosticsSettings>,
 }
 
 impl Default for ServerOptions {
@@ -55,6 +60,8 @@ impl Default for ServerOptions {
             watch: true,
             max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
             embedder: None,
+            config_file: None,
+            diagnostics: None,
         }
     }
 }
@@ -88,6 +95,19 @@ fn internal(error: impl std::fmt::Display) -> Error {
 }
 
 impl LodeServer {
+    /// `window/workDoneProgress/cancel`: the user cancelled a code action's progress.
+    pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        let cancelled = self
+            .actions()
+            .is_some_and(|actions| actions.cancel_progress(&params.token));
+        if !cancelled {
+            eprintln!(
+                "lode lsp: no running action has the progress token {:?}",
+                params.token
+            );
+        }
+    }
+
     pub fn new(client: Client, options: ServerOptions, shut_down: Arc<AtomicBool>) -> LodeServer {
         LodeServer {
             client,
@@ -395,9 +415,15 @@ impl LanguageServer for LodeServer {
                 ))
             })?;
         eprintln!("lode lsp: workspace {}", index.root().display());
-        let actions = crate::actions::open_agent(index.root(), index.reader())
+        let turns = Arc::new(crate::actions::RunningTurns::default());
+        let setup = crate::actions::AgentSetup {
+            config_file: self.options.config_file.clone(),
+            diagnostics: self.options.diagnostics.clone(),
+            turns: turns.clone(),
+        };
+        let actions = crate::actions::open_agent(index.root(), index.reader(), setup)
             .await
-            .map(|agent| crate::actions::Actions::new(agent, self.client.clone(), progress));
+            .map(|agent| crate::actions::Actions::new(agent, self.client.clone(), progress, turns));
         let offers_actions = actions.is_some();
         let _ = self.actions.set(actions);
         let _ = self.index.set(index);
@@ -680,11 +706,14 @@ impl LanguageServer for LodeServer {
             .filter_map(|(uri, document)| Some((file_path(uri).ok()?, document.clone())))
             .collect();
         let client = self.client.clone();
-        // The turn runs beside the requests; its results arrive as applyEdit, messages
-        // and diagnostics.
-        tokio::spawn(async move {
+        // The turn runs beside the requests; its results arrive as applyEdit, messages and
+        // diagnostics, and the request is answered when it is over. `$/cancelRequest` drops
+        // this future: the guard then cancels the turn, which stops and tells the user.
+        let cancel = CancellationToken::new();
+        let guard = cancel.clone().drop_guard();
+        let turn = tokio::spawn(async move {
             if let Err(error) = actions
-                .run(&params.command, params.arguments, buffers)
+                .run(&params.command, params.arguments, buffers, cancel)
                 .await
             {
                 eprintln!("lode lsp: {}: {error}", params.command);
@@ -693,6 +722,8 @@ impl LanguageServer for LodeServer {
                     .await;
             }
         });
+        let _ = turn.await;
+        guard.disarm();
         Ok(None)
     }
 }

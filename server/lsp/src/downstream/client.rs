@@ -259,13 +259,15 @@ impl LanguageServerClient {
             })
     }
 
-    /// The server's diagnostics for these files as they are on disk now: files it has not
-    /// seen are opened, changed ones are sent again, then the client waits until every such
-    /// file has a publish newer than the change and no publish came for the settle interval
-    /// (or the timeout passed: then what has arrived is the answer).
+    /// The server's diagnostics for these files as they are now — their text in `texts` (by
+    /// canonical path) when given, else on disk: files it has not seen are opened, changed
+    /// ones are sent again, then the client waits until every such file has a publish newer
+    /// than the change and no publish came for the settle interval (or the timeout passed:
+    /// then what has arrived is the answer).
     pub async fn diagnostics_for(
         &self,
         paths: &[PathBuf],
+        texts: &HashMap<PathBuf, String>,
     ) -> Result<Vec<(PathBuf, Vec<Diagnostic>)>, DiagnosticsError> {
         let mut waiting: Vec<(PathBuf, u64, i32)> = Vec::new();
         let mut files = Vec::new();
@@ -273,8 +275,14 @@ impl LanguageServerClient {
             let mut open = self.open.lock().await;
             for path in paths {
                 let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-                let text = match std::fs::read(&path) {
-                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                let text = match texts
+                    .get(&path)
+                    .map(|text| Ok(text.clone()))
+                    .unwrap_or_else(|| {
+                        std::fs::read(&path)
+                            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    }) {
+                    Ok(text) => text,
                     Err(_) => {
                         // Gone: the server should forget it too.
                         if open.remove(&path).is_some()

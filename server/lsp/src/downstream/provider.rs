@@ -73,6 +73,17 @@ impl DiagnosticsProvider {
     /// The current diagnostics of each file (as saved on disk), errors first. Files of
     /// languages nothing can check come back empty with `source: None` and a reason.
     pub async fn diagnostics_for(&self, paths: &[PathBuf]) -> Vec<FileDiagnostics> {
+        self.diagnostics_for_texts(paths, &HashMap::new()).await
+    }
+
+    /// As [`Self::diagnostics_for`], with `texts` (by canonical absolute path) standing in for
+    /// the disk: unsaved text. A language server is sent that text; a checker command can only
+    /// read the disk, so a file whose given text differs from it is reported unchecked.
+    pub async fn diagnostics_for_texts(
+        &self,
+        paths: &[PathBuf],
+        texts: &HashMap<PathBuf, String>,
+    ) -> Vec<FileDiagnostics> {
         let mut by_family: HashMap<&'static str, Vec<PathBuf>> = HashMap::new();
         let mut unsupported = Vec::new();
         for path in paths {
@@ -97,7 +108,7 @@ impl DiagnosticsProvider {
             })
             .collect();
         for (family, files) in by_family {
-            results.extend(self.for_family(family, &files).await);
+            results.extend(self.for_family(family, &files, texts).await);
         }
         // Answer in the order asked.
         let order: HashMap<PathBuf, usize> = paths
@@ -116,10 +127,15 @@ impl DiagnosticsProvider {
         results
     }
 
-    async fn for_family(&self, family: &'static str, files: &[PathBuf]) -> Vec<FileDiagnostics> {
+    async fn for_family(
+        &self,
+        family: &'static str,
+        files: &[PathBuf],
+        texts: &HashMap<PathBuf, String>,
+    ) -> Vec<FileDiagnostics> {
         let mut server_problem = None;
         if let Some(server) = self.server(family).await {
-            match server.diagnostics_for(files).await {
+            match server.diagnostics_for(files, texts).await {
                 Ok(found) => {
                     let source = DiagnosticsSource::Server(server.command().to_string());
                     return found
@@ -142,17 +158,39 @@ impl DiagnosticsProvider {
                 }
             }
         }
+        // A checker command reads the disk: when no file has its text there, it cannot help.
+        if self.config.commands && files.iter().all(|path| unsaved(path, texts)) {
+            return unchecked(
+                files,
+                format!(
+                    "{}the {family} checker commands read the disk, where this text is not saved",
+                    server_problem.map(|p| format!("{p}; ")).unwrap_or_default()
+                ),
+            );
+        }
         if self.config.commands
             && let Some((command, result)) = self.run_command(family, files).await
         {
             return match result {
                 Ok(found) => files
                     .iter()
-                    .map(|path| FileDiagnostics {
-                        path: path.clone(),
-                        diagnostics: found.get(path).cloned().unwrap_or_default(),
-                        source: DiagnosticsSource::Command(command.clone()),
-                        error: None,
+                    .map(|path| {
+                        if unsaved(path, texts) {
+                            return FileDiagnostics {
+                                path: path.clone(),
+                                diagnostics: Vec::new(),
+                                source: DiagnosticsSource::None,
+                                error: Some(format!(
+                                    "{command} checks the files on disk, and this file's text is not saved"
+                                )),
+                            };
+                        }
+                        FileDiagnostics {
+                            path: path.clone(),
+                            diagnostics: found.get(path).cloned().unwrap_or_default(),
+                            source: DiagnosticsSource::Command(command.clone()),
+                            error: None,
+                        }
                     })
                     .collect(),
                 Err(error) => unchecked(files, error.to_string()),
@@ -265,6 +303,13 @@ impl DiagnosticsProvider {
     pub fn root(&self) -> &Path {
         &self.root
     }
+}
+
+/// Whether `texts` has text for `path` that differs from the file on disk.
+fn unsaved(path: &Path, texts: &HashMap<PathBuf, String>) -> bool {
+    texts
+        .get(path)
+        .is_some_and(|text| std::fs::read(path).map_or(true, |disk| disk != text.as_bytes()))
 }
 
 fn unchecked(files: &[PathBuf], reason: String) -> Vec<FileDiagnostics> {
