@@ -49,16 +49,11 @@ impl Workspace {
         rescan: bool,
     ) -> Result<ChangeReport, IndexError> {
         let mut report = ChangeReport::default();
-        if !rescan {
-            match self.judge(paths, &mut report)? {
-                Some((updates, removals)) => {
-                    if !updates.is_empty() || !removals.is_empty() {
-                        report.stats = self.write_changes(updates, removals)?;
-                    }
-                    return Ok(report);
-                }
-                None => {}
+        if !rescan && let Some((updates, removals)) = self.judge(paths, &mut report)? {
+            if !updates.is_empty() || !removals.is_empty() {
+                report.stats = self.write_changes(updates, removals)?;
             }
+            return Ok(report);
         }
         report.rescanned = true;
         report.stats = self.refresh_with(RefreshMode::Quick, &|_| {})?;

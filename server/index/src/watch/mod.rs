@@ -81,7 +81,7 @@ pub enum WatchEvent {
     /// A batch was applied (the first one is the start-up refresh, when asked for).
     Applied {
         paths: usize,
-        report: ChangeReport,
+        report: Box<ChangeReport>,
         elapsed: Duration,
     },
     /// A query's flush was answered.
@@ -483,7 +483,7 @@ impl EventLoop {
             Ok(report) => {
                 (self.log)(WatchEvent::Applied {
                     paths: count,
-                    report,
+                    report: Box::new(report),
                     elapsed: started.elapsed(),
                 });
                 Ok(count)
