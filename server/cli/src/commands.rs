@@ -298,7 +298,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 })?),
                 None => None,
             };
-            let workspace = open_fresh(&args, &common)?;
+            let workspace = open_fresh(&args, &common, Needs::Everything)?;
             let request = SearchRequest {
                 query,
                 limit,
@@ -331,7 +331,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             common,
         } => {
-            let workspace = open_fresh(&args, &common)?;
+            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
             let hits = workspace.symbols(&name, limit)?;
             if common.json {
                 print_json_lines(&hits)?;
@@ -347,7 +347,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
             common,
         } => {
-            let workspace = open_fresh(&args, &common)?;
+            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
             let hits = workspace.references(&name, limit)?;
             if common.json {
                 print_json_lines(&hits)?;
@@ -364,7 +364,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mention,
             common,
         } => {
-            let workspace = open_fresh(&args, &common)?;
+            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
             let focus_files = focus
                 .iter()
                 .map(|file| workspace.relative(file))
@@ -444,8 +444,28 @@ pub fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Re
 }
 
 pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
+    open_for(args, explicit_root, Needs::Everything)
+}
+
+/// What a command reads from the index.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Search: the lexical index and vectors too.
+    Everything,
+    /// Symbols, references, the repo map: only the catalog. A derived index that would have
+    /// to be built from scratch is left to the next command that needs it
+    /// (`WorkspaceOptions::defer_derived`).
+    CatalogOnly,
+}
+
+fn open_for(
+    args: &WorkspaceArgs,
+    explicit_root: Option<&Path>,
+    needs: Needs,
+) -> anyhow::Result<Workspace> {
     let root = resolve_root(args, explicit_root)?;
     let mut options = WorkspaceOptions::new(&root);
+    options.defer_derived = needs == Needs::CatalogOnly;
     options.index_dir = args.index_dir.clone();
     options.scan = scan_options(args);
     if let Some(sizes) = args.chunk_sizes {
@@ -471,8 +491,8 @@ pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Resul
 /// Opens the workspace and, unless told not to, brings the index up to date first: through the
 /// watcher that holds the index's lease (`lode watch`, `lode lsp`, `lode acp`) when one answers,
 /// else by checking every file the last walk saw.
-fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs) -> anyhow::Result<Workspace> {
-    let workspace = open(args, None)?;
+fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs, needs: Needs) -> anyhow::Result<Workspace> {
+    let workspace = open_for(args, None, needs)?;
     if query.no_refresh {
         if query.verbose {
             eprintln!("lode: freshness: not checked (--no-refresh)");

@@ -12,12 +12,14 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::parse::ParsedFile;
+use crate::refcodec;
 use crate::scan::DirStamp;
-use crate::tags::{DefKind, RefKind};
+use crate::tags::DefKind;
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
-/// (5: chunk ids are never reused, so derived stores can diff by id.)
-pub const SCHEMA_VERSION: &str = "5";
+/// (5: chunk ids are never reused, so derived stores can diff by id. 6: references are stored
+/// per file in one compact record, with a per-file count of each referenced name.)
+pub const SCHEMA_VERSION: &str = "6";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
@@ -62,13 +64,19 @@ CREATE TABLE IF NOT EXISTS defs(
     scope TEXT NOT NULL,
     signature TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS refs(
+-- A file's references, encoded by `crate::refcodec` (names and scope chains written once per
+-- file, each reference a few bytes). Millions of reference rows cost more to write and to index
+-- than the source is large; one record per file does not.
+CREATE TABLE IF NOT EXISTS file_refs(
+    file_id INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);
+-- How often each file refers to each name: finds the files to decode for `lode refs`, and is
+-- the repo map's graph as it stands.
+CREATE TABLE IF NOT EXISTS ref_names(
     file_id INTEGER NOT NULL,
     name TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    line INTEGER NOT NULL,
-    col INTEGER NOT NULL,
-    scope TEXT NOT NULL
+    count INTEGER NOT NULL
 );
 ";
 
@@ -78,16 +86,16 @@ const INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
 CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name_lower);
 CREATE INDEX IF NOT EXISTS defs_by_file ON defs(file_id);
-CREATE INDEX IF NOT EXISTS refs_by_name ON refs(name);
-CREATE INDEX IF NOT EXISTS refs_by_file ON refs(file_id);
+CREATE INDEX IF NOT EXISTS ref_names_by_name ON ref_names(name);
+CREATE INDEX IF NOT EXISTS ref_names_by_file ON ref_names(file_id);
 ";
 
 const DROP_INDEXES: &str = "
 DROP INDEX IF EXISTS chunks_by_file;
 DROP INDEX IF EXISTS defs_by_name;
 DROP INDEX IF EXISTS defs_by_file;
-DROP INDEX IF EXISTS refs_by_name;
-DROP INDEX IF EXISTS refs_by_file;
+DROP INDEX IF EXISTS ref_names_by_name;
+DROP INDEX IF EXISTS ref_names_by_file;
 ";
 
 /// What the catalog remembers about one indexed file.
@@ -164,10 +172,11 @@ impl Catalog {
         match catalog.meta("schema")? {
             None => catalog.set_meta("schema", SCHEMA_VERSION)?,
             Some(version) if version == SCHEMA_VERSION => {}
-            Some(version) => {
-                return Err(IndexError::Catalog(rusqlite::Error::InvalidParameterName(
-                    format!("catalog schema version {version}, expected {SCHEMA_VERSION}"),
-                )));
+            Some(found) => {
+                return Err(IndexError::SchemaChanged {
+                    found,
+                    expected: SCHEMA_VERSION,
+                });
             }
         }
         Ok(catalog)
@@ -432,37 +441,52 @@ impl Catalog {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// References to exactly this name, at most `limit`.
+    /// References to exactly this name, in path, line and column order, at most `limit`.
     pub fn references_named(
         &self,
         name: &str,
         limit: usize,
     ) -> Result<Vec<ReferenceRow>, IndexError> {
         let mut statement = self.conn.prepare_cached(
-            "SELECT f.path, f.language, r.name, r.kind, r.line, r.col, r.scope
-             FROM refs r JOIN files f ON f.id = r.file_id
-             WHERE r.name = ?1 ORDER BY f.path, r.line, r.col LIMIT ?2",
+            "SELECT f.path, f.language, r.data FROM ref_names n
+             JOIN files f ON f.id = n.file_id JOIN file_refs r ON r.file_id = n.file_id
+             WHERE n.name = ?1 ORDER BY f.path",
         )?;
-        let rows = statement.query_map(params![name, limit as i64], |row| {
-            Ok(ReferenceRow {
-                path: row.get(0)?,
-                language: row.get(1)?,
-                name: row.get(2)?,
-                kind: row.get(3)?,
-                line: row.get(4)?,
-                column: row.get(5)?,
-                scope: split_scope(&row.get::<_, String>(6)?),
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut rows = statement.query([name])?;
+        let mut found = Vec::new();
+        while found.len() < limit
+            && let Some(row) = rows.next()?
+        {
+            let path: String = row.get(0)?;
+            let language: String = row.get(1)?;
+            let data = row.get_ref(2)?.as_blob().map_err(rusqlite::Error::from)?;
+            let decoded = refcodec::decode(data).map_err(|message| IndexError::CorruptCatalog {
+                message: format!("references of {path}: {message}"),
+            })?;
+            for reference in decoded.named(name) {
+                if found.len() >= limit {
+                    break;
+                }
+                found.push(ReferenceRow {
+                    path: path.clone(),
+                    language: language.clone(),
+                    name: name.to_string(),
+                    kind: reference.kind.name().to_string(),
+                    line: reference.line,
+                    column: reference.column,
+                    scope: decoded.scope(reference.scope).to_vec(),
+                });
+            }
+        }
+        Ok(found)
     }
 
     /// For each file, how often it references each name that is defined somewhere.
     pub fn reference_counts(&self) -> Result<Vec<(String, String, u32)>, IndexError> {
         let mut statement = self.conn.prepare(
-            "SELECT f.path, r.name, COUNT(*) FROM refs r JOIN files f ON f.id = r.file_id
-             WHERE r.name IN (SELECT name FROM defs)
-             GROUP BY r.file_id, r.name",
+            "SELECT f.path, n.name, n.count FROM ref_names n JOIN files f ON f.id = n.file_id
+             WHERE n.name IN (SELECT name FROM defs)
+             ORDER BY n.file_id, n.name",
         )?;
         let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -565,7 +589,8 @@ impl CatalogBatch<'_> {
         for statement in [
             "DELETE FROM chunks WHERE file_id = ?1",
             "DELETE FROM defs WHERE file_id = ?1",
-            "DELETE FROM refs WHERE file_id = ?1",
+            "DELETE FROM file_refs WHERE file_id = ?1",
+            "DELETE FROM ref_names WHERE file_id = ?1",
             "DELETE FROM files WHERE id = ?1",
         ] {
             self.tx.prepare_cached(statement)?.execute([id])?;
@@ -648,18 +673,17 @@ impl CatalogBatch<'_> {
         }
         drop(insert_def);
 
-        let mut insert_ref = self.tx.prepare_cached(
-            "INSERT INTO refs(file_id, name, kind, line, col, scope) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for reference in &parsed.tags.references {
-            insert_ref.execute(params![
-                file_id,
-                reference.name,
-                RefKind::name(reference.kind),
-                reference.line,
-                reference.column,
-                join_scope(&reference.scope),
-            ])?;
+        if !parsed.tags.references.is_empty() {
+            let encoded = refcodec::encode(&parsed.tags.references);
+            self.tx
+                .prepare_cached("INSERT INTO file_refs(file_id, data) VALUES (?1, ?2)")?
+                .execute(params![file_id, encoded.data])?;
+            let mut insert_name = self.tx.prepare_cached(
+                "INSERT INTO ref_names(file_id, name, count) VALUES (?1, ?2, ?3)",
+            )?;
+            for (name, count) in encoded.name_counts() {
+                insert_name.execute(params![file_id, name, count])?;
+            }
         }
         Ok(chunk_ids)
     }

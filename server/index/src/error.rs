@@ -36,6 +36,8 @@ pub enum IndexError {
         found: String,
         expected: &'static str,
     },
+    #[error("the index catalog is damaged: {message}")]
+    CorruptCatalog { message: String },
     #[error("index catalog (SQLite) error: {0}")]
     Catalog(#[from] rusqlite::Error),
     #[error("lexical index (tantivy) error: {0}")]

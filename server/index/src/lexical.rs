@@ -9,13 +9,10 @@ use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::{
-    Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, TantivyError, Term, doc,
-};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Term, doc};
 
 use crate::catalog::ChunkRow;
 use crate::chunk::Chunk;
@@ -102,7 +99,9 @@ fn schema() -> (Schema, Fields) {
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
-        chunk_id: builder.add_u64_field("chunk_id", INDEXED | STORED | FAST),
+        // Read back through the fast field: nothing is stored, so there is no doc store to
+        // compress while indexing or to decompress per hit.
+        chunk_id: builder.add_u64_field("chunk_id", INDEXED | FAST),
         path_key: builder.add_text_field("path_key", STRING),
         language: builder.add_text_field("language", STRING),
         path: builder.add_text_field("path", text.clone()),
@@ -390,9 +389,18 @@ impl LexicalIndex {
         let searcher = self.reader.searcher();
         let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut hits = Vec::with_capacity(top.len());
+        let mut columns = std::collections::HashMap::new();
         for (score, address) in top {
-            let document: TantivyDocument = searcher.doc(address)?;
-            if let Some(id) = document.get_first(f.chunk_id).and_then(|v| v.as_u64()) {
+            let column = match columns.entry(address.segment_ord) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => entry.insert(
+                    searcher
+                        .segment_reader(address.segment_ord)
+                        .fast_fields()
+                        .u64("chunk_id")?,
+                ),
+            };
+            if let Some(id) = column.first(address.doc_id) {
                 hits.push((id as i64, score));
             }
         }

@@ -11,6 +11,7 @@ pub mod chunk;
 pub mod error;
 pub mod language;
 pub mod parse;
+mod refcodec;
 pub mod tags;
 
 pub use error::IndexError;

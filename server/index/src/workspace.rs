@@ -53,6 +53,12 @@ pub struct WorkspaceOptions {
     pub embedder: Option<Arc<dyn Embedder>>,
     /// Where vectors live; `None` uses the embedded store in `<index_dir>/vectors`.
     pub vector_store: Option<Arc<dyn VectorStore>>,
+    /// For callers that need only the catalog (definitions and references: the repo map): a
+    /// derived index (lexical, vectors) that would have to be built from scratch — the index is
+    /// new, or the derived index is behind the catalog — is left for the next handle that
+    /// needs it, which rebuilds it from the catalog on open (the generation check), never by
+    /// re-parsing. One that is in step is kept in step. `open` repairs no derived index.
+    pub defer_derived: bool,
 }
 
 impl WorkspaceOptions {
@@ -65,6 +71,7 @@ impl WorkspaceOptions {
             chunk_sizes: DEFAULT_SIZES,
             embedder: None,
             vector_store: None,
+            defer_derived: false,
         }
     }
 
@@ -169,6 +176,7 @@ pub struct Workspace {
     lexical: LexicalIndex,
     embedder: Option<Arc<dyn Embedder>>,
     vectors: Option<Arc<dyn VectorStore>>,
+    defer_derived: bool,
     repairs: Vec<String>,
 }
 
@@ -223,11 +231,14 @@ impl Workspace {
                 LexicalIndex::open_or_create(&lexical_dir)?
             }
         };
-        if let Some(repair) = reconcile(&index_dir, &catalog, &lexical)? {
+        if !options.defer_derived
+            && let Some(repair) = reconcile(&index_dir, &catalog, &lexical)?
+        {
             repairs.push(repair);
         }
         let vectors = open_vectors(&index_dir, &options, &mut repairs)?;
-        if let (Some(store), Some(embedder)) = (&vectors, &options.embedder)
+        if let (Some(store), Some(embedder), false) =
+            (&vectors, &options.embedder, options.defer_derived)
             && let Some(repair) = reconcile_vectors(&index_dir, &catalog, &**store, &**embedder)?
         {
             repairs.push(repair);
@@ -242,6 +253,7 @@ impl Workspace {
             lexical,
             embedder: options.embedder,
             vectors,
+            defer_derived: options.defer_derived,
             repairs,
         })
     }
@@ -353,6 +365,46 @@ impl Workspace {
         Ok(value)
     }
 
+    /// Rebuilds the lexical index from the catalog if it is behind (a deferring handle left it,
+    /// or a writer died between its two commits), so incremental writes land on a complete
+    /// index. The caller holds the write locks.
+    fn catch_up_lexical(&self, catalog: &Catalog) -> Result<(), IndexError> {
+        let generation = catalog.generation()?;
+        if self.lexical.generation()?.unwrap_or(0) != generation {
+            rebuild_lexical(catalog, &self.lexical, generation)?;
+        }
+        Ok(())
+    }
+
+    /// Which derived indexes a write keeps in step (see [`WorkspaceOptions::defer_derived`]).
+    fn derived_in_step(&self, catalog: &Catalog, cold: bool) -> Result<Derived, IndexError> {
+        if !self.defer_derived {
+            self.catch_up_lexical(catalog)?;
+            return Ok(Derived {
+                lexical: true,
+                vectors: true,
+            });
+        }
+        if cold {
+            return Ok(Derived {
+                lexical: false,
+                vectors: false,
+            });
+        }
+        let generation = catalog.generation()?;
+        let vectors = match (&self.vectors, &self.embedder) {
+            (Some(store), Some(embedder)) => {
+                store.state().identity.as_ref() == Some(embedder.identity())
+                    && in_step(catalog, &**store, &**embedder)?
+            }
+            _ => false,
+        };
+        Ok(Derived {
+            lexical: self.lexical.generation()?.unwrap_or(0) == generation,
+            vectors,
+        })
+    }
+
     fn refresh_locked(
         &self,
         mode: RefreshMode,
@@ -361,6 +413,7 @@ impl Workspace {
         let started = Instant::now();
         let catalog = self.catalog();
         let known = catalog.files()?;
+        let derived = self.derived_in_step(&catalog, known.is_empty())?;
         let fingerprint = self.scan_fingerprint();
         let quick = match mode {
             RefreshMode::Quick => self.quick_scan(&catalog, &known, &fingerprint)?,
@@ -406,7 +459,9 @@ impl Workspace {
                 catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
             }
             let embed_started = Instant::now();
-            stats.vectors = self.sync_vectors(&catalog, progress)?;
+            if derived.vectors {
+                stats.vectors = self.sync_vectors(&catalog, progress)?;
+            }
             stats.timings.embed = embed_started.elapsed();
             stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
             stats.set_totals(catalog.counts()?);
@@ -424,7 +479,9 @@ impl Workspace {
         for path in &deleted {
             let Some(batch) = batch.as_mut() else { break };
             batch.remove_file(path)?;
-            self.lexical.delete_file(path)?;
+            if derived.lexical {
+                self.lexical.delete_file(path)?;
+            }
             stats.removed += 1;
         }
 
@@ -449,7 +506,9 @@ impl Workspace {
                     continue; // drain so the producers finish
                 }
                 let applied = match batch.as_mut() {
-                    Some(open) => self.apply_outcome(open, file, outcome, &mut stats),
+                    Some(open) => {
+                        self.apply_outcome(open, file, outcome, derived.lexical, &mut stats)
+                    }
                     None => Ok(()),
                 };
                 if let Err(error) = applied {
@@ -468,7 +527,7 @@ impl Workspace {
                 {
                     let checkpoint = open
                         .commit()
-                        .and_then(|generation| self.lexical.commit(generation))
+                        .and_then(|generation| self.commit_lexical(derived, generation))
                         .and_then(|()| catalog.begin());
                     match checkpoint {
                         Ok(next) => batch = Some(next),
@@ -488,7 +547,7 @@ impl Workspace {
         }
         if let Some(open) = batch {
             let generation = open.commit()?;
-            self.lexical.commit(generation)?;
+            self.commit_lexical(derived, generation)?;
         }
         // Only now that the files it vouches for are committed.
         if walked {
@@ -497,12 +556,28 @@ impl Workspace {
         stats.timings.commit =
             started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
         let embed_started = Instant::now();
-        stats.vectors = self.sync_vectors(&catalog, progress)?;
+        if derived.vectors {
+            stats.vectors = self.sync_vectors(&catalog, progress)?;
+        }
         stats.timings.embed = embed_started.elapsed();
         stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
         stats.set_totals(catalog.counts()?);
         Ok(stats)
     }
+
+    fn commit_lexical(&self, derived: Derived, generation: u64) -> Result<(), IndexError> {
+        if derived.lexical {
+            self.lexical.commit(generation)?;
+        }
+        Ok(())
+    }
+}
+
+/// Which derived indexes a write keeps in step with the catalog.
+#[derive(Clone, Copy, Debug)]
+struct Derived {
+    lexical: bool,
+    vectors: bool,
 }
 
 impl Workspace {
@@ -580,6 +655,7 @@ impl Workspace {
         batch: &mut CatalogBatch<'_>,
         file: &ScannedFile,
         outcome: FileOutcome,
+        lexical: bool,
         stats: &mut RefreshStats,
     ) -> Result<(), IndexError> {
         match outcome {
@@ -596,6 +672,7 @@ impl Workspace {
                     file.mtime_ns,
                     hash,
                     &parsed,
+                    lexical,
                 )?;
                 stats.parsed += 1;
                 stats.parsed_bytes += bytes;
@@ -606,7 +683,9 @@ impl Workspace {
             }
             FileOutcome::Binary => {
                 if batch.remove_file(&file.rel_path)? {
-                    self.lexical.delete_file(&file.rel_path)?;
+                    if lexical {
+                        self.lexical.delete_file(&file.rel_path)?;
+                    }
                     stats.removed += 1;
                 }
                 stats.skipped_binary += 1;
@@ -628,8 +707,12 @@ impl Workspace {
         mtime_ns: i64,
         hash: u64,
         parsed: &ParsedFile,
+        lexical: bool,
     ) -> Result<(), IndexError> {
         let ids = batch.put_file(rel_path, language, size, mtime_ns, hash, parsed)?;
+        if !lexical {
+            return Ok(());
+        }
         self.lexical.delete_file(rel_path)?;
         for (id, chunk) in ids.into_iter().zip(&parsed.chunks) {
             self.lexical.add_chunk(&LexicalDoc::from_chunk(
@@ -652,6 +735,7 @@ impl Workspace {
         let parsed = parse_file_with(language, contents, self.chunk_sizes)?;
         self.with_write_locks(|| {
             let catalog = self.catalog();
+            let derived = self.derived_in_step(&catalog, false)?;
             let mut batch = catalog.begin()?;
             // mtime 0 means "unknown": the next refresh compares the file on disk by hash.
             self.store_parsed(
@@ -662,10 +746,13 @@ impl Workspace {
                 0,
                 content_hash(contents),
                 &parsed,
+                derived.lexical,
             )?;
             let generation = batch.commit()?;
-            self.lexical.commit(generation)?;
-            self.sync_vectors(&catalog, &|_| {})?;
+            self.commit_lexical(derived, generation)?;
+            if derived.vectors {
+                self.sync_vectors(&catalog, &|_| {})?;
+            }
             Ok(())
         })?;
         Ok(true)
@@ -676,12 +763,17 @@ impl Workspace {
         let rel_path = self.relative(path)?;
         self.with_write_locks(|| {
             let catalog = self.catalog();
+            let derived = self.derived_in_step(&catalog, false)?;
             let mut batch = catalog.begin()?;
             let removed = batch.remove_file(&rel_path)?;
-            self.lexical.delete_file(&rel_path)?;
+            if derived.lexical {
+                self.lexical.delete_file(&rel_path)?;
+            }
             let generation = batch.commit()?;
-            self.lexical.commit(generation)?;
-            self.sync_vectors(&catalog, &|_| {})?;
+            self.commit_lexical(derived, generation)?;
+            if derived.vectors {
+                self.sync_vectors(&catalog, &|_| {})?;
+            }
             Ok(removed)
         })
     }
@@ -741,17 +833,31 @@ fn reconcile(
         return Ok(None);
     }
     lexical.acquire_writer()?;
-    let rebuilt = (|| {
-        lexical.delete_all()?;
-        catalog.for_each_chunk(|chunk| lexical.add_chunk(&LexicalDoc::from_row(&chunk)))?;
-        lexical.commit(catalog_generation)
-    })();
+    let rebuilt = rebuild_lexical(catalog, lexical, catalog_generation);
     let closed = lexical.close_writer();
     rebuilt?;
     closed?;
-    Ok(Some(format!(
-        "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
-    )))
+    Ok(Some(if lexical_generation == 0 {
+        format!(
+            "lexical index not built yet (catalog at generation {catalog_generation}): built it from the catalog"
+        )
+    } else {
+        format!(
+            "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
+        )
+    }))
+}
+
+/// Replaces the lexical index's contents with the catalog's chunks, as of `generation`. The
+/// caller holds the writer lock and the lexical writer.
+fn rebuild_lexical(
+    catalog: &Catalog,
+    lexical: &LexicalIndex,
+    generation: u64,
+) -> Result<(), IndexError> {
+    lexical.delete_all()?;
+    catalog.for_each_chunk(|chunk| lexical.add_chunk(&LexicalDoc::from_row(&chunk)))?;
+    lexical.commit(generation)
 }
 
 /// The embedded vector store's directory inside the index directory.

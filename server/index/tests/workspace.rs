@@ -545,3 +545,40 @@ fn quick_refresh_sees_edits_without_walking_and_walks_when_the_tree_changes() {
     assert!(other.refresh_with(Quick, &no_progress).unwrap().walked);
     assert!(other.refresh_with(Full, &no_progress).unwrap().walked);
 }
+
+#[test]
+fn a_catalog_only_handle_defers_the_lexical_index_to_the_next_handle_that_needs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "src/pool.rs",
+        "/// Opens the connection pool.\npub fn open_pool() -> Pool { make_pool() }\n",
+    );
+    let mut options = WorkspaceOptions::new(dir.path());
+    options.defer_derived = true;
+    let catalog_only = Workspace::open(options).unwrap();
+    catalog_only.refresh(&no_progress).unwrap();
+    // Symbols, references and the map come from the catalog alone.
+    assert_eq!(catalog_only.symbols("open_pool", 5).unwrap().len(), 1);
+    assert_eq!(catalog_only.references("make_pool", 5).unwrap().len(), 1);
+    // The lexical index was left for later: nothing is searchable through this handle.
+    assert!(
+        catalog_only
+            .search(&SearchRequest::new("connection pool"))
+            .unwrap()
+            .is_empty()
+    );
+    drop(catalog_only);
+
+    // A handle that needs the lexical index builds it from the catalog on open.
+    let full = open(dir.path());
+    assert!(
+        full.repairs()
+            .iter()
+            .any(|r| r.contains("lexical index not built yet")),
+        "{:?}",
+        full.repairs()
+    );
+    let hits = full.search(&SearchRequest::new("connection pool")).unwrap();
+    assert_eq!(hits[0].path, "src/pool.rs");
+}
