@@ -21,6 +21,12 @@ For each crate in bench/retrieval-crates.txt (taken from bench/corpus/rust-vendo
 
     bench/retrieval.py [--mode lexical|semantic|hybrid] [--max-queries 300] [--seed 1234]
                        [--crates FILE] [--no-reindex] [--queries-only] [--limit 10]
+                       [--embedder static|minilm|none|...]
+
+--embedder is passed to `lode index` and `lode search` (default: lode's default, static); any
+other embedder than static indexes its own copies (bench/out/retrieval-EMBEDDER/), so indexes
+made by different embedders never replace each other. For minilm, $LODE_MINILM_DIR defaults to
+target/test-tools/minilm (scripts/install-test-tools.sh fills it).
 
 Standard library only. Needs the lode binary (target/release/lode or LODE_BIN) unless
 --queries-only is given.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import shutil
@@ -38,7 +45,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "lib"))
-from benchlib import BENCH, CORPUS, LODE, OUT, die, last_line, machine, require_lode, write_json  # noqa: E402
+from benchlib import BENCH, CORPUS, LODE, OUT, ROOT, die, last_line, machine, require_lode, write_json  # noqa: E402
 
 MIN_WORDS = 4
 NOT_ID = re.compile(r"[^A-Za-z0-9_]")
@@ -401,7 +408,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--limit", type=int, default=10, help="hits requested per query (k of MRR@k)")
     ap.add_argument("--mode", help="passed through as `lode search --mode MODE` (lexical|semantic|hybrid)")
-    ap.add_argument("--work", default=str(OUT / "retrieval"), help="where the stripped copies go")
+    ap.add_argument("--work", help="where the stripped copies go (default: bench/out/retrieval, "
+                    "or bench/out/retrieval-EMBEDDER for an embedder other than static)")
+    ap.add_argument("--embedder", help="passed as `lode --embedder NAME` to index and search")
     ap.add_argument("--no-reindex", action="store_true",
                     help="reuse existing stripped copies and their .lode index (queries are rebuilt only if missing)")
     ap.add_argument("--queries-only", action="store_true", help="build the copies and the query file, then stop")
@@ -413,7 +422,16 @@ def main() -> int:
     a = ap.parse_args()
 
     crates = read_crates(Path(a.crates))
-    work = Path(a.work)
+    if a.work:
+        work = Path(a.work)
+    elif a.embedder and a.embedder != "static":
+        work = OUT / f"retrieval-{a.embedder}"
+    else:
+        work = OUT / "retrieval"
+    embedder = ["--embedder", a.embedder] if a.embedder else []
+    if a.embedder == "minilm":
+        os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
+    index_seconds = {}
     qfile = OUT / "retrieval-queries.jsonl"
     if not a.queries_only:
         require_lode()
@@ -432,18 +450,20 @@ def main() -> int:
         for c in crates:
             t0 = time.perf_counter()
             shutil.rmtree(work / c / ".lode", ignore_errors=True)
-            p = subprocess.run([str(LODE), "index", *a.index_arg, str(work / c)], capture_output=True, text=True)
+            p = subprocess.run([str(LODE), *embedder, "index", *a.index_arg, str(work / c)],
+                               capture_output=True, text=True)
             if p.returncode != 0:
                 die(f"lode index {work / c} failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
             if not (work / c / ".lode").exists():
                 die(f"`lode index` created no {work / c}/.lode; is {LODE} the real lode binary?")
-            print(f"  indexed {c} in {time.perf_counter() - t0:.2f}s  [{last_line(p.stderr)}]")
+            index_seconds[c] = time.perf_counter() - t0
+            print(f"  indexed {c} in {index_seconds[c]:.2f}s  [{last_line(p.stderr)}]")
 
     extra = (["--mode", a.mode] if a.mode else []) + a.search_arg
     rows, lat = [], []
     t_all = time.perf_counter()
     for i, q in enumerate(queries):
-        cmd = [str(LODE), "search", "--root", str(work / q["crate"]), "--json", "--limit", str(a.limit)] \
+        cmd = [str(LODE), *embedder, "search", "--root", str(work / q["crate"]), "--json", "--limit", str(a.limit)] \
             + extra + ["--", q["query"]]
         t0 = time.perf_counter()
         p = subprocess.run(cmd, cwd=work / q["crate"], capture_output=True, text=True)
@@ -472,7 +492,8 @@ def main() -> int:
     split = {"query_mentions_fn_name": metrics([r for r in rows if r["mentions_name"]], k),
              "query_does_not_mention_fn_name": metrics([r for r in rows if not r["mentions_name"]], k)}
     lat_sorted = sorted(lat)
-    res = {"mode": a.mode or "default", "limit": k, "seed": a.seed, "max_queries": a.max_queries,
+    res = {"mode": a.mode or "default", "embedder": a.embedder or "default", "index_seconds": index_seconds,
+           "limit": k, "seed": a.seed, "max_queries": a.max_queries,
            "crates": {c: crate_version(CORPUS / "rust-vendor" / c) for c in crates},
            "queries_file": str(qfile), "machine": machine(), "overall": overall, "per_crate": per_crate,
            "split": split,

@@ -293,3 +293,105 @@ fn an_empty_or_binary_only_workspace_answers_calmly() {
         stderr(&index)
     );
 }
+
+/// `--embedder minilm` end to end: clear errors without the model, then `lode index` and
+/// `lode search --mode semantic` with the real all-MiniLM-L6-v2 weights
+/// (`scripts/install-test-tools.sh`; skipped with a message without them, failing under CI).
+#[cfg(feature = "minilm")]
+#[test]
+fn index_and_search_with_the_minilm_embedder() {
+    let dir = sample();
+    let root = dir.path();
+    write(
+        root,
+        "src/net.rs",
+        "use std::net::TcpStream;\n\npub fn dial(addr: &str) -> std::io::Result<TcpStream> {\n    let stream = TcpStream::connect(addr)?;\n    stream.set_nodelay(true)?;\n    Ok(stream)\n}\n",
+    );
+    let lode = |args: &[&str]| {
+        support::lode(root)
+            .env_remove("LODE_EMBEDDER")
+            .env_remove("LODE_MINILM_DIR")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = lode(&["--embedder", "minilm", "index"]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("--minilm-dir"),
+        "{}",
+        stderr(&missing)
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let wrong = lode(&["--embedder", "minilm", "--minilm-dir"])
+        .status
+        .success();
+    assert!(!wrong, "--minilm-dir needs a value");
+    let empty_dir = empty.path().to_str().unwrap();
+    let wrong = lode(&["--embedder", "minilm", "--minilm-dir", empty_dir, "index"]);
+    assert!(!wrong.status.success());
+    assert!(
+        stderr(&wrong).contains("model.safetensors") && stderr(&wrong).contains("tokenizer.json"),
+        "{}",
+        stderr(&wrong)
+    );
+    assert!(!root.join(".lode/vectors/manifest.json").exists());
+
+    let model = std::env::var_os("LODE_MINILM_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| support::fixtures().join("../target/test-tools/minilm"));
+    if !model.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the MiniLM weights are missing at {}; run scripts/install-test-tools.sh",
+            model.display()
+        );
+        eprintln!("skipping: MiniLM weights not installed (run scripts/install-test-tools.sh)");
+        return;
+    }
+    let model = model.to_str().unwrap();
+    let indexed = lode(&["--embedder", "minilm", "--minilm-dir", model, "index"]);
+    assert!(indexed.status.success(), "{}", stderr(&indexed));
+    let search = |mode: &str, query: &str| {
+        let output = lode(&[
+            "--embedder",
+            "minilm",
+            "--minilm-dir",
+            model,
+            "search",
+            "--mode",
+            mode,
+            "--json",
+            "--",
+            query,
+        ]);
+        assert!(output.status.success(), "{query}: {}", stderr(&output));
+        let first = stdout(&output).lines().next().unwrap().to_string();
+        serde_json::from_str::<Value>(&first).unwrap()["path"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        search("semantic", "open a network connection to a remote host"),
+        "src/net.rs"
+    );
+    assert_eq!(
+        search("semantic", "insert many records into the database"),
+        "scripts/load.py"
+    );
+    assert_eq!(
+        search("hybrid", "open a network connection to a remote host"),
+        "src/net.rs"
+    );
+    // The static embedder's vectors are not MiniLM's: semantic search refuses until re-embedded.
+    let other = lode(&[
+        "search",
+        "--mode",
+        "semantic",
+        "--no-refresh",
+        "remote host",
+    ]);
+    assert!(!other.status.success());
+    assert!(stderr(&other).contains("minilm"), "{}", stderr(&other));
+}

