@@ -19,14 +19,23 @@ For each crate in bench/retrieval-crates.txt (taken from bench/corpus/rust-vendo
      Reported: MRR@10, Recall@1/5/10 (overall, per crate, and split by whether the
      query text contains the function name), written to bench/out/retrieval.json.
 
-    bench/retrieval.py [--mode lexical|semantic|hybrid] [--max-queries 300] [--seed 1234]
-                       [--crates FILE] [--no-reindex] [--queries-only] [--limit 10]
+    bench/retrieval.py [--suite small|large] [--mode lexical|semantic|hybrid] [--max-queries N]
+                       [--seed 1234] [--crates FILE] [--no-reindex] [--queries-only] [--limit 10]
                        [--embedder static|minilm|none|...]
 
+Two suites, built the same way from disjoint crate lists:
+  small  bench/retrieval-crates.txt (regex-automata, tokio), 300 queries: the original
+         benchmark; outputs bench/out/retrieval{.json,-queries.jsonl}, copies in
+         bench/out/retrieval/;
+  large  bench/retrieval-crates-large.txt (10 other crates), 1500 queries; outputs
+         bench/out/retrieval-large{.json,-queries.jsonl}, copies in bench/out/retrieval-large/.
+The static embedding table is trained on crates in neither list (scripts/embeddings/train.py
+refuses to train on them), so both suites are held out from its training data.
+
 --embedder is passed to `lode index` and `lode search` (default: lode's default, static); any
-other embedder than static indexes its own copies (bench/out/retrieval-EMBEDDER/), so indexes
-made by different embedders never replace each other. For minilm, $LODE_MINILM_DIR defaults to
-target/test-tools/minilm (scripts/install-test-tools.sh fills it).
+other embedder than static indexes its own copies (the suite's directory with -EMBEDDER appended),
+so indexes made by different embedders never replace each other. For minilm, $LODE_MINILM_DIR
+defaults to target/test-tools/minilm (scripts/install-test-tools.sh fills it).
 
 Standard library only. Needs the lode binary (target/release/lode or LODE_BIN) unless
 --queries-only is given.
@@ -376,6 +385,26 @@ def build_queries(crates: list[str], work: Path, max_q: int, seed: int) -> list[
     return uniq
 
 
+# ---------------------------------------------------------------- suites
+class Suite:
+    def __init__(self, name: str, crates_file: str, max_queries: int):
+        stem = "retrieval" if name == "small" else f"retrieval-{name}"
+        self.crates = BENCH / crates_file
+        self.max_queries = max_queries
+        self.work = OUT / stem
+        self.queries = OUT / f"{stem}-queries.jsonl"
+        self.out = OUT / f"{stem}.json"
+
+
+SUITES = {"small": Suite("small", "retrieval-crates.txt", 300),
+          "large": Suite("large", "retrieval-crates-large.txt", 1500)}
+
+
+def suite_crates(name: str) -> list[str]:
+    """The crates of a suite (used by the table trainer to keep its data disjoint)."""
+    return read_crates(SUITES[name].crates)
+
+
 # ---------------------------------------------------------------- evaluation
 def is_hit(h: dict, g: dict) -> bool:
     path = str(h.get("path", "")).replace("\\", "/")
@@ -403,36 +432,40 @@ def metrics(rows: list[dict], k: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--crates", default=str(BENCH / "retrieval-crates.txt"))
-    ap.add_argument("--max-queries", type=int, default=300)
+    ap.add_argument("--suite", choices=sorted(SUITES), default="small",
+                    help="which benchmark: its crate list, query cap and output names (see above)")
+    ap.add_argument("--crates", help="crate list (default: the suite's)")
+    ap.add_argument("--max-queries", type=int, help="query cap (default: the suite's)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--limit", type=int, default=10, help="hits requested per query (k of MRR@k)")
     ap.add_argument("--mode", help="passed through as `lode search --mode MODE` (lexical|semantic|hybrid)")
-    ap.add_argument("--work", help="where the stripped copies go (default: bench/out/retrieval, "
-                    "or bench/out/retrieval-EMBEDDER for an embedder other than static)")
+    ap.add_argument("--work", help="where the stripped copies go (default: the suite's, "
+                    "with -EMBEDDER appended for an embedder other than static)")
     ap.add_argument("--embedder", help="passed as `lode --embedder NAME` to index and search")
     ap.add_argument("--no-reindex", action="store_true",
                     help="reuse existing stripped copies and their .lode index (queries are rebuilt only if missing)")
     ap.add_argument("--queries-only", action="store_true", help="build the copies and the query file, then stop")
-    ap.add_argument("--out", default=str(OUT / "retrieval.json"))
+    ap.add_argument("--out", help="result file (default: the suite's)")
     ap.add_argument("--search-arg", action="append", default=[],
                     help="extra argument for `lode search` (repeatable), e.g. --search-arg=--boosts=2,1,1,1")
     ap.add_argument("--index-arg", action="append", default=[],
                     help="extra argument for `lode index` (repeatable), e.g. --index-arg=--chunk-sizes=600,1200,100")
     a = ap.parse_args()
+    suite = SUITES[a.suite]
+    a.crates = a.crates or str(suite.crates)
+    a.max_queries = a.max_queries or suite.max_queries
+    a.work = a.work or str(suite.work)
+    a.out = a.out or str(suite.out)
 
     crates = read_crates(Path(a.crates))
-    if a.work:
-        work = Path(a.work)
-    elif a.embedder and a.embedder != "static":
-        work = OUT / f"retrieval-{a.embedder}"
-    else:
-        work = OUT / "retrieval"
+    work = Path(a.work)
+    if a.embedder and a.embedder != "static" and work == Path(suite.work):
+        work = work.with_name(f"{work.name}-{a.embedder}")
     embedder = ["--embedder", a.embedder] if a.embedder else []
     if a.embedder == "minilm":
         os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
     index_seconds = {}
-    qfile = OUT / "retrieval-queries.jsonl"
+    qfile = suite.queries
     if not a.queries_only:
         require_lode()
 
@@ -492,8 +525,8 @@ def main() -> int:
     split = {"query_mentions_fn_name": metrics([r for r in rows if r["mentions_name"]], k),
              "query_does_not_mention_fn_name": metrics([r for r in rows if not r["mentions_name"]], k)}
     lat_sorted = sorted(lat)
-    res = {"mode": a.mode or "default", "embedder": a.embedder or "default", "index_seconds": index_seconds,
-           "limit": k, "seed": a.seed, "max_queries": a.max_queries,
+    res = {"suite": a.suite, "mode": a.mode or "default", "embedder": a.embedder or "default",
+           "index_seconds": index_seconds, "limit": k, "seed": a.seed, "max_queries": a.max_queries,
            "crates": {c: crate_version(CORPUS / "rust-vendor" / c) for c in crates},
            "queries_file": str(qfile), "machine": machine(), "overall": overall, "per_crate": per_crate,
            "split": split,

@@ -2,7 +2,7 @@
 """Semantic index benchmarks: retrieval quality per search mode, query latency of hybrid vs
 lexical, the cold-index cost of adding vectors, and the static embedder's throughput.
 
-    python3 bench/semantic/modes.py [--no-reindex] [--skip-cost] [--skip-latency]
+    python3 bench/semantic/modes.py [--no-reindex] [--suites small,large] [--skip-cost] [--skip-latency]
         [--skip-throughput] [--cost-crates tokio,syn,...] [--latency-root PATH] [--runs N]
         [--embedder static|minilm]
 
@@ -12,9 +12,11 @@ it (minilm: on its own copies, bench/out/retrieval-minilm/), the cold-index cost
 all cores, $LODE_MINILM_DIR or target/test-tools/minilm). MiniLM is slow on a small machine:
 use e.g. `--embedder minilm --cost-crates regex-automata,tokio --runs 1 --skip-latency`.
 
-1. Quality: bench/retrieval.py (300 doc-comment -> function queries over the stripped
-   regex-automata and tokio copies) once per mode: lexical, semantic, hybrid; the index is
-   built by `lode index` with the default (static) embedder. MRR@10 and Recall@10.
+1. Quality: bench/retrieval.py once per suite and mode (lexical, semantic, hybrid): the small
+   suite (300 doc-comment -> function queries over the stripped regex-automata and tokio
+   copies) and the large one (1500 queries over 10 other crates, --suites); the index is
+   built by `lode index` with the default (static) embedder, or the table named by
+   LODE_STATIC_TABLE. MRR@10 and Recall@10.
 2. Latency: `lode search --no-refresh --limit 10` with --mode lexical and --mode hybrid for each
    query of bench/search-queries.txt plus the first 20 retrieval queries, on --latency-root
    (default: bench/corpus/rust-vendor, the large corpus; it is indexed first if it has no
@@ -54,13 +56,14 @@ def die(message: str) -> None:
     sys.exit(2)
 
 
-def quality(modes: list[str], reindex: bool, embedder: str) -> dict:
+def quality(suite: str, modes: list[str], reindex: bool, embedder: str) -> dict:
     results = {}
     suffix = "" if embedder == "static" else f"-{embedder}"
     for i, mode in enumerate(modes):
-        out = OUT / "semantic" / f"retrieval{suffix}-{mode}.json"
-        cmd = [sys.executable, str(ROOT / "bench" / "retrieval.py"), "--mode", mode, "--out", str(out),
-               "--embedder", embedder]
+        name = f"retrieval{suffix}-{mode}" if suite == "small" else f"retrieval-{suite}{suffix}-{mode}"
+        out = OUT / "semantic" / f"{name}.json"
+        cmd = [sys.executable, str(ROOT / "bench" / "retrieval.py"), "--suite", suite, "--mode", mode,
+               "--out", str(out), "--embedder", embedder]
         if i > 0 or not reindex:
             cmd.append("--no-reindex")
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -71,7 +74,7 @@ def quality(modes: list[str], reindex: bool, embedder: str) -> dict:
         results[mode] = {"mrr@10": o["mrr@10"], "recall@10": o["recall@10"], "recall@1": o["recall@1"],
                          "no_fn_name_mrr@10": data["split"]["query_does_not_mention_fn_name"].get("mrr@10"),
                          "latency_mean_ms": data["latency_ms"]["mean"]}
-        print(f"  {mode:<9} MRR@10 {o['mrr@10']:.3f}  R@1 {o['recall@1']:.3f}  R@10 {o['recall@10']:.3f}")
+        print(f"  {suite:<5} {mode:<9} MRR@10 {o['mrr@10']:.3f}  R@1 {o['recall@1']:.3f}  R@10 {o['recall@10']:.3f}")
     if "lexical" in results:
         base = results["lexical"]["mrr@10"]
         for mode, r in results.items():
@@ -171,6 +174,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-reindex", action="store_true", help="reuse the retrieval copies and indexes")
     ap.add_argument("--modes", default="lexical,semantic,hybrid")
+    ap.add_argument("--suites", default="small,large", help="retrieval suites (bench/retrieval.py --suite)")
     ap.add_argument("--skip-quality", action="store_true")
     ap.add_argument("--skip-cost", action="store_true")
     ap.add_argument("--skip-latency", action="store_true")
@@ -187,7 +191,8 @@ def main() -> int:
     res: dict = {"lode": str(LODE), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if not a.skip_quality:
         print(f"retrieval quality (bench/retrieval.py, {a.embedder} embedder):")
-        res["quality"] = quality(a.modes.split(","), not a.no_reindex, a.embedder)
+        res["quality"] = {suite: quality(suite, a.modes.split(","), not a.no_reindex, a.embedder)
+                          for suite in a.suites.split(",")}
     if not a.skip_cost:
         print("cold-index cost of vectors:")
         res["cold_index"] = cold_cost(a.cost_crates.split(","), a.runs, a.embedder)

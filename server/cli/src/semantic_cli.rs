@@ -75,6 +75,21 @@ pub fn embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>
     }
 }
 
+/// The built-in table, or the table named by `LODE_STATIC_TABLE` (for comparing tables built
+/// by `scripts/embeddings/` without rebuilding lode; its vocabulary is the `.vocab.txt` next
+/// to it).
+fn static_embedder() -> anyhow::Result<StaticEmbedder> {
+    match std::env::var_os("LODE_STATIC_TABLE").filter(|path| !path.is_empty()) {
+        Some(table) => {
+            let table = std::path::PathBuf::from(table);
+            let vocabulary = table.with_extension("vocab.txt");
+            StaticEmbedder::from_files(&table, &vocabulary)
+                .with_context(|| format!("LODE_STATIC_TABLE={}", table.display()))
+        }
+        None => StaticEmbedder::builtin().context("the built-in embedding table"),
+    }
+}
+
 fn selected_embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     let http = |default_url: &str, default_model: &str, default_key: Option<&str>| {
         let mut config = HttpEmbedderConfig::new(
@@ -97,7 +112,7 @@ fn selected_embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embed
     };
     let embedder: Arc<dyn Embedder> = match args.embedder.as_str() {
         "none" => return Ok(None),
-        "static" => Arc::new(StaticEmbedder::builtin().context("the built-in embedding table")?),
+        "static" => Arc::new(static_embedder()?),
         "openai" => Arc::new(
             OpenAiEmbedder::new(http(
                 "https://api.openai.com/v1",

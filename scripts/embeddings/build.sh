@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Rebuild the built-in static embedding table from scratch, in one command:
+#
+#   scripts/embeddings/build.sh
+#
+# 1. a venv (target/embed-venv, or $LODE_EMBED_VENV) with the pinned requirements.txt;
+# 2. bench/corpus.sh --no-mixed: the Rust crates pinned by bench/corpus-spec/Cargo.lock
+#    (frequency corpus of the distillation, training pairs of train.py);
+# 3. a release lode and `lode --embedder none index bench/corpus/rust-vendor` (distill.py
+#    reads the chunk texts from its catalog);
+# 4. distill.py -> bench/out/embeddings/distilled.bin (MiniLM -> static table);
+# 5. train.py -> assets/embeddings/static-minilm.{bin,vocab.txt} (contrastive training on
+#    doc-sentence/function pairs of crates outside both retrieval benchmarks).
+# Slow steps cache their results under bench/out/embeddings/ (delete it to start over).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+VENV="${LODE_EMBED_VENV:-$ROOT/target/embed-venv}"
+[[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q -r scripts/embeddings/requirements.txt
+bench/corpus.sh --no-mixed
+cargo build --release -p lode
+[[ -f bench/corpus/rust-vendor/.lode/index/catalog.sqlite ]] \
+  || target/release/lode --embedder none index bench/corpus/rust-vendor
+"$VENV/bin/python" scripts/embeddings/distill.py --out bench/out/embeddings/distilled.bin
+"$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/distilled.bin \
+  --out assets/embeddings/static-minilm.bin
