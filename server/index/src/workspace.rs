@@ -377,7 +377,11 @@ impl Workspace {
     }
 
     /// Which derived indexes a write keeps in step (see [`WorkspaceOptions::defer_derived`]).
-    fn derived_in_step(&self, catalog: &Catalog, cold: bool) -> Result<Derived, IndexError> {
+    pub(crate) fn derived_in_step(
+        &self,
+        catalog: &Catalog,
+        cold: bool,
+    ) -> Result<Derived, IndexError> {
         if !self.defer_derived {
             self.catch_up_lexical(catalog)?;
             return Ok(Derived {
@@ -565,7 +569,11 @@ impl Workspace {
         Ok(stats)
     }
 
-    fn commit_lexical(&self, derived: Derived, generation: u64) -> Result<(), IndexError> {
+    pub(crate) fn commit_lexical(
+        &self,
+        derived: Derived,
+        generation: u64,
+    ) -> Result<(), IndexError> {
         if derived.lexical {
             self.lexical.commit(generation)?;
         }
@@ -575,9 +583,9 @@ impl Workspace {
 
 /// Which derived indexes a write keeps in step with the catalog.
 #[derive(Clone, Copy, Debug)]
-struct Derived {
-    lexical: bool,
-    vectors: bool,
+pub(crate) struct Derived {
+    pub(crate) lexical: bool,
+    pub(crate) vectors: bool,
 }
 
 impl Workspace {

@@ -211,6 +211,7 @@ impl Workspace {
         self.with_write_locks(|| {
             let catalog = self.catalog();
             let known = catalog.files()?;
+            let derived = self.derived_in_step(&catalog, false)?;
             let mut stats = RefreshStats {
                 files: updates.len(),
                 ..RefreshStats::default()
@@ -220,18 +221,22 @@ impl Workspace {
                 if batch.remove_file(rel)? {
                     stats.removed += 1;
                 }
-                self.lexical().delete_file(rel)?;
+                if derived.lexical {
+                    self.lexical().delete_file(rel)?;
+                }
             }
             for file in &updates {
                 let known_hash = known.get(&file.rel_path).map(|record| record.hash);
                 let outcome = read_and_parse(file, known_hash, max_bytes, sizes);
-                self.apply_outcome(&mut batch, file, outcome, &mut stats)?;
+                self.apply_outcome(&mut batch, file, outcome, derived.lexical, &mut stats)?;
             }
             let generation = batch.commit()?;
-            self.lexical().commit(generation)?;
+            self.commit_lexical(derived, generation)?;
             stats.timings.parse_and_write = started.elapsed();
             let embed_started = Instant::now();
-            stats.vectors = self.sync_vectors(&catalog, &|_| {})?;
+            if derived.vectors {
+                stats.vectors = self.sync_vectors(&catalog, &|_| {})?;
+            }
             stats.timings.embed = embed_started.elapsed();
             stats.total_vectors = self
                 .vector_store()
