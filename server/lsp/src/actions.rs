@@ -131,9 +131,11 @@ pub fn code_actions(
 /// What `[lsp.diagnostics]` says for a workspace root: what to check the agent's edits with,
 /// `None` when turned off, or why the section is wrong. The binary reads the config.
 #[derive(Clone)]
-pub struct DiagnosticsSettings(
-    pub Arc<dyn Fn(&Path) -> Result<Option<DiagnosticsConfig>, String> + Send + Sync>,
-);
+pub struct DiagnosticsSettings(pub Arc<DiagnosticsSettingsFn>);
+
+/// Reads `[lsp.diagnostics]` for a workspace root (see [`DiagnosticsSettings`]).
+pub type DiagnosticsSettingsFn =
+    dyn Fn(&Path) -> Result<Option<DiagnosticsConfig>, String> + Send + Sync;
 
 impl std::fmt::Debug for DiagnosticsSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
