@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
 use std::time::Duration;
 
-use lode_index::watch::ChangeReport;
+use lode_index::watch::{ChangeReport, retry_locked};
 use lode_index::{
     IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions,
 };
@@ -416,7 +416,9 @@ impl WriterThread {
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<RefreshStats, IndexError> {
         self.refreshing.send_replace(true);
-        let result = retry_locked(|| self.workspace.refresh_with(mode, progress));
+        let result = retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+            self.workspace.refresh_with(mode, progress)
+        });
         self.refreshing.send_replace(false);
         // A refresh re-reads files whose buffers are open: put the buffers back.
         self.reapply_overlays();
@@ -442,7 +444,9 @@ impl WriterThread {
         if rescan {
             self.refreshing.send_replace(true);
         }
-        let result = retry_locked(|| self.workspace.apply_disk_changes(&relevant, rescan));
+        let result = retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+            self.workspace.apply_disk_changes(&relevant, rescan)
+        });
         self.refreshing.send_replace(false);
         if result.as_ref().is_ok_and(|report| report.rescanned) {
             // A refresh re-reads files whose buffers are open: put the buffers back.
@@ -456,14 +460,23 @@ impl WriterThread {
     fn sync(&self, path: &Path) {
         let overlay = lock(&self.overlays).get(path).cloned();
         let result = match overlay {
-            Some(text) => retry_locked(|| self.workspace.update_file(path, &text)).map(|_| ()),
+            Some(text) => retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+                self.workspace.update_file(path, &text)
+            })
+            .map(|_| ()),
             None => match fs::read(path) {
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
-                    retry_locked(|| self.workspace.update_file(path, &text)).map(|_| ())
+                    retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+                        self.workspace.update_file(path, &text)
+                    })
+                    .map(|_| ())
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    retry_locked(|| self.workspace.remove_file(path)).map(|_| ())
+                    retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+                        self.workspace.remove_file(path)
+                    })
+                    .map(|_| ())
                 }
                 Err(source) => Err(IndexError::Read {
                     path: path.to_path_buf(),
@@ -514,20 +527,6 @@ fn may_affect_index(path: &Path, root: &Path, index_dir: &Path) -> bool {
         || name == ".ignore"
         || path.extension().is_none()
         || lode_index::Language::from_path(path).is_some()
-}
-
-/// Runs a write, waiting for another lode process that holds the writer lock (bounded).
-fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T, IndexError> {
-    let mut attempts = 0;
-    loop {
-        match write() {
-            Err(IndexError::Locked { .. }) if attempts < LOCK_RETRIES => {
-                attempts += 1;
-                std::thread::sleep(LOCK_RETRY_PAUSE);
-            }
-            other => return other,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -57,18 +57,25 @@ pub struct WorkspaceSink(pub Arc<Workspace>);
 
 impl ChangeSink for WorkspaceSink {
     fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError> {
-        retry_locked(|| self.0.apply_disk_changes(&paths, rescan))
+        retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+            self.0.apply_disk_changes(&paths, rescan)
+        })
     }
 }
 
-/// Runs a write, waiting (bounded) for another writer to finish.
-pub fn retry_locked<T>(mut write: impl FnMut() -> Result<T, IndexError>) -> Result<T, IndexError> {
+/// Runs a write, waiting for another writer to finish: a write that finds the writer lock
+/// taken is tried again up to `retries` times, `pause` apart.
+pub fn retry_locked<T>(
+    retries: u32,
+    pause: Duration,
+    mut write: impl FnMut() -> Result<T, IndexError>,
+) -> Result<T, IndexError> {
     let mut attempts = 0;
     loop {
         match write() {
-            Err(IndexError::Locked { .. }) if attempts < LOCK_RETRIES => {
+            Err(IndexError::Locked { .. }) if attempts < retries => {
                 attempts += 1;
-                std::thread::sleep(LOCK_RETRY_PAUSE);
+                std::thread::sleep(pause);
             }
             other => return other,
         }
