@@ -113,7 +113,7 @@ def main() -> int:
     ap.add_argument("--base", required=True, help="distilled table (distill.py --out)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--corpus", default=str(ROOT / "bench" / "corpus" / "rust-vendor"))
-    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--tau", type=float, default=0.05)

@@ -119,7 +119,8 @@ pub enum Command {
         /// index has vectors, else lexical).
         #[arg(long, value_name = "MODE")]
         mode: Option<lode_index::SearchMode>,
-        /// Benchmark knob: hybrid fusion weights as LEXICAL,SEMANTIC,SYMBOLS,K (all query shapes).
+        /// Benchmark knob: hybrid fusion weights for all query shapes, as LEXICAL,SEMANTIC,SYMBOLS,K
+        /// (reciprocal rank fusion) or scores:LEXICAL,SEMANTIC,SYMBOLS (score fusion).
         #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
         fusion: Option<lode_index::hybrid::FusionWeights>,
         #[command(flatten)]

@@ -164,8 +164,14 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
     bar.set_message("embedding");
 }
 
-/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K` fusion weights (a benchmark knob).
+/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K` reciprocal-rank fusion weights, or
+/// `scores:LEXICAL,SEMANTIC,SYMBOLS` for score fusion (a benchmark knob).
 pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, String> {
+    use lode_index::hybrid::{FusionMethod, FusionWeights};
+    let (method, text) = match text.strip_prefix("scores:") {
+        Some(rest) => (FusionMethod::Scores, rest),
+        None => (FusionMethod::ReciprocalRank, text),
+    };
     let numbers: Vec<f32> = text
         .split(',')
         .map(|part| {
@@ -174,13 +180,26 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, Str
                 .map_err(|e| format!("{part:?}: {e}"))
         })
         .collect::<Result<_, _>>()?;
-    match numbers[..] {
-        [lexical, semantic, symbols, k] if k > 0.0 => Ok(lode_index::hybrid::FusionWeights {
+    match (method, &numbers[..]) {
+        (FusionMethod::ReciprocalRank, &[lexical, semantic, symbols, k]) if k > 0.0 => {
+            Ok(FusionWeights {
+                lexical,
+                semantic,
+                symbols,
+                k,
+                method,
+            })
+        }
+        (FusionMethod::Scores, &[lexical, semantic, symbols]) => Ok(FusionWeights {
             lexical,
             semantic,
             symbols,
-            k,
+            k: 1.0,
+            method,
         }),
-        _ => Err("expected LEXICAL,SEMANTIC,SYMBOLS,K with K > 0".into()),
+        _ => Err(
+            "expected LEXICAL,SEMANTIC,SYMBOLS,K with K > 0, or scores:LEXICAL,SEMANTIC,SYMBOLS"
+                .into(),
+        ),
     }
 }

@@ -1,11 +1,10 @@
 //! Hybrid retrieval: BM25 hits, vector hits and symbol-name matches fused into one ranking.
 //!
-//! Fusion is weighted reciprocal rank fusion: a chunk at rank `r` (1-based) of a list adds
-//! `weight / (k + r)`. The query's shape sets the weights: an identifier (`parse_config`,
-//! `HashMap::new`) leans on BM25 and symbol names, a sentence (`read the config from disk`)
-//! gives the semantic list more say. The weights were tuned on `bench/retrieval.py`: on its
-//! sentence queries, semantic weights 0.25-0.4 and k = 20 did best (k = 60: 0.332 MRR@10,
-//! k = 20: 0.335, lexical alone 0.309); heavier semantic weights lose (0.5: 0.317).
+//! The query's shape picks the fusion: an identifier (`parse_config`, `HashMap::new`) leans on
+//! BM25 and symbol names by weighted reciprocal rank fusion (a chunk at rank `r`, 1-based, of a
+//! list adds `weight / (k + r)`); a sentence (`read the config from disk`) sums BM25 scaled to
+//! the query's best hit and cosine similarity, which keeps how far apart hits are. The weights
+//! were tuned on `bench/retrieval.py` with `bench/semantic/fusion.py` ([`FusionWeights`]).
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -91,14 +90,27 @@ pub fn query_shape(query: &str) -> QueryShape {
     }
 }
 
-/// Weights of the fused lists and the RRF constant.
+/// How the ranked lists are combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FusionMethod {
+    /// Weighted reciprocal rank fusion: a chunk at rank `r` (0-based) of a list adds
+    /// `weight / (k + r + 1)`. Only ranks count, so lists with incomparable scores mix.
+    ReciprocalRank,
+    /// Weighted sum of scores: BM25 divided by the best BM25 score of the query, cosine
+    /// similarity as it is, 1 for a symbol match. Keeps how far apart hits are, which ranks
+    /// throw away.
+    Scores,
+}
+
+/// Weights of the fused lists, the fusion method and the RRF constant.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FusionWeights {
     pub lexical: f32,
     pub semantic: f32,
     pub symbols: f32,
-    /// The `k` of `1 / (k + rank)`.
+    /// The `k` of `1 / (k + rank)` ([`FusionMethod::ReciprocalRank`] only).
     pub k: f32,
+    pub method: FusionMethod,
 }
 
 impl FusionWeights {
@@ -110,15 +122,19 @@ impl FusionWeights {
                 semantic: 0.15,
                 symbols: 1.0,
                 k: 20.0,
+                method: FusionMethod::ReciprocalRank,
             },
-            // Symbol matches hurt on sentences, even those naming an identifier (retrieval
-            // benchmark: symbols 0.3 -> 0.321 MRR@10, 0.1 -> 0.329, 0 -> 0.338): BM25 already
-            // weighs symbol names, and the extra list crowds out the semantic one.
+            // Tuned offline by bench/semantic/fusion.py on both retrieval suites with the
+            // built-in table: score fusion with semantic weight 1 beat every RRF setting
+            // (small: 0.361 vs 0.358 MRR@10, large: 0.398 vs 0.392; lexical alone 0.309 and
+            // 0.349). Symbol matches hurt on sentences, even those naming an identifier: BM25
+            // already weighs symbol names, and the extra list crowds out the semantic one.
             QueryShape::Mixed | QueryShape::NaturalLanguage => FusionWeights {
                 lexical: 1.0,
-                semantic: 0.3,
+                semantic: 1.0,
                 symbols: 0.0,
                 k: 20.0,
+                method: FusionMethod::Scores,
             },
         }
     }
@@ -168,15 +184,38 @@ impl Workspace {
         } else {
             Vec::new()
         };
-        let fused = fuse(
-            &[
-                (&lexical, weights.lexical),
-                (&semantic, weights.semantic),
-                (&symbols, weights.symbols),
-            ],
-            weights.k,
-            request.limit,
-        );
+        let lists = [
+            (&lexical, weights.lexical),
+            (&semantic, weights.semantic),
+            (&symbols, weights.symbols),
+        ];
+        let fused = match weights.method {
+            FusionMethod::ReciprocalRank => fuse(&lists, weights.k, request.limit),
+            FusionMethod::Scores => {
+                let best_bm25 = lexical.first().map_or(1.0, |&(_, score)| score);
+                let scaled: Vec<(i64, f32)> = lexical
+                    .iter()
+                    .map(|&(id, score)| {
+                        (
+                            id,
+                            if best_bm25 > 0.0 {
+                                score / best_bm25
+                            } else {
+                                0.0
+                            },
+                        )
+                    })
+                    .collect();
+                fuse_scores(
+                    &[
+                        (&scaled, weights.lexical),
+                        (&semantic, weights.semantic),
+                        (&symbols, weights.symbols),
+                    ],
+                    request.limit,
+                )
+            }
+        };
         self.hits_for(&request.query, fused)
     }
 
@@ -282,6 +321,11 @@ pub fn fuse(lists: &[(&Vec<(i64, f32)>, f32)], k: f32, limit: usize) -> Vec<(i64
             entry.1[list_index] = rank;
         }
     }
+    ranked(scores, limit)
+}
+
+/// Best first: by fused score, then by the ranks in the lists in order, then by id.
+fn ranked(scores: HashMap<i64, (f32, Vec<usize>)>, limit: usize) -> Vec<(i64, f32)> {
     let mut fused: Vec<(i64, f32, Vec<usize>)> = scores
         .into_iter()
         .map(|(id, (score, ranks))| (id, score, ranks))
@@ -296,6 +340,28 @@ pub fn fuse(lists: &[(&Vec<(i64, f32)>, f32)], k: f32, limit: usize) -> Vec<(i64
         .into_iter()
         .map(|(id, score, _)| (id, score))
         .collect()
+}
+
+/// Weighted sum of each list's scores (a chunk missing from a list adds nothing for it); ties
+/// go the same way as in [`fuse`].
+pub fn fuse_scores(lists: &[(&Vec<(i64, f32)>, f32)], limit: usize) -> Vec<(i64, f32)> {
+    let mut scores: HashMap<i64, (f32, Vec<usize>)> = HashMap::new();
+    for (list_index, (list, weight)) in lists.iter().enumerate() {
+        if *weight <= 0.0 {
+            continue;
+        }
+        for (rank, &(id, score)) in list.iter().enumerate() {
+            let entry = scores
+                .entry(id)
+                .or_insert_with(|| (0.0, vec![usize::MAX; lists.len()]));
+            if entry.1[list_index] != usize::MAX {
+                continue;
+            }
+            entry.0 += weight * score;
+            entry.1[list_index] = rank;
+        }
+    }
+    ranked(scores, limit)
 }
 
 #[cfg(test)]
@@ -340,5 +406,28 @@ mod tests {
         );
         let semantic_heavy = fuse(&[(&lexical, 0.1), (&semantic, 1.0)], 60.0, 1);
         assert_eq!(semantic_heavy[0].0, 3);
+    }
+
+    #[test]
+    fn score_fusion_keeps_margins_that_ranks_lose() {
+        // Chunk 2 is a close second lexically and the clear semantic best; chunk 1 barely
+        // wins lexically and is semantically weak. Rank fusion ties them (each has one first
+        // and one second place); score fusion sees the margins.
+        let lexical = vec![(1, 1.0), (2, 0.98)];
+        let semantic = vec![(2, 0.8), (1, 0.3)];
+        let by_scores = fuse_scores(&[(&lexical, 1.0), (&semantic, 1.0)], 10);
+        assert_eq!(
+            by_scores.iter().map(|&(id, _)| id).collect::<Vec<_>>(),
+            [2, 1]
+        );
+        assert!((by_scores[0].1 - 1.78).abs() < 1e-5);
+        let by_ranks = fuse(&[(&lexical, 1.0), (&semantic, 1.0)], 20.0, 10);
+        assert_eq!(by_ranks[0].1, by_ranks[1].1);
+        // A list with weight 0 is ignored; a chunk on one list only gets that list's share.
+        let lexical_only = fuse_scores(&[(&lexical, 1.0), (&semantic, 0.0)], 10);
+        assert_eq!(lexical_only, vec![(1, 1.0), (2, 0.98)]);
+        let semantic_only = vec![(3, 0.5)];
+        let mixed = fuse_scores(&[(&lexical, 1.0), (&semantic_only, 1.0)], 1);
+        assert_eq!(mixed, vec![(1, 1.0)]);
     }
 }

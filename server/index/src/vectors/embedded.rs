@@ -578,6 +578,7 @@ impl VectorStore for EmbeddedStore {
                 },
                 None => None,
             };
+            segment.prefault();
             let allowed_paths: Option<Vec<bool>> = matcher
                 .as_ref()
                 .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Offline tuning of hybrid fusion on the retrieval benchmark.
+
+    python3 bench/semantic/fusion.py [--suites small,large] [--depth 50]
+
+Needs the copies and queries of a previous `bench/retrieval.py` run (per suite) indexed with
+the embedder to tune for (set LODE_STATIC_TABLE the same way as for that run). For every query
+it takes lode's lexical and semantic lists (`lode search --mode lexical|semantic --limit DEPTH
+--json`) once, then scores fusions of the two without running lode again:
+
+- weighted reciprocal rank fusion, `w / (k + rank)`, over a grid of semantic weights and k
+  (what `server/index/src/hybrid.rs` does; lexical weight 1);
+- a convex combination of scores, `bm25 / max_bm25 + a * cosine`;
+
+each with the semantic hits below each of `--floors` dropped first.
+
+Prints MRR@10 per setting, best first, and writes bench/out/semantic/fusion.json. A hit is
+counted by bench/retrieval.py's own rule (`is_hit`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "bench" / "out"
+LODE = Path(os.environ.get("LODE_BIN", ROOT / "target" / "release" / "lode"))
+sys.path.insert(0, str(ROOT / "bench"))
+from retrieval import is_hit  # noqa: E402
+
+SUITES = {
+    "small": (OUT / "retrieval-queries.jsonl", OUT / "retrieval"),
+    "large": (OUT / "retrieval-large-queries.jsonl", OUT / "retrieval-large"),
+}
+
+
+def ranked(copy: Path, query: str, mode: str, depth: int) -> list[dict]:
+    p = subprocess.run(
+        [str(LODE), "search", "--root", str(copy), "--no-refresh", "--mode", mode, "--limit",
+         str(depth), "--json", "--", query],
+        capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"fusion.py: lode search failed: {p.stderr.strip()}")
+    return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+
+
+def key(hit: dict) -> tuple:
+    return (hit["path"], hit["start_line"], hit["end_line"])
+
+
+def rrf(lexical, semantic, weight, k):
+    scores = {}
+    for w, hits in ((1.0, lexical), (weight, semantic)):
+        for rank, hit in enumerate(hits):
+            entry = scores.setdefault(key(hit), [0.0, hit])
+            entry[0] += w / (k + rank + 1)
+    return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
+
+
+def convex(lexical, semantic, alpha):
+    top = max((h["score"] for h in lexical), default=1.0) or 1.0
+    scores = {}
+    for hit in lexical:
+        scores.setdefault(key(hit), [0.0, hit])[0] += hit["score"] / top
+    for hit in semantic:
+        scores.setdefault(key(hit), [0.0, hit])[0] += alpha * hit["score"]
+    return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
+
+
+def mrr(rows, fuse) -> float:
+    total = 0.0
+    for gold, lexical, semantic in rows:
+        for rank, hit in enumerate(fuse(lexical, semantic)[:10]):
+            if is_hit(hit, gold):
+                total += 1.0 / (rank + 1)
+                break
+    return total / max(len(rows), 1)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suites", default="small,large")
+    ap.add_argument("--depth", type=int, default=50)
+    ap.add_argument("--floors", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
+                    help="semantic relevance floors to try (comma-separated; lode's own floor "
+                         "applies first)")
+    args = ap.parse_args()
+    report = {}
+    for suite in args.suites.split(","):
+        queries_file, copies = SUITES[suite]
+        queries = [json.loads(line) for line in queries_file.read_text().splitlines() if line.strip()]
+
+        def lists(q):
+            copy = copies / q["crate"]
+            return (q["gold"], ranked(copy, q["query"], "lexical", args.depth),
+                    ranked(copy, q["query"], "semantic", args.depth))
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            rows = list(pool.map(lists, queries))
+        results = {"lexical": mrr(rows, lambda lx, _s: lx), "semantic": mrr(rows, lambda _l, s: s)}
+        for floor in args.floors:
+            kept = [(g, lx, [h for h in s if h["score"] >= floor]) for g, lx, s in rows]
+            at = f" floor={floor}" if len(args.floors) > 1 else ""
+            for weight in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2):
+                for k in (5, 10, 20, 40, 60):
+                    results[f"rrf w={weight} k={k}{at}"] = mrr(kept, lambda lx, s: rrf(lx, s, weight, k))
+            for alpha in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0):
+                results[f"convex a={alpha}{at}"] = mrr(kept, lambda lx, s: convex(lx, s, alpha))
+        best = sorted(results.items(), key=lambda kv: -kv[1])
+        print(f"{suite} ({len(rows)} queries): lexical {results['lexical']:.3f}, semantic {results['semantic']:.3f}")
+        for name, value in best[:12]:
+            print(f"  {name:<34} MRR@10 {value:.3f}  ({value / results['lexical'] - 1:+.0%} over lexical)")
+        report[suite] = results
+    out = OUT / "semantic" / "fusion.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    print(f"written {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
