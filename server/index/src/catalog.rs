@@ -314,7 +314,11 @@ impl Catalog {
         // The catalog is used from one thread at a time (callers hold it behind a mutex), so
         // the unchecked transaction cannot nest with another.
         let tx = self.conn.unchecked_transaction()?;
-        Ok(CatalogBatch { tx, generation })
+        Ok(CatalogBatch {
+            tx,
+            generation,
+            content_changed: false,
+        })
     }
 
     /// Calls `visit` for every chunk, in file order (used to rebuild the lexical index).
@@ -573,6 +577,9 @@ pub struct StoredChunk<'a> {
 pub struct CatalogBatch<'c> {
     tx: Transaction<'c>,
     generation: u64,
+    /// Whether a file's chunks, symbols or references were written or removed (not just its
+    /// size and mtime): only then is the commit a new generation.
+    content_changed: bool,
 }
 
 impl CatalogBatch<'_> {
@@ -586,6 +593,7 @@ impl CatalogBatch<'_> {
         let Some(id) = id else {
             return Ok(false);
         };
+        self.content_changed = true;
         for statement in [
             "DELETE FROM chunks WHERE file_id = ?1",
             "DELETE FROM defs WHERE file_id = ?1",
@@ -617,6 +625,7 @@ impl CatalogBatch<'_> {
         parsed: &ParsedFile,
     ) -> Result<Vec<i64>, IndexError> {
         self.remove_file(path)?;
+        self.content_changed = true;
         self.tx
             .prepare_cached(
                 "INSERT INTO files(path, language, size, mtime_ns, hash, chunk_count, def_count, ref_count)
@@ -688,8 +697,14 @@ impl CatalogBatch<'_> {
         Ok(chunk_ids)
     }
 
-    /// Commits the batch as the next generation and returns that generation.
+    /// Commits the batch and returns the generation the catalog is at: the next one when
+    /// content changed, else the same (a batch that only refreshed sizes and mtimes leaves
+    /// the lexical index and the vectors in step, so they need no catch-up pass).
     pub fn commit(self) -> Result<u64, IndexError> {
+        if !self.content_changed {
+            self.tx.commit()?;
+            return Ok(self.generation);
+        }
         let next = self.generation + 1;
         self.tx.execute(
             "INSERT INTO meta(key, value) VALUES ('generation', ?1)

@@ -333,3 +333,41 @@ impl Embedder for Counting {
         self.inner.embed_batch(texts)
     }
 }
+
+#[test]
+fn a_touched_but_unchanged_file_starts_no_new_generation() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    workspace.refresh(&|_| {}).unwrap();
+    let store = workspace.vector_store().unwrap().clone();
+    let before = store.state().generation;
+
+    // New mtime, same bytes: the file is read and hashed again, and only its mtime is stored.
+    let file = std::fs::File::options()
+        .write(true)
+        .open(dir.path().join("src/network.rs"))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(file);
+    let stats = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(stats.parsed, 0, "{stats:?}");
+    assert_eq!(
+        store.state().generation,
+        before,
+        "nothing to embed or reindex, so no new generation for the derived indexes to chase"
+    );
+    let again = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(
+        again.unchanged, again.files,
+        "the new mtime was recorded: {again:?}"
+    );
+
+    write(
+        dir.path(),
+        "src/network.rs",
+        &format!("{NETWORK_RS}\n// changed\n"),
+    );
+    workspace.refresh(&|_| {}).unwrap();
+    assert!(store.state().generation > before);
+}

@@ -578,7 +578,6 @@ impl VectorStore for EmbeddedStore {
                 },
                 None => None,
             };
-            segment.prefault();
             let allowed_paths: Option<Vec<bool>> = matcher
                 .as_ref()
                 .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());
@@ -601,6 +600,10 @@ impl VectorStore for EmbeddedStore {
                         let score = dot(&quantized, segment.quantized(row)) as f32
                             * segment.scale(row)
                             * query_scale;
+                        // Most rows lose to the worst kept hit: skip reading their id and hash.
+                        if heap.len() >= k && heap.peek().is_some_and(|worst| score < worst.score) {
+                            continue;
+                        }
                         let candidate = Ranked {
                             score,
                             content_hash: segment.content_hash(row),

@@ -132,7 +132,6 @@ pub struct Segment {
     pub rows: usize,
     pub paths: Vec<String>,
     pub languages: Vec<String>,
-    prefaulted: std::sync::atomic::AtomicBool,
 }
 
 impl Segment {
@@ -189,7 +188,6 @@ impl Segment {
             rows,
             paths: strings,
             languages,
-            prefaulted: std::sync::atomic::AtomicBool::new(false),
         };
         for row in 0..rows {
             if segment.path_index(row) as usize >= n_paths
@@ -231,24 +229,6 @@ impl Segment {
     }
 
     /// The int8 components of a row, as raw bytes (read each as `i8`).
-    /// Maps every page of the segment into this process in one system call before a full scan
-    /// (Linux `MADV_POPULATE_READ`), instead of one page fault per 16 pages during it. Pages not
-    /// in the page cache are read. A kernel without it (before 5.14) or another OS just faults
-    /// them in as the scan goes, so a failure is ignored.
-    /// Done once per opened segment.
-    pub fn prefault(&self) {
-        if self
-            .prefaulted
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            return;
-        }
-        #[cfg(target_os = "linux")]
-        {
-            let _ = self.map.advise(memmap2::Advice::PopulateRead);
-        }
-    }
-
     pub fn quantized(&self, row: usize) -> &[u8] {
         let at = HEADER_BYTES + ROW_META_BYTES * self.rows + row * self.dims;
         &self.map[at..at + self.dims]
