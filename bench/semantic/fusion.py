@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Offline tuning of hybrid fusion on the retrieval benchmark.
 
-    python3 bench/semantic/fusion.py [--suites small,large] [--depth 50]
+    python3 bench/semantic/fusion.py [--suites small,large] [--depth 50] [--floors 0,0.3]
+        [--embedder static|minilm]
 
 Needs the copies and queries of a previous `bench/retrieval.py` run (per suite) indexed with
 the embedder to tune for (set LODE_STATIC_TABLE the same way as for that run). For every query
@@ -86,6 +87,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--suites", default="small,large")
     ap.add_argument("--depth", type=int, default=50)
+    ap.add_argument("--embedder", default="static",
+                    help="whose retrieval.py copies to use (minilm: bench/out/retrieval-minilm/)")
     ap.add_argument("--floors", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
                     help="semantic relevance floors to try (comma-separated; lode's own floor "
                          "applies first)")
@@ -93,6 +96,11 @@ def main() -> int:
     report = {}
     for suite in args.suites.split(","):
         queries_file, copies = SUITES[suite]
+        if args.embedder != "static":
+            copies = copies.with_name(f"{copies.name}-{args.embedder}")
+            os.environ["LODE_EMBEDDER"] = args.embedder
+            if args.embedder == "minilm":
+                os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
         queries = [json.loads(line) for line in queries_file.read_text().splitlines() if line.strip()]
 
         def lists(q):
@@ -116,7 +124,8 @@ def main() -> int:
         for name, value in best[:12]:
             print(f"  {name:<34} MRR@10 {value:.3f}  ({value / results['lexical'] - 1:+.0%} over lexical)")
         report[suite] = results
-    out = OUT / "semantic" / "fusion.json"
+    suffix = "" if args.embedder == "static" else f"-{args.embedder}"
+    out = OUT / "semantic" / f"fusion{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
     print(f"written {out}")

@@ -103,11 +103,27 @@ pub trait Embedder: Send + Sync {
         f32::NEG_INFINITY
     }
 
+    /// Whether this embedder's cosine similarities can be added to BM25 scores (hybrid search
+    /// then fuses sentence queries by score) or only its ranks are to be trusted (reciprocal
+    /// rank fusion). Only a table tuned for it says `Calibrated`.
+    fn similarity_scale(&self) -> SimilarityScale {
+        SimilarityScale::RankOnly
+    }
+
     /// Whether the embedder splits identifiers into words itself. When it does not, chunk
     /// texts carry the split words of their identifiers as an extra line.
     fn splits_identifiers(&self) -> bool {
         false
     }
+}
+
+/// See [`Embedder::similarity_scale`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimilarityScale {
+    /// Similarities are on a scale that sums well with BM25 divided by the query's best BM25.
+    Calibrated,
+    /// Only the order of the similarities means something.
+    RankOnly,
 }
 
 impl std::fmt::Debug for dyn Embedder {

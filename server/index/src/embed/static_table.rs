@@ -282,6 +282,11 @@ impl Embedder for StaticEmbedder {
         true
     }
 
+    /// Score fusion was tuned with this table (bench/semantic/fusion.py).
+    fn similarity_scale(&self) -> super::SimilarityScale {
+        super::SimilarityScale::Calibrated
+    }
+
     /// The trained table puts texts about nothing in the code at 0.18-0.34 from their best
     /// chunk (measured on tokio and regex-automata: "chocolate cake recipe", "the history of
     /// ancient rome", ...) and related ones from about 0.5 up. The floor drops the bulk of the
