@@ -321,28 +321,42 @@ impl Workspace {
 /// Weighted reciprocal rank fusion of ranked id lists; ties go to the better lexical rank,
 /// then the better rank in the later lists, then the lower id.
 pub fn fuse(lists: &[(&Vec<(i64, f32)>, f32)], k: f32, limit: usize) -> Vec<(i64, f32)> {
+    fuse_by(lists, limit, |weight, rank, _| {
+        weight / (k + rank as f32 + 1.0)
+    })
+}
+
+/// Weighted sum of each list's scores (a chunk missing from a list adds nothing for it); ties
+/// go the same way as in [`fuse`].
+pub fn fuse_scores(lists: &[(&Vec<(i64, f32)>, f32)], limit: usize) -> Vec<(i64, f32)> {
+    fuse_by(lists, limit, |weight, _, score| weight * score)
+}
+
+/// Sums `contribution(weight, rank, score)` over the lists a chunk is on (its first, better
+/// entry per list; lists with weight 0 skipped) and returns the best `limit`: by fused score,
+/// then by the ranks in the lists in order, then by id.
+fn fuse_by(
+    lists: &[(&Vec<(i64, f32)>, f32)],
+    limit: usize,
+    contribution: impl Fn(f32, usize, f32) -> f32,
+) -> Vec<(i64, f32)> {
     // id -> (fused score, best rank per list)
     let mut scores: HashMap<i64, (f32, Vec<usize>)> = HashMap::new();
     for (list_index, (list, weight)) in lists.iter().enumerate() {
         if *weight <= 0.0 {
             continue;
         }
-        for (rank, &(id, _)) in list.iter().enumerate() {
+        for (rank, &(id, score)) in list.iter().enumerate() {
             let entry = scores
                 .entry(id)
                 .or_insert_with(|| (0.0, vec![usize::MAX; lists.len()]));
             if entry.1[list_index] != usize::MAX {
                 continue; // listed twice: the first (better) rank counts
             }
-            entry.0 += weight / (k + rank as f32 + 1.0);
+            entry.0 += contribution(*weight, rank, score);
             entry.1[list_index] = rank;
         }
     }
-    ranked(scores, limit)
-}
-
-/// Best first: by fused score, then by the ranks in the lists in order, then by id.
-fn ranked(scores: HashMap<i64, (f32, Vec<usize>)>, limit: usize) -> Vec<(i64, f32)> {
     let mut fused: Vec<(i64, f32, Vec<usize>)> = scores
         .into_iter()
         .map(|(id, (score, ranks))| (id, score, ranks))
@@ -357,28 +371,6 @@ fn ranked(scores: HashMap<i64, (f32, Vec<usize>)>, limit: usize) -> Vec<(i64, f3
         .into_iter()
         .map(|(id, score, _)| (id, score))
         .collect()
-}
-
-/// Weighted sum of each list's scores (a chunk missing from a list adds nothing for it); ties
-/// go the same way as in [`fuse`].
-pub fn fuse_scores(lists: &[(&Vec<(i64, f32)>, f32)], limit: usize) -> Vec<(i64, f32)> {
-    let mut scores: HashMap<i64, (f32, Vec<usize>)> = HashMap::new();
-    for (list_index, (list, weight)) in lists.iter().enumerate() {
-        if *weight <= 0.0 {
-            continue;
-        }
-        for (rank, &(id, score)) in list.iter().enumerate() {
-            let entry = scores
-                .entry(id)
-                .or_insert_with(|| (0.0, vec![usize::MAX; lists.len()]));
-            if entry.1[list_index] != usize::MAX {
-                continue;
-            }
-            entry.0 += weight * score;
-            entry.1[list_index] = rank;
-        }
-    }
-    ranked(scores, limit)
 }
 
 #[cfg(test)]
