@@ -13,7 +13,8 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use lode_wire::{Line, read_capped_line};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use crate::backend::AgentBackend;
@@ -110,46 +111,11 @@ where
     Box::pin(futures::stream::unfold(
         reader,
         move |mut reader| async move {
-            let mut line = Vec::new();
-            let mut oversized = false;
-            loop {
-                let buffer = match reader.fill_buf().await {
-                    Ok(buffer) => buffer,
-                    Err(error) => return Some((Err(error), reader)),
-                };
-                if buffer.is_empty() {
-                    // End of input: a last line without a newline still counts.
-                    if line.is_empty() && !oversized {
-                        return None;
-                    }
-                    break;
-                }
-                let (chunk, found_newline) = match buffer.iter().position(|&byte| byte == b'\n') {
-                    Some(end) => (&buffer[..end], true),
-                    None => (buffer, false),
-                };
-                if !oversized {
-                    if line.len() + chunk.len() > limit {
-                        oversized = true;
-                        line = Vec::new();
-                    } else {
-                        line.extend_from_slice(chunk);
-                    }
-                }
-                let consumed = chunk.len() + usize::from(found_newline);
-                reader.consume(consumed);
-                if found_newline {
-                    break;
-                }
-            }
-            let text = if oversized {
-                OVERSIZED_MARKER.to_string()
-            } else {
-                let mut text = String::from_utf8_lossy(&line).into_owned();
-                if text.ends_with('\r') {
-                    text.pop();
-                }
-                text
+            let text = match read_capped_line(&mut reader, limit).await {
+                Err(error) => return Some((Err(error), reader)),
+                Ok(None) => return None,
+                Ok(Some(Line::Oversized)) => OVERSIZED_MARKER.to_string(),
+                Ok(Some(Line::Text(line))) => String::from_utf8_lossy(&line).into_owned(),
             };
             Some((Ok(text), reader))
         },

@@ -7,10 +7,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use lode_wire::{Line, read_capped_line};
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
-};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::{mpsc, watch};
 
 /// Size of the in-process pipes between the guard and rmcp.
@@ -18,59 +17,6 @@ const PIPE_BYTES: usize = 256 * 1024;
 
 /// Methods rmcp answers before a lifecycle is chosen.
 const OPENING_METHODS: [&str; 3] = ["initialize", "ping", "server/discover"];
-
-/// One line of input.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Line {
-    Text(Vec<u8>),
-    /// Longer than the cap; its bytes were skipped, not kept.
-    Oversized,
-}
-
-/// Reads one `\n`-terminated line of at most `limit` bytes without holding more than that in
-/// memory. `None` at the end of input (a last line without a newline still counts).
-pub async fn read_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    limit: usize,
-) -> std::io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut oversized = false;
-    let mut seen_any = false;
-    loop {
-        let buffer = reader.fill_buf().await?;
-        if buffer.is_empty() {
-            if !seen_any {
-                return Ok(None);
-            }
-            break;
-        }
-        seen_any = true;
-        let (chunk, newline) = match buffer.iter().position(|&byte| byte == b'\n') {
-            Some(end) => (&buffer[..end], true),
-            None => (buffer, false),
-        };
-        if !oversized {
-            if line.len() + chunk.len() > limit {
-                oversized = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let consumed = chunk.len() + usize::from(newline);
-        reader.consume(consumed);
-        if newline {
-            break;
-        }
-    }
-    if oversized {
-        return Ok(Some(Line::Oversized));
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(Some(Line::Text(line)))
-}
 
 /// What the guard does with one line.
 #[derive(Debug, PartialEq)]
@@ -225,7 +171,7 @@ where
     let input_task = tokio::spawn(async move {
         let mut input = BufReader::new(input);
         loop {
-            let line = match read_line(&mut input, max_message_bytes).await {
+            let line = match read_capped_line(&mut input, max_message_bytes).await {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
                 Err(error) => {
@@ -438,24 +384,5 @@ mod tests {
             Verdict::Forward { .. }
         ));
         assert!(matches!(judge(b"   ", false), Verdict::Drop(_)));
-    }
-
-    #[tokio::test]
-    async fn oversized_lines_are_skipped_and_the_next_line_survives() {
-        let input: &[u8] = b"0123456789abcdef\nshort\nlast";
-        let mut reader = BufReader::with_capacity(4, input);
-        assert_eq!(
-            read_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Oversized)
-        );
-        assert_eq!(
-            read_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Text(b"short".to_vec()))
-        );
-        assert_eq!(
-            read_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Text(b"last".to_vec()))
-        );
-        assert_eq!(read_line(&mut reader, 8).await.unwrap(), None);
     }
 }
