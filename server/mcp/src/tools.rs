@@ -346,13 +346,9 @@ impl CodeTools {
         let limit = limit(args.limit, SYMBOL_LIMITS)?;
         self.refresh()?;
         let hits = self.workspace.symbols(&args.name, limit)?;
-        let mut text = String::new();
-        if hits.is_empty() {
-            let _ = writeln!(text, "No definition named like {:?}.", args.name);
-        }
-        for hit in &hits {
-            let _ = writeln!(text, "{hit}");
-        }
+        let text = one_per_line(&hits, || {
+            format!("No definition named like {:?}.", args.name)
+        });
         Ok(answer(text, json!({ "symbols": hits })))
     }
 
@@ -361,13 +357,7 @@ impl CodeTools {
         let limit = limit(args.limit, REFERENCE_LIMITS)?;
         self.refresh()?;
         let hits = self.workspace.references(&args.name, limit)?;
-        let mut text = String::new();
-        if hits.is_empty() {
-            let _ = writeln!(text, "No references to {:?}.", args.name);
-        }
-        for hit in &hits {
-            let _ = writeln!(text, "{hit}");
-        }
+        let text = one_per_line(&hits, || format!("No references to {:?}.", args.name));
         Ok(answer(text, json!({ "references": hits })))
     }
 
@@ -490,6 +480,18 @@ fn to_value(value: &impl serde::Serialize) -> Value {
 }
 
 /// A successful result: readable text for the model, the same data as structured content.
+/// Each item on its own line, or `when_empty()` as the one line when there are none.
+fn one_per_line<T: std::fmt::Display>(items: &[T], when_empty: impl FnOnce() -> String) -> String {
+    if items.is_empty() {
+        return format!("{}\n", when_empty());
+    }
+    let mut text = String::new();
+    for item in items {
+        let _ = writeln!(text, "{item}");
+    }
+    text
+}
+
 fn answer(text: String, structured: Value) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
