@@ -168,9 +168,9 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
 /// `scores:LEXICAL,SEMANTIC,SYMBOLS` for score fusion (a benchmark knob).
 pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, String> {
     use lode_index::hybrid::{FusionMethod, FusionWeights};
-    let (method, text) = match text.strip_prefix("scores:") {
-        Some(rest) => (FusionMethod::Scores, rest),
-        None => (FusionMethod::ReciprocalRank, text),
+    let (by_scores, text) = match text.strip_prefix("scores:") {
+        Some(rest) => (true, rest),
+        None => (false, text),
     };
     let numbers: Vec<f32> = text
         .split(',')
@@ -180,22 +180,18 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, Str
                 .map_err(|e| format!("{part:?}: {e}"))
         })
         .collect::<Result<_, _>>()?;
-    match (method, &numbers[..]) {
-        (FusionMethod::ReciprocalRank, &[lexical, semantic, symbols, k]) if k > 0.0 => {
-            Ok(FusionWeights {
-                lexical,
-                semantic,
-                symbols,
-                k,
-                method,
-            })
-        }
-        (FusionMethod::Scores, &[lexical, semantic, symbols]) => Ok(FusionWeights {
+    match (by_scores, &numbers[..]) {
+        (false, &[lexical, semantic, symbols, k]) if k > 0.0 => Ok(FusionWeights {
             lexical,
             semantic,
             symbols,
-            k: 1.0,
-            method,
+            method: FusionMethod::ReciprocalRank { k },
+        }),
+        (true, &[lexical, semantic, symbols]) => Ok(FusionWeights {
+            lexical,
+            semantic,
+            symbols,
+            method: FusionMethod::Scores,
         }),
         _ => Err(
             "expected LEXICAL,SEMANTIC,SYMBOLS,K with K > 0, or scores:LEXICAL,SEMANTIC,SYMBOLS"

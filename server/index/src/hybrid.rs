@@ -92,25 +92,23 @@ pub fn query_shape(query: &str) -> QueryShape {
 }
 
 /// How the ranked lists are combined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum FusionMethod {
     /// Weighted reciprocal rank fusion: a chunk at rank `r` (0-based) of a list adds
     /// `weight / (k + r + 1)`. Only ranks count, so lists with incomparable scores mix.
-    ReciprocalRank,
+    ReciprocalRank { k: f32 },
     /// Weighted sum of scores: BM25 divided by the best BM25 score of the query, cosine
     /// similarity as it is, 1 for a symbol match. Keeps how far apart hits are, which ranks
     /// throw away.
     Scores,
 }
 
-/// Weights of the fused lists, the fusion method and the RRF constant.
+/// Weights of the fused lists and how they are fused.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FusionWeights {
     pub lexical: f32,
     pub semantic: f32,
     pub symbols: f32,
-    /// The `k` of `1 / (k + rank)` ([`FusionMethod::ReciprocalRank`] only).
-    pub k: f32,
     pub method: FusionMethod,
 }
 
@@ -122,8 +120,7 @@ impl FusionWeights {
                 lexical: 1.0,
                 semantic: 0.15,
                 symbols: 1.0,
-                k: 20.0,
-                method: FusionMethod::ReciprocalRank,
+                method: FusionMethod::ReciprocalRank { k: 20.0 },
             },
             // Tuned offline by bench/semantic/fusion.py on both retrieval suites with the
             // built-in table: score fusion with semantic weight 1 beat every RRF setting
@@ -135,7 +132,6 @@ impl FusionWeights {
                     lexical: 1.0,
                     semantic: 1.0,
                     symbols: 0.0,
-                    k: 20.0,
                     method: FusionMethod::Scores,
                 }
             }
@@ -146,8 +142,7 @@ impl FusionWeights {
                     lexical: 1.0,
                     semantic: 0.4,
                     symbols: 0.0,
-                    k: 10.0,
-                    method: FusionMethod::ReciprocalRank,
+                    method: FusionMethod::ReciprocalRank { k: 10.0 },
                 }
             }
         }
@@ -201,37 +196,24 @@ impl Workspace {
         } else {
             Vec::new()
         };
-        let lists = [
-            (&lexical, weights.lexical),
-            (&semantic, weights.semantic),
-            (&symbols, weights.symbols),
-        ];
         let fused = match weights.method {
-            FusionMethod::ReciprocalRank => fuse(&lists, weights.k, request.limit),
-            FusionMethod::Scores => {
-                let best_bm25 = lexical.first().map_or(1.0, |&(_, score)| score);
-                let scaled: Vec<(i64, f32)> = lexical
-                    .iter()
-                    .map(|&(id, score)| {
-                        (
-                            id,
-                            if best_bm25 > 0.0 {
-                                score / best_bm25
-                            } else {
-                                0.0
-                            },
-                        )
-                    })
-                    .collect();
-                fuse_scores(
-                    &[
-                        (&scaled, weights.lexical),
-                        (&semantic, weights.semantic),
-                        (&symbols, weights.symbols),
-                    ],
-                    request.limit,
-                )
-            }
+            FusionMethod::ReciprocalRank { k } => fuse(
+                &[
+                    (&lexical, weights.lexical),
+                    (&semantic, weights.semantic),
+                    (&symbols, weights.symbols),
+                ],
+                k,
+                request.limit,
+            ),
+            FusionMethod::Scores => fuse_scores(
+                &[
+                    (&scaled_to_best(&lexical), weights.lexical),
+                    (&semantic, weights.semantic),
+                    (&symbols, weights.symbols),
+                ],
+                request.limit,
+            ),
         };
         self.hits_for(&request.query, fused)
     }
@@ -316,6 +298,15 @@ impl Workspace {
         }
         Ok(ranked)
     }
+}
+
+/// A best-first list with every score divided by the first (best) one; all 0 when that is not
+/// positive.
+fn scaled_to_best(list: &[(i64, f32)]) -> Vec<(i64, f32)> {
+    let best = list.first().map_or(0.0, |&(_, score)| score);
+    list.iter()
+        .map(|&(id, score)| (id, if best > 0.0 { score / best } else { 0.0 }))
+        .collect()
 }
 
 /// Weighted reciprocal rank fusion of ranked id lists; ties go to the better lexical rank,
@@ -423,11 +414,17 @@ mod tests {
         let calibrated = FusionWeights::for_query(sentence, SimilarityScale::Calibrated);
         assert_eq!(calibrated.method, FusionMethod::Scores);
         let rank_only = FusionWeights::for_query(sentence, SimilarityScale::RankOnly);
-        assert_eq!(rank_only.method, FusionMethod::ReciprocalRank);
+        assert!(matches!(
+            rank_only.method,
+            FusionMethod::ReciprocalRank { .. }
+        ));
         assert!(rank_only.semantic < rank_only.lexical);
         for scale in [SimilarityScale::Calibrated, SimilarityScale::RankOnly] {
             let identifier = FusionWeights::for_query(query_shape("parse_config"), scale);
-            assert_eq!(identifier.method, FusionMethod::ReciprocalRank);
+            assert!(matches!(
+                identifier.method,
+                FusionMethod::ReciprocalRank { .. }
+            ));
             assert!(identifier.symbols > 0.0);
         }
         let builtin = crate::embed::default_embedder().unwrap();
