@@ -20,6 +20,7 @@ static BUILTIN_TABLE: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../assets/embeddings/static-minilm.bin"
 ));
+include!(concat!(env!("OUT_DIR"), "/builtin_table_hash.rs"));
 static BUILTIN_VOCAB: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../assets/embeddings/static-minilm.vocab.txt"
@@ -31,10 +32,10 @@ const HEADER_BYTES: usize = 32;
 
 /// A static embedding table with its tokenizer.
 ///
-/// Opening one reads only the header and hashes the table (for its identity); the vocabulary,
-/// the whole-word list and the row scales are built on the first embedding. Commands that
-/// never embed (lexical search, symbols, the map) thus pay about a millisecond for it, not the
-/// few milliseconds of building the vocabulary's hash maps.
+/// Opening one reads only the header (the built-in table's hash, its identity, is computed at
+/// build time); the vocabulary, the whole-word list and the row scales are built on the first
+/// embedding. Commands that never embed (lexical search, symbols, the map) thus pay neither for reading the table nor
+/// for building the vocabulary's hash maps.
 pub struct StaticEmbedder {
     identity: EmbedderIdentity,
     dims: usize,
@@ -73,6 +74,7 @@ impl StaticEmbedder {
             Cow::Borrowed(BUILTIN_TABLE),
             Cow::Borrowed(BUILTIN_VOCAB),
             "static-minilm",
+            BUILTIN_TABLE_HASH,
         )
     }
 
@@ -89,17 +91,21 @@ impl StaticEmbedder {
             .and_then(|s| s.to_str())
             .unwrap_or("static")
             .to_string();
+        let table = read(table)?;
+        let hash = xxhash_rust::xxh3::xxh3_64(&table);
         let embedder =
-            StaticEmbedder::from_parts(Cow::Owned(read(table)?), Cow::Owned(vocab), &name)?;
+            StaticEmbedder::from_parts(Cow::Owned(table), Cow::Owned(vocab), &name, hash)?;
         embedder.tokens()?;
         Ok(embedder)
     }
 
-    /// Checks the header and derives the identity; the rest waits for [`Self::tokens`].
+    /// Checks the header and derives the identity from `hash` (xxh3-64 of the whole table); the
+    /// rest waits for [`Self::tokens`].
     fn from_parts(
         table: Cow<'static, [u8]>,
         vocabulary: Cow<'static, str>,
         name: &str,
+        hash: u64,
     ) -> Result<StaticEmbedder, EmbedError> {
         let bad = |what: &str| EmbedError::BadTable(what.to_string());
         let u32_at = |at: usize| -> Result<u32, EmbedError> {
@@ -125,7 +131,6 @@ impl StaticEmbedder {
         if table.len() < rows_offset + rows * dims {
             return Err(bad("the file is truncated"));
         }
-        let hash = xxhash_rust::xxh3::xxh3_64(&table);
         Ok(StaticEmbedder {
             identity: EmbedderIdentity {
                 backend: "static".into(),
@@ -365,7 +370,7 @@ mod tests {
 
     /// Opens a table and builds its vocabulary, as `from_files` does.
     fn checked(table: Cow<'static, [u8]>, vocab: &'static str) -> Result<(), EmbedError> {
-        let embedder = StaticEmbedder::from_parts(table, Cow::Borrowed(vocab), "x")?;
+        let embedder = StaticEmbedder::from_parts(table, Cow::Borrowed(vocab), "x", 0)?;
         embedder.tokens().map(|_| ())
     }
 
@@ -387,7 +392,7 @@ mod tests {
     fn a_table_damaged_past_its_header_fails_on_first_embedding_not_before() {
         let truncated = Cow::Owned(BUILTIN_TABLE[..BUILTIN_TABLE.len() - 3].to_vec());
         let embedder =
-            StaticEmbedder::from_parts(truncated, Cow::Borrowed(BUILTIN_VOCAB), "x").unwrap();
+            StaticEmbedder::from_parts(truncated, Cow::Borrowed(BUILTIN_VOCAB), "x", 0).unwrap();
         assert_eq!(embedder.identity().dimension, 256);
         for _ in 0..2 {
             assert!(matches!(
@@ -395,6 +400,15 @@ mod tests {
                 Err(EmbedError::BadTable(message)) if message.contains("truncated")
             ));
         }
+    }
+
+    #[test]
+    fn the_build_time_hash_is_the_hash_of_the_compiled_table() {
+        assert_eq!(
+            xxhash_rust::xxh3::xxh3_64(BUILTIN_TABLE),
+            BUILTIN_TABLE_HASH,
+            "build.rs hashed another file than the one compiled in"
+        );
     }
 
     #[test]
