@@ -213,6 +213,51 @@ fn map_fits_its_budget_and_no_refresh_answers_from_the_index_as_it_is() {
 }
 
 #[test]
+fn a_lexical_search_leaves_the_vectors_alone_and_a_hybrid_one_repairs_them() {
+    let dir = sample();
+    let root = dir.path();
+    assert!(run(root, &["index"]).status.success());
+    let manifest = root.join(".lode/index/vectors/manifest.json");
+    std::fs::write(&manifest, b"{ not json").unwrap();
+
+    let lexical = run(
+        root,
+        &["search", "compact", "--mode", "lexical", "--no-refresh"],
+    );
+    assert!(lexical.status.success(), "{}", stderr(&lexical));
+    assert!(stdout(&lexical).contains("src/store.rs"));
+    assert!(
+        !stderr(&lexical).contains("repaired"),
+        "{}",
+        stderr(&lexical)
+    );
+    assert_eq!(std::fs::read(&manifest).unwrap(), b"{ not json");
+
+    // The default mode asks whether there are vectors: that opens the store, which is rebuilt
+    // empty and reported; the search answers lexically until the next refresh re-embeds.
+    let default = run(root, &["search", "compact", "--no-refresh"]);
+    assert!(default.status.success(), "{}", stderr(&default));
+    assert!(
+        stderr(&default).contains("repaired the index: vector store unreadable"),
+        "{}",
+        stderr(&default)
+    );
+    assert!(stdout(&default).contains("src/store.rs"));
+    let reindexed = run(root, &["index", "-v"]);
+    assert!(
+        stderr(&reindexed).contains("embedded"),
+        "{}",
+        stderr(&reindexed)
+    );
+    let hybrid = run(
+        root,
+        &["search", "compact", "--mode", "hybrid", "--no-refresh"],
+    );
+    assert!(hybrid.status.success(), "{}", stderr(&hybrid));
+    assert!(!stderr(&hybrid).contains("repaired"), "{}", stderr(&hybrid));
+}
+
+#[test]
 fn the_workspace_root_is_found_from_a_subdirectory() {
     let dir = sample();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();

@@ -307,10 +307,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 language,
                 boosts,
             };
-            let mode = mode.unwrap_or(if workspace.has_vectors() {
-                lode_index::SearchMode::Hybrid
-            } else {
-                lode_index::SearchMode::Lexical
+            // Asking whether there are vectors opens the store: only when no mode was given.
+            let mode = mode.unwrap_or_else(|| {
+                if workspace.has_vectors() {
+                    lode_index::SearchMode::Hybrid
+                } else {
+                    lode_index::SearchMode::Lexical
+                }
             });
             let hits = match fusion {
                 Some(weights) if mode == lode_index::SearchMode::Hybrid => {
@@ -318,6 +321,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 _ => workspace.search_with_mode(&request, mode)?,
             };
+            report_repairs(&workspace);
             if common.json {
                 print_json_lines(&hits)?;
             } else {
@@ -483,10 +487,16 @@ fn open_for(
     }
     let workspace = Workspace::open(options)
         .with_context(|| format!("cannot open the index of {}", root.display()))?;
-    for repair in workspace.repairs() {
+    report_repairs(&workspace);
+    Ok(workspace)
+}
+
+/// Prints what the workspace repaired since the last call: `open` checks the catalog and the
+/// lexical index, the vector store is checked when a command first uses it.
+fn report_repairs(workspace: &Workspace) {
+    for repair in workspace.take_repairs() {
         eprintln!("lode: repaired the index: {repair}");
     }
-    Ok(workspace)
 }
 
 /// Opens the workspace and, unless told not to, brings the index up to date first: through the
@@ -555,6 +565,7 @@ fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshSt
         bar.set_position(progress.done as u64);
     });
     bar.finish_and_clear();
+    report_repairs(workspace);
     stats.with_context(|| format!("cannot index {}", workspace.root().display()))
 }
 

@@ -224,7 +224,8 @@ impl Workspace {
         request: &SearchRequest,
         depth: usize,
     ) -> Result<Vec<(i64, f32)>, IndexError> {
-        let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store()) else {
+        let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store_for_search()?)
+        else {
             return Err(IndexError::NoVectors(
                 "no embedder is configured for this workspace".into(),
             ));

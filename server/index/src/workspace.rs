@@ -6,6 +6,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::{Duration, Instant};
 
@@ -175,9 +176,16 @@ pub struct Workspace {
     catalog: Mutex<Catalog>,
     lexical: LexicalIndex,
     embedder: Option<Arc<dyn Embedder>>,
-    vectors: Option<Arc<dyn VectorStore>>,
+    /// The store given in the options (Qdrant, tests); `None`: the embedded one, if any.
+    configured_vectors: Option<Arc<dyn VectorStore>>,
+    /// The vector store, opened on first use: lexical search, symbols, references and the map
+    /// never read it, and opening the embedded store maps and checks every segment. `None`
+    /// until then; `Some(None)` when the workspace has no vectors.
+    vectors: Mutex<Option<Option<Arc<dyn VectorStore>>>>,
+    /// Whether a search has brought vectors left behind the catalog up to date.
+    vectors_reconciled: AtomicBool,
     defer_derived: bool,
-    repairs: Vec<String>,
+    repairs: Mutex<Vec<String>>,
 }
 
 impl Workspace {
@@ -236,13 +244,6 @@ impl Workspace {
         {
             repairs.push(repair);
         }
-        let vectors = open_vectors(&index_dir, &options, &mut repairs)?;
-        if let (Some(store), Some(embedder), false) =
-            (&vectors, &options.embedder, options.defer_derived)
-            && let Some(repair) = reconcile_vectors(&index_dir, &catalog, &**store, &**embedder)?
-        {
-            repairs.push(repair);
-        }
         Ok(Workspace {
             root,
             index_dir,
@@ -252,9 +253,11 @@ impl Workspace {
             catalog: Mutex::new(catalog),
             lexical,
             embedder: options.embedder,
-            vectors,
+            configured_vectors: options.vector_store,
+            vectors: Mutex::new(None),
+            vectors_reconciled: AtomicBool::new(false),
             defer_derived: options.defer_derived,
-            repairs,
+            repairs: Mutex::new(repairs),
         })
     }
 
@@ -268,16 +271,21 @@ impl Workspace {
         &self.index_dir
     }
 
-    /// What `open` had to repair, one line each (empty when the index was healthy).
-    pub fn repairs(&self) -> &[String] {
-        &self.repairs
+    /// What this handle had to repair so far, one line each (empty when the index was
+    /// healthy): the catalog and lexical index are checked by `open`, the vector store when it
+    /// is first used.
+    pub fn repairs(&self) -> Vec<String> {
+        lock(&self.repairs).clone()
+    }
+
+    /// The repairs not taken yet, for a front end that reports each once as it happens.
+    pub fn take_repairs(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.repairs))
     }
 
     pub(crate) fn catalog(&self) -> MutexGuard<'_, Catalog> {
         // A panic while holding the lock leaves SQLite consistent (the transaction rolls back).
-        self.catalog
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.catalog)
     }
 
     pub(crate) fn with_catalog<T>(
@@ -296,16 +304,59 @@ impl Workspace {
         self.embedder.as_ref()
     }
 
-    /// The vector store, if the index has one.
-    pub fn vector_store(&self) -> Option<&Arc<dyn VectorStore>> {
-        self.vectors.as_ref()
+    /// The vector store, if the index has one: the configured store, or the embedded one when
+    /// an embedder is set or vectors exist. The embedded store is opened on the first call; one
+    /// that cannot be read is deleted and recreated empty (the next sync fills it).
+    pub fn vector_store(&self) -> Result<Option<Arc<dyn VectorStore>>, IndexError> {
+        let mut slot = lock(&self.vectors);
+        if let Some(opened) = slot.as_ref() {
+            return Ok(opened.clone());
+        }
+        let opened = match &self.configured_vectors {
+            Some(store) => Some(Arc::clone(store)),
+            None => open_embedded_vectors(
+                &self.index_dir,
+                self.embedder.is_some(),
+                &mut lock(&self.repairs),
+            )?,
+        };
+        *slot = Some(opened.clone());
+        Ok(opened)
+    }
+
+    /// The vector store for a search. The first call also brings vectors made by this
+    /// embedder but left behind the catalog (a crash between the two commits) up to date.
+    pub(crate) fn vector_store_for_search(
+        &self,
+    ) -> Result<Option<Arc<dyn VectorStore>>, IndexError> {
+        let store = self.vector_store()?;
+        if let (Some(store), Some(embedder), false) = (&store, &self.embedder, self.defer_derived)
+            && !self.vectors_reconciled.load(Ordering::Acquire)
+        {
+            let repair =
+                reconcile_vectors(&self.index_dir, &self.catalog(), &**store, &**embedder)?;
+            lock(&self.repairs).extend(repair);
+            self.vectors_reconciled.store(true, Ordering::Release);
+        }
+        Ok(store)
+    }
+
+    /// How many vectors the store holds (0 without one).
+    fn vector_count(&self) -> Result<u64, IndexError> {
+        Ok(self
+            .vector_store()?
+            .map_or(0, |store| store.state().count as u64))
     }
 
     /// Whether semantic search can run: an embedder is configured and the store holds vectors
-    /// made by it (possibly a refresh behind the catalog).
+    /// made by it (possibly a refresh behind the catalog). False as well when the store cannot
+    /// be opened; a semantic search reports why.
     pub fn has_vectors(&self) -> bool {
-        match (&self.embedder, &self.vectors) {
-            (Some(embedder), Some(store)) => {
+        let Some(embedder) = &self.embedder else {
+            return false;
+        };
+        match self.vector_store() {
+            Ok(Some(store)) => {
                 let state = store.state();
                 state.count > 0 && state.identity.as_ref() == Some(embedder.identity())
             }
@@ -320,10 +371,13 @@ impl Workspace {
         catalog: &Catalog,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<SyncStats, IndexError> {
-        let (Some(store), Some(embedder)) = (&self.vectors, &self.embedder) else {
+        let Some(embedder) = &self.embedder else {
             return Ok(SyncStats::default());
         };
-        sync_store(catalog, &**store, &**embedder, &|done, total| {
+        let Some(store) = self.vector_store()? else {
+            return Ok(SyncStats::default());
+        };
+        sync_store(catalog, &*store, &**embedder, &|done, total| {
             progress(RefreshProgress {
                 done,
                 total,
@@ -356,6 +410,8 @@ impl Workspace {
         &self,
         write: impl FnOnce() -> Result<T, IndexError>,
     ) -> Result<T, IndexError> {
+        // Opened first: repairing an unreadable store takes the writer lock itself.
+        self.vector_store()?;
         let _lock = WriterLock::try_acquire(&self.index_dir)?;
         self.lexical.acquire_writer()?;
         let result = write();
@@ -396,10 +452,10 @@ impl Workspace {
             });
         }
         let generation = catalog.generation()?;
-        let vectors = match (&self.vectors, &self.embedder) {
-            (Some(store), Some(embedder)) => {
+        let vectors = match (&self.embedder, self.vector_store()?) {
+            (Some(embedder), Some(store)) => {
                 store.state().identity.as_ref() == Some(embedder.identity())
-                    && in_step(catalog, &**store, &**embedder)?
+                    && in_step(catalog, &*store, &**embedder)?
             }
             _ => false,
         };
@@ -467,7 +523,7 @@ impl Workspace {
                 stats.vectors = self.sync_vectors(&catalog, progress)?;
             }
             stats.timings.embed = embed_started.elapsed();
-            stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
+            stats.total_vectors = self.vector_count()?;
             stats.set_totals(catalog.counts()?);
             return Ok(stats);
         }
@@ -564,7 +620,7 @@ impl Workspace {
             stats.vectors = self.sync_vectors(&catalog, progress)?;
         }
         stats.timings.embed = embed_started.elapsed();
-        stats.total_vectors = self.vectors.as_ref().map_or(0, |s| s.state().count as u64);
+        stats.total_vectors = self.vector_count()?;
         stats.set_totals(catalog.counts()?);
         Ok(stats)
     }
@@ -789,7 +845,9 @@ impl Workspace {
     /// Makes commits by other handles or processes visible to this one's searches.
     pub fn reload(&self) -> Result<(), IndexError> {
         self.lexical.reload()?;
-        if let Some(store) = &self.vectors {
+        // A store not opened yet will read the latest state when it is.
+        let opened = lock(&self.vectors).clone().flatten();
+        if let Some(store) = opened {
             store.reload()?;
         }
         Ok(())
@@ -871,18 +929,15 @@ fn rebuild_lexical(
 /// The embedded vector store's directory inside the index directory.
 pub const VECTORS_DIR: &str = "vectors";
 
-/// The configured vector store, or the embedded one when an embedder is set or vectors exist.
-/// An embedded store that cannot be read is deleted and recreated empty (the next sync fills it).
-fn open_vectors(
+/// The embedded vector store, when an embedder is set or vectors exist. One that cannot be read
+/// is deleted and recreated empty (the next sync fills it).
+fn open_embedded_vectors(
     index_dir: &Path,
-    options: &WorkspaceOptions,
+    has_embedder: bool,
     repairs: &mut Vec<String>,
 ) -> Result<Option<Arc<dyn VectorStore>>, IndexError> {
-    if let Some(store) = &options.vector_store {
-        return Ok(Some(Arc::clone(store)));
-    }
     let dir = index_dir.join(VECTORS_DIR);
-    if options.embedder.is_none() && !dir.exists() {
+    if !has_embedder && !dir.exists() {
         return Ok(None);
     }
     match EmbeddedStore::open(&dir) {
@@ -1004,4 +1059,12 @@ fn remove_dir_if_exists(dir: &Path) -> Result<(), IndexError> {
         })?;
     }
     Ok(())
+}
+
+/// Locks a mutex, also one a panicking holder poisoned: every value behind these locks is
+/// replaced or extended whole, never left half-written.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -75,7 +75,7 @@ fn refresh_embeds_every_chunk_and_semantic_search_finds_by_meaning() {
     assert_eq!(stats.vectors.embedded as u64, stats.total_chunks);
     assert!(phases.lock().unwrap().contains(&RefreshPhase::Embed));
     assert!(workspace.has_vectors());
-    let store = workspace.vector_store().unwrap();
+    let store = workspace.vector_store().unwrap().unwrap();
     assert_eq!(store.state().count as u64, stats.total_chunks);
 
     // No word of the query appears in the code.
@@ -162,11 +162,11 @@ fn only_changed_chunks_are_embedded_again() {
     assert_eq!(edited.vectors.deleted, 1);
 
     // An editor buffer identical to the file: the chunks get new ids, the vectors are reused.
-    let again = workspace.vector_store().unwrap().state().count;
+    let again = workspace.vector_store().unwrap().unwrap().state().count;
     workspace
         .update_file(&dir.path().join("src/network.rs"), NETWORK_RS)
         .unwrap();
-    let store = workspace.vector_store().unwrap();
+    let store = workspace.vector_store().unwrap().unwrap();
     assert_eq!(store.state().count, again);
     assert_eq!(store.state().count as u64, edited.total_chunks);
 
@@ -230,7 +230,13 @@ fn a_new_embedder_re_embeds_everything() {
     assert!(stats.vectors.reset);
     assert_eq!(stats.vectors.embedded as u64, first.total_chunks);
     assert_eq!(
-        workspace.vector_store().unwrap().state().identity.as_ref(),
+        workspace
+            .vector_store()
+            .unwrap()
+            .unwrap()
+            .state()
+            .identity
+            .as_ref(),
         Some(other.identity())
     );
     assert!(workspace.has_vectors());
@@ -254,6 +260,10 @@ fn vectors_behind_the_catalog_are_brought_up_to_date_on_open() {
     drop(plain);
 
     let workspace = open_static(dir.path());
+    let hits = workspace
+        .search_with_mode(&SearchRequest::new("squeeze"), SearchMode::Semantic)
+        .unwrap();
+    assert_eq!(top_path(&hits), "src/extra.rs");
     assert!(
         workspace
             .repairs()
@@ -262,10 +272,6 @@ fn vectors_behind_the_catalog_are_brought_up_to_date_on_open() {
         "{:?}",
         workspace.repairs()
     );
-    let hits = workspace
-        .search_with_mode(&SearchRequest::new("squeeze"), SearchMode::Semantic)
-        .unwrap();
-    assert_eq!(top_path(&hits), "src/extra.rs");
 }
 
 #[test]
@@ -277,15 +283,52 @@ fn a_damaged_vector_store_is_rebuilt() {
     drop(workspace);
     fs::write(vectors_dir.join("manifest.json"), b"{ not json").unwrap();
     let workspace = open_static(dir.path());
+    let stats = workspace.refresh(&|_| {}).unwrap();
     assert!(
         workspace
             .repairs()
             .iter()
-            .any(|r| r.contains("vector store unreadable"))
+            .any(|r| r.contains("vector store unreadable")),
+        "{:?}",
+        workspace.repairs()
     );
-    let stats = workspace.refresh(&|_| {}).unwrap();
     assert_eq!(stats.vectors.embedded as u64, first.total_chunks);
     assert!(workspace.has_vectors());
+}
+
+#[test]
+fn a_lexical_search_never_opens_the_vector_store() {
+    let dir = sample();
+    let workspace = open_static(dir.path());
+    workspace.refresh(&|_| {}).unwrap();
+    let vectors_dir = workspace.index_dir().join("vectors");
+    drop(workspace);
+    // A store that cannot be read shows whether anything opened it: opening repairs it.
+    fs::write(vectors_dir.join("manifest.json"), b"{ not json").unwrap();
+
+    let workspace = open_static(dir.path());
+    let hits = workspace
+        .search_with_mode(&SearchRequest::new("greeting"), SearchMode::Lexical)
+        .unwrap();
+    assert!(!hits.is_empty());
+    assert!(workspace.symbols("greeting", 5).is_ok());
+    assert!(workspace.repairs().is_empty(), "{:?}", workspace.repairs());
+    assert_eq!(
+        fs::read(vectors_dir.join("manifest.json")).unwrap(),
+        b"{ not json",
+        "the lexical search touched the vector store"
+    );
+
+    // The first semantic use opens (and here repairs) it.
+    assert!(!workspace.has_vectors());
+    assert!(
+        workspace
+            .repairs()
+            .iter()
+            .any(|r| r.contains("vector store unreadable")),
+        "{:?}",
+        workspace.repairs()
+    );
 }
 
 #[test]
@@ -339,7 +382,7 @@ fn a_touched_but_unchanged_file_starts_no_new_generation() {
     let dir = sample();
     let workspace = open_static(dir.path());
     workspace.refresh(&|_| {}).unwrap();
-    let store = workspace.vector_store().unwrap().clone();
+    let store = workspace.vector_store().unwrap().unwrap().clone();
     let before = store.state().generation;
 
     // New mtime, same bytes: the file is read and hashed again, and only its mtime is stored.

@@ -94,9 +94,7 @@ impl LiveIndex {
     /// and the debouncer. Does not refresh: call [`LiveIndex::refresh`].
     pub fn open(options: WorkspaceOptions, debounce: Duration) -> Result<LiveIndex, IndexError> {
         let writer = Workspace::open(options.clone())?;
-        for repair in writer.repairs() {
-            eprintln!("lode lsp: repaired the index: {repair}");
-        }
+        report_repairs(&writer);
         let mut reader_options = options;
         reader_options.index_dir = Some(writer.index_dir().to_path_buf());
         let reader = Arc::new(Workspace::open(reader_options)?);
@@ -262,6 +260,13 @@ impl LiveIndex {
     }
 }
 
+/// Logs what the writer's handle repaired since the last call (stderr: stdout is the protocol's).
+fn report_repairs(workspace: &Workspace) {
+    for repair in workspace.take_repairs() {
+        eprintln!("lode lsp: repaired the index: {repair}");
+    }
+}
+
 fn writer_gone() -> IndexError {
     IndexError::Write {
         path: PathBuf::from("<index writer>"),
@@ -420,6 +425,8 @@ impl WriterThread {
             self.workspace.refresh_with(mode, progress)
         });
         self.refreshing.send_replace(false);
+        // The first refresh opens the vector store, which repairs one it cannot read.
+        report_repairs(&self.workspace);
         // A refresh re-reads files whose buffers are open: put the buffers back.
         self.reapply_overlays();
         self.reload_reader();

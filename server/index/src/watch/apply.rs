@@ -239,7 +239,7 @@ impl Workspace {
             }
             stats.timings.embed = embed_started.elapsed();
             stats.total_vectors = self
-                .vector_store()
+                .vector_store()?
                 .map_or(0, |store| store.state().count as u64);
             Ok(stats)
         })
