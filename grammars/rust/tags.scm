@@ -159,157 +159,25 @@
   name: (identifier) @name) @reference.import
 
 ; ---------------------------------------------------------------------------------------------
-; Type references: a type named in a type position. Every position that can hold a type is listed
-; (so a definition's own name, an impl's implementing type and generic parameter declarations are
-; never captured). Generic and path types are reached through the nested positions too:
-; `&Vec<io::Result<Foo>>` gives `Vec`, `Result`, `Foo`. `Self` is skipped.
+; Type references: every type name is a reference to that type, except where it declares one.
+; A name that a definition above captures (a struct's own name, an impl's implementing type) is
+; dropped by the extractor; so is one captured as `@not_a_reference` (generic parameters, the
+; name in `Item = Foo`). Reached at any depth: `&Vec<io::Result<Foo>>` gives `Vec`, `Result`,
+; `Foo`. `Self` is skipped. One pattern instead of one per type position: the per-position list
+; took ~120 ms to compile and made every node of every tree cost more to match.
 ; ---------------------------------------------------------------------------------------------
 
-([
-  (array_type element: (type_identifier) @name)
-  (array_type element: (generic_type type: (type_identifier) @name))
-  (array_type element: (scoped_type_identifier name: (type_identifier) @name))
-  (array_type element: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (bounded_type (type_identifier) @name)
-  (bounded_type (generic_type type: (type_identifier) @name))
-  (bounded_type (scoped_type_identifier name: (type_identifier) @name))
-  (bounded_type (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (closure_expression return_type: (type_identifier) @name)
-  (closure_expression return_type: (generic_type type: (type_identifier) @name))
-  (closure_expression return_type: (scoped_type_identifier name: (type_identifier) @name))
-  (closure_expression return_type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (const_item type: (type_identifier) @name)
-  (const_item type: (generic_type type: (type_identifier) @name))
-  (const_item type: (scoped_type_identifier name: (type_identifier) @name))
-  (const_item type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (const_parameter type: (type_identifier) @name)
-  (const_parameter type: (scoped_type_identifier name: (type_identifier) @name))
-
-  (field_declaration type: (type_identifier) @name)
-  (field_declaration type: (generic_type type: (type_identifier) @name))
-  (field_declaration type: (scoped_type_identifier name: (type_identifier) @name))
-  (field_declaration type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (function_item return_type: (type_identifier) @name)
-  (function_item return_type: (generic_type type: (type_identifier) @name))
-  (function_item return_type: (scoped_type_identifier name: (type_identifier) @name))
-  (function_item return_type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (function_signature_item return_type: (type_identifier) @name)
-  (function_signature_item return_type: (generic_type type: (type_identifier) @name))
-  (function_signature_item return_type: (scoped_type_identifier name: (type_identifier) @name))
-  (function_signature_item return_type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (function_type trait: (type_identifier) @name)
-  (function_type return_type: (type_identifier) @name)
-  (function_type return_type: (generic_type type: (type_identifier) @name))
-  (function_type return_type: (scoped_type_identifier name: (type_identifier) @name))
-  (function_type return_type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (higher_ranked_trait_bound type: (type_identifier) @name)
-  (higher_ranked_trait_bound type: (generic_type type: (type_identifier) @name))
-  (higher_ranked_trait_bound type: (scoped_type_identifier name: (type_identifier) @name))
-
-  ; The trait of `impl Trait for Type` (the type itself names the impl definition).
-  (impl_item trait: (type_identifier) @name)
-  (impl_item trait: (generic_type type: (type_identifier) @name))
-  (impl_item trait: (scoped_type_identifier name: (type_identifier) @name))
-  (impl_item trait: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (let_declaration type: (type_identifier) @name)
-  (let_declaration type: (generic_type type: (type_identifier) @name))
-  (let_declaration type: (scoped_type_identifier name: (type_identifier) @name))
-  (let_declaration type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (ordered_field_declaration_list type: (type_identifier) @name)
-  (ordered_field_declaration_list type: (generic_type type: (type_identifier) @name))
-  (ordered_field_declaration_list type: (scoped_type_identifier name: (type_identifier) @name))
-  (ordered_field_declaration_list type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (parameter type: (type_identifier) @name)
-  (parameter type: (generic_type type: (type_identifier) @name))
-  (parameter type: (scoped_type_identifier name: (type_identifier) @name))
-  (parameter type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  ; Parameter types of `fn(A) -> B` pointer types.
-  (parameters (type_identifier) @name)
-  (parameters (generic_type type: (type_identifier) @name))
-  (parameters (scoped_type_identifier name: (type_identifier) @name))
-
-  (pointer_type type: (type_identifier) @name)
-  (pointer_type type: (generic_type type: (type_identifier) @name))
-  (pointer_type type: (scoped_type_identifier name: (type_identifier) @name))
-
-  (qualified_type type: (type_identifier) @name)
-  (qualified_type alias: (type_identifier) @name)
-  (qualified_type alias: (generic_type type: (type_identifier) @name))
-  (qualified_type alias: (scoped_type_identifier name: (type_identifier) @name))
-
-  (reference_type type: (type_identifier) @name)
-  (reference_type type: (generic_type type: (type_identifier) @name))
-  (reference_type type: (scoped_type_identifier name: (type_identifier) @name))
-  (reference_type type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (removed_trait_bound (type_identifier) @name)
-
-  (static_item type: (type_identifier) @name)
-  (static_item type: (generic_type type: (type_identifier) @name))
-  (static_item type: (scoped_type_identifier name: (type_identifier) @name))
-  (static_item type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (trait_bounds (type_identifier) @name)
-  (trait_bounds (generic_type type: (type_identifier) @name))
-  (trait_bounds (scoped_type_identifier name: (type_identifier) @name))
-  (trait_bounds (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (tuple_type (type_identifier) @name)
-  (tuple_type (generic_type type: (type_identifier) @name))
-  (tuple_type (scoped_type_identifier name: (type_identifier) @name))
-  (tuple_type (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (type_arguments (type_identifier) @name)
-  (type_arguments (generic_type type: (type_identifier) @name))
-  (type_arguments (scoped_type_identifier name: (type_identifier) @name))
-  (type_arguments (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  ; `Iterator<Item = Foo>`.
-  (type_binding type: (type_identifier) @name)
-  (type_binding type: (generic_type type: (type_identifier) @name))
-  (type_binding type: (scoped_type_identifier name: (type_identifier) @name))
-
-  (type_cast_expression type: (type_identifier) @name)
-  (type_cast_expression type: (scoped_type_identifier name: (type_identifier) @name))
-
-  (type_item type: (type_identifier) @name)
-  (type_item type: (generic_type type: (type_identifier) @name))
-  (type_item type: (scoped_type_identifier name: (type_identifier) @name))
-  (type_item type: (generic_type type: (scoped_type_identifier name: (type_identifier) @name)))
-
-  (type_parameter default_type: (type_identifier) @name)
-  (type_parameter default_type: (generic_type type: (type_identifier) @name))
-
-  ; `impl Trait` and `dyn Trait`.
-  (abstract_type trait: (type_identifier) @name)
-  (abstract_type trait: (generic_type type: (type_identifier) @name))
-  (abstract_type trait: (scoped_type_identifier name: (type_identifier) @name))
-  (dynamic_type trait: (type_identifier) @name)
-  (dynamic_type trait: (generic_type type: (type_identifier) @name))
-  (dynamic_type trait: (scoped_type_identifier name: (type_identifier) @name))
-
-  ; `where T: Bound` names `T`; the bounds are trait_bounds above.
-  (where_predicate left: (type_identifier) @name)
-
-  ; Struct literals and patterns: `Foo { .. }`, `a::Foo { .. }`.
-  (struct_expression name: (type_identifier) @name)
-  (struct_expression name: (scoped_type_identifier name: (type_identifier) @name))
-  (struct_pattern type: (type_identifier) @name)
-  (struct_pattern type: (scoped_type_identifier name: (type_identifier) @name))
-] @reference.type
+(((type_identifier) @name) @reference.type
   (#not-any-of? @name "Self" "_"))
+
+(type_parameter
+  name: (type_identifier) @not_a_reference)
+
+(type_binding
+  name: (type_identifier) @not_a_reference)
+
+(use_bounds
+  (type_identifier) @not_a_reference)
 
 ; Derived traits: `#[derive(Debug, Clone)]` -> type references to `Debug` and `Clone`.
 ((attribute

@@ -6,6 +6,9 @@
 //!   (`impl Trait for Type`) is read from its first line.
 //! - `@reference.<kind>` on the referring node and `@name` on the referenced name; `<kind>` is one of
 //!   the [`RefKind`] names.
+//! - A name node that declares something is never a reference: a reference whose `@name` node is
+//!   also a definition's `@name` node, or is captured as `@not_a_reference`, is dropped. This lets
+//!   a query capture a node type broadly (every type name) and list only the exceptions.
 //!
 //! Scope chains come from nesting: a tag's scope is the chain of definitions that enclose it.
 
@@ -222,6 +225,8 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
     let capture_names = query.capture_names();
     let mut raw_defs: Vec<RawDef> = Vec::new();
     let mut raw_refs: Vec<RawRef> = Vec::new();
+    // Start bytes of name nodes that declare something (see the module doc).
+    let mut declaring: Vec<usize> = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
@@ -231,6 +236,7 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
             let capture_name = capture_names[capture.index as usize];
             match capture_name {
                 "name" => name = Some(capture.node),
+                "not_a_reference" => declaring.push(capture.node.start_byte()),
                 other if other.starts_with("definition.") || other.starts_with("reference.") => {
                     outer = Some((capture.node, other))
                 }
@@ -248,6 +254,7 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
             let Some(kind) = DefKind::from_name(kind) else {
                 continue;
             };
+            declaring.push(name_node.start_byte());
             raw_defs.push(RawDef {
                 node_start: node.start_byte(),
                 node_end: node.end_byte(),
@@ -268,6 +275,10 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
                 kind,
             });
         }
+    }
+    if !declaring.is_empty() {
+        declaring.sort_unstable();
+        raw_refs.retain(|reference| declaring.binary_search(&reference.byte).is_err());
     }
     Ok(assemble(raw_defs, raw_refs, source))
 }
