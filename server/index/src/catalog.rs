@@ -436,13 +436,15 @@ impl Catalog {
             .optional()?)
     }
 
-    /// Every definition, in file order.
+    /// Every definition, by path and line. Sorted here, not by SQLite: on a tree with two
+    /// million definitions, `ORDER BY` doubled the query's time.
     pub fn all_definitions(&self) -> Result<Vec<DefinitionRow>, IndexError> {
-        let mut statement = self
-            .conn
-            .prepare(&format!("{DEF_SELECT} ORDER BY f.path, d.start_line"))?;
+        let mut statement = self.conn.prepare(DEF_SELECT)?;
         let rows = statement.query_map([], definition_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut definitions: Vec<DefinitionRow> = rows.collect::<Result<_, _>>()?;
+        definitions
+            .sort_by(|a, b| (a.path.as_str(), a.start_line).cmp(&(b.path.as_str(), b.start_line)));
+        Ok(definitions)
     }
 
     /// References to exactly this name, in path, line and column order, at most `limit`.
@@ -485,12 +487,12 @@ impl Catalog {
         Ok(found)
     }
 
-    /// For each file, how often it references each name that is defined somewhere.
+    /// For each file, how often it references each name, in no particular order. Names
+    /// defined nowhere are included: filtering them in SQL (`IN (SELECT name FROM defs)`) cost
+    /// ten times the query itself on a large tree, and the caller looks every name up anyway.
     pub fn reference_counts(&self) -> Result<Vec<(String, String, u32)>, IndexError> {
         let mut statement = self.conn.prepare(
-            "SELECT f.path, n.name, n.count FROM ref_names n JOIN files f ON f.id = n.file_id
-             WHERE n.name IN (SELECT name FROM defs)
-             ORDER BY n.file_id, n.name",
+            "SELECT f.path, n.name, n.count FROM ref_names n JOIN files f ON f.id = n.file_id",
         )?;
         let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)

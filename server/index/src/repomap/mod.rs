@@ -7,6 +7,8 @@
 //! its edges to the definitions it uses. The best definitions are rendered as signatures grouped
 //! by file, and a binary search picks how many fit the budget, counted with the cl100k tokenizer.
 
+mod graph;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -16,11 +18,7 @@ use tiktoken_rs::CoreBPE;
 use crate::catalog::DefinitionRow;
 use crate::error::IndexError;
 use crate::workspace::Workspace;
-
-/// PageRank damping factor.
-const DAMPING: f64 = 0.85;
-const MAX_ITERATIONS: usize = 50;
-const CONVERGED: f64 = 1e-9;
+use graph::FileGraph;
 /// Weight multiplier for names the request mentions.
 const MENTION_BOOST: f64 = 10.0;
 /// Definition kinds never listed on their own: too fine-grained (fields, variables), or not
@@ -103,50 +101,53 @@ pub fn build_map(
     let focus: HashSet<&str> = request.focus_files.iter().map(String::as_str).collect();
     let mentions: HashSet<&str> = request.mentions.iter().map(String::as_str).collect();
 
-    // Files, numbered.
+    // Files, numbered: those with definitions, then those referring to a defined name.
     let mut file_ids: HashMap<&str, usize> = HashMap::new();
-    let mut file_paths: Vec<&str> = Vec::new();
-    for path in definitions
-        .iter()
-        .map(|d| d.path.as_str())
-        .chain(references.iter().map(|(path, _, _)| path.as_str()))
-    {
-        if !file_ids.contains_key(path) {
-            file_ids.insert(path, file_paths.len());
-            file_paths.push(path);
-        }
-    }
-    let file_count = file_paths.len();
-
-    // Which files define each name.
-    let mut definers: HashMap<&str, Vec<usize>> = HashMap::new();
-    for def in definitions.iter().filter(|def| def.kind != "impl") {
-        let file = file_ids[def.path.as_str()];
-        let entry = definers.entry(def.name.as_str()).or_default();
-        if entry.last() != Some(&file) && !entry.contains(&file) {
-            entry.push(file);
-        }
+    let mut definition_files = Vec::with_capacity(definitions.len());
+    for def in &definitions {
+        definition_files.push(number(&mut file_ids, def.path.as_str()));
     }
 
-    // Weighted edges: referencing file -> defining file, per name.
-    let mut edges: Vec<(usize, usize, &str, f64)> = Vec::new();
-    for (path, name, count) in references {
-        let Some(files) = definers.get(name.as_str()) else {
+    // Defined names, numbered, and the files defining each.
+    let mut name_ids: HashMap<&str, usize> = HashMap::new();
+    let mut definers: Vec<Vec<usize>> = Vec::new();
+    for (def, &file) in definitions.iter().zip(&definition_files) {
+        if def.kind == "impl" {
             continue;
-        };
-        let from = file_ids[path.as_str()];
-        let specificity = name_weight(
-            name,
-            files.len(),
-            file_count,
-            mentions.contains(name.as_str()),
-        );
-        let weight = specificity * f64::from(*count).sqrt() / files.len() as f64;
-        for &to in files {
-            if to != from {
-                edges.push((from, to, name.as_str(), weight));
-            }
         }
+        let id = *name_ids.entry(def.name.as_str()).or_insert_with(|| {
+            definers.push(Vec::new());
+            definers.len() - 1
+        });
+        if definers[id].last() != Some(&file) {
+            definers[id].push(file);
+        }
+    }
+    // Definitions arrive grouped by file, so this only matters for input that is not.
+    for files in &mut definers {
+        files.sort_unstable();
+        files.dedup();
+    }
+    let mut linked: Vec<(usize, usize, u32)> = Vec::new();
+    for (path, name, count) in references {
+        if let Some(&name) = name_ids.get(name.as_str()) {
+            linked.push((number(&mut file_ids, path.as_str()), name, *count));
+        }
+    }
+    let file_count = file_ids.len();
+    let mut names: Vec<&str> = vec![""; name_ids.len()];
+    for (&name, &id) in &name_ids {
+        names[id] = name;
+    }
+
+    // Weighted links: referencing file -> each file defining the name.
+    let mut graph = FileGraph::new(file_count, definers);
+    for (from, id, count) in linked {
+        let name = names[id];
+        let defining = graph.definers(id).len();
+        let specificity = name_weight(name, defining, file_count, mentions.contains(name));
+        let weight = specificity * f64::from(count).sqrt() / defining as f64;
+        graph.add_reference(from, id, weight);
     }
 
     // Personalisation: focus files and files defining mentioned names.
@@ -157,23 +158,16 @@ pub fn build_map(
         }
     }
     for mention in &mentions {
-        if let Some(files) = definers.get(mention) {
-            for &file in files {
+        if let Some(&id) = name_ids.get(mention) {
+            for &file in graph.definers(id) {
                 personal[file] += 1.0;
             }
         }
     }
-    let rank = pagerank(file_count, &edges, &personal);
+    let rank = graph.pagerank(&personal);
 
-    // Rank flows from each file along its edges to the definitions it uses.
-    let mut out_weight = vec![0.0; file_count];
-    for &(from, _, _, weight) in &edges {
-        out_weight[from] += weight;
-    }
-    let mut def_rank: HashMap<(usize, &str), f64> = HashMap::new();
-    for &(from, to, name, weight) in &edges {
-        *def_rank.entry((to, name)).or_default() += rank[from] * weight / out_weight[from];
-    }
+    // Rank flows from each file along its links to the definitions it uses.
+    let def_rank = graph.definition_rank(&rank);
 
     let mut candidates: Vec<(f64, &DefinitionRow)> = definitions
         .iter()
@@ -182,10 +176,9 @@ pub fn build_map(
         })
         .map(|def| {
             let file = file_ids[def.path.as_str()];
-            let flowed = def_rank
-                .get(&(file, def.name.as_str()))
-                .copied()
-                .unwrap_or(0.0);
+            let flowed = name_ids
+                .get(def.name.as_str())
+                .map_or(0.0, |&name| def_rank(file, name));
             // A small share of the file's own rank orders definitions nothing refers to yet.
             let mut score = flowed + rank[file] * 1e-3;
             if mentions.contains(def.name.as_str()) {
@@ -234,6 +227,12 @@ pub fn build_map(
     })
 }
 
+/// The number of `key`, numbering it next if it is new.
+fn number<'a>(numbers: &mut HashMap<&'a str, usize>, key: &'a str) -> usize {
+    let next = numbers.len();
+    *numbers.entry(key).or_insert(next)
+}
+
 /// How much a reference to `name` says about the relation between two files.
 fn name_weight(name: &str, defining_files: usize, total_files: usize, mentioned: bool) -> f64 {
     let rarity = (1.0 + total_files as f64 / defining_files.max(1) as f64).ln();
@@ -241,43 +240,6 @@ fn name_weight(name: &str, defining_files: usize, total_files: usize, mentioned:
     let private = if name.starts_with('_') { 0.1 } else { 1.0 };
     let mention = if mentioned { MENTION_BOOST } else { 1.0 };
     rarity * length * private * mention
-}
-
-/// Personalised PageRank over weighted edges; uniform teleport when `personal` is all zero.
-fn pagerank(nodes: usize, edges: &[(usize, usize, &str, f64)], personal: &[f64]) -> Vec<f64> {
-    if nodes == 0 {
-        return Vec::new();
-    }
-    let personal_total: f64 = personal.iter().sum();
-    let teleport: Vec<f64> = if personal_total > 0.0 {
-        personal.iter().map(|p| p / personal_total).collect()
-    } else {
-        vec![1.0 / nodes as f64; nodes]
-    };
-    let mut out_weight = vec![0.0; nodes];
-    for &(from, _, _, weight) in edges {
-        out_weight[from] += weight;
-    }
-    let mut rank = teleport.clone();
-    for _ in 0..MAX_ITERATIONS {
-        let dangling: f64 = (0..nodes)
-            .filter(|&n| out_weight[n] == 0.0)
-            .map(|n| rank[n])
-            .sum();
-        let mut next: Vec<f64> = teleport
-            .iter()
-            .map(|t| (1.0 - DAMPING) * t + DAMPING * dangling * t)
-            .collect();
-        for &(from, to, _, weight) in edges {
-            next[to] += DAMPING * rank[from] * weight / out_weight[from];
-        }
-        let delta: f64 = next.iter().zip(&rank).map(|(a, b)| (a - b).abs()).sum();
-        rank = next;
-        if delta < CONVERGED {
-            break;
-        }
-    }
-    rank
 }
 
 /// Renders the chosen definitions grouped by file, each with the headers of its enclosing
