@@ -60,6 +60,12 @@ fn sample() -> tempfile::TempDir {
     dir
 }
 
+/// Asserts that the workspace reported a repair mentioning `what`.
+fn assert_repaired(workspace: &Workspace, what: &str) {
+    let repairs = workspace.repairs();
+    assert!(repairs.iter().any(|r| r.contains(what)), "{repairs:?}");
+}
+
 fn top_path(hits: &[lode_index::SearchHit]) -> &str {
     hits.first().map(|h| h.path.as_str()).unwrap_or("<none>")
 }
@@ -264,14 +270,7 @@ fn vectors_behind_the_catalog_are_brought_up_to_date_on_open() {
         .search_with_mode(&SearchRequest::new("squeeze"), SearchMode::Semantic)
         .unwrap();
     assert_eq!(top_path(&hits), "src/extra.rs");
-    assert!(
-        workspace
-            .repairs()
-            .iter()
-            .any(|r| r.contains("vectors were at generation")),
-        "{:?}",
-        workspace.repairs()
-    );
+    assert_repaired(&workspace, "vectors were at generation");
 }
 
 #[test]
@@ -284,14 +283,7 @@ fn a_damaged_vector_store_is_rebuilt() {
     fs::write(vectors_dir.join("manifest.json"), b"{ not json").unwrap();
     let workspace = open_static(dir.path());
     let stats = workspace.refresh(&|_| {}).unwrap();
-    assert!(
-        workspace
-            .repairs()
-            .iter()
-            .any(|r| r.contains("vector store unreadable")),
-        "{:?}",
-        workspace.repairs()
-    );
+    assert_repaired(&workspace, "vector store unreadable");
     assert_eq!(stats.vectors.embedded as u64, first.total_chunks);
     assert!(workspace.has_vectors());
 }
@@ -321,14 +313,7 @@ fn a_lexical_search_never_opens_the_vector_store() {
 
     // The first semantic use opens (and here repairs) it.
     assert!(!workspace.has_vectors());
-    assert!(
-        workspace
-            .repairs()
-            .iter()
-            .any(|r| r.contains("vector store unreadable")),
-        "{:?}",
-        workspace.repairs()
-    );
+    assert_repaired(&workspace, "vector store unreadable");
 }
 
 #[test]
