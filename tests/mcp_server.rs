@@ -266,6 +266,39 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     client.cancel().await.unwrap();
 }
 
+#[tokio::test]
+async fn with_lode_watch_running_a_call_sees_an_edit_that_only_a_file_event_reveals() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    support::write(
+        root,
+        "src/lib.rs",
+        "pub fn alpha_one() -> u32 {\n    1\n}\n",
+    );
+    let indexed = support::run(root, &["index"]);
+    assert!(indexed.status.success(), "{}", support::stderr(&indexed));
+    let _watch = support::spawn_watch(root);
+    support::wait_until_watched(root, "alpha_one");
+    let client = connect(root).await;
+
+    // Same size, old mtime: the quick check cannot see this edit; only the watcher can.
+    support::edit_behind_the_stat_check(
+        &root.join("src/lib.rs"),
+        "pub fn gamma_six() -> u32 {\n    1\n}\n",
+    );
+    let result = call(&client, "symbols", json!({"name": "gamma_six"}))
+        .await
+        .unwrap();
+    assert!(
+        text_of(&result).contains("src/lib.rs"),
+        "{}",
+        text_of(&result)
+    );
+
+    client.cancel().await.unwrap();
+}
+
 /// A raw JSON-RPC client on `lode mcp`'s stdio: stdout lines are collected by a thread.
 struct RawClient {
     child: Child,

@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The `lode` binary Cargo built for this test run.
 pub fn lode_bin() -> PathBuf {
@@ -80,4 +82,64 @@ pub fn generate_rust_tree(root: &Path, files: usize) {
         ));
         write(root, &format!("src/module_{n}.rs"), &text);
     }
+}
+
+/// A `lode watch` child that is killed (SIGKILL) when dropped.
+pub struct Watch(pub Child);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn spawn_watch(root: &Path) -> Watch {
+    let mut child = lode(root)
+        .args(["watch", "-v"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lode watch starts");
+    // Drain stderr so the watcher never blocks on a full pipe; echo it for failing tests.
+    let log = child.stderr.take().expect("piped stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(log).lines().map_while(Result::ok) {
+            eprintln!("[watch] {line}");
+        }
+    });
+    Watch(child)
+}
+
+/// Runs `lode symbols PROBE -v` until its freshness line says a watcher answered (bounded).
+pub fn wait_until_watched(root: &Path, probe: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let output = run(root, &["symbols", probe, "-v", "--json"]);
+        let err = stderr(&output);
+        if err.contains("freshness: watcher") {
+            return err;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no watcher answered in time; last stderr: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Rewrites a file with new text of the same length and puts its old mtime back: a check by
+/// size and mtime cannot see the change, only a file-system event can.
+pub fn edit_behind_the_stat_check(path: &Path, new_text: &str) {
+    let old = fs::metadata(path).unwrap();
+    assert_eq!(old.len() as usize, new_text.len(), "same length on purpose");
+    let mtime: SystemTime = old.modified().unwrap();
+    fs::write(path, new_text).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
 }

@@ -8,12 +8,12 @@ mod lsp_support;
 mod support;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::process::{Command, Stdio};
 
-use support::{lode, lode_bin, run, stderr, stdout, write};
+use support::{
+    edit_behind_the_stat_check, lode_bin, run, spawn_watch, stderr, stdout, wait_until_watched,
+    write,
+};
 
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -34,72 +34,12 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
-/// A `lode watch` child that is killed (SIGKILL) when dropped.
-struct Watch(Child);
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_watch(root: &Path) -> Watch {
-    let mut child = lode(root)
-        .args(["watch", "-v"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lode watch starts");
-    // Drain stderr so the watcher never blocks on a full pipe; echo it for failing tests.
-    let log = child.stderr.take().expect("piped stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(log).lines().map_while(Result::ok) {
-            eprintln!("[watch] {line}");
-        }
-    });
-    Watch(child)
-}
-
-/// Runs `lode ARGS -v` until its freshness line says a watcher answered (bounded).
-fn wait_until_watched(root: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let output = run(root, &["symbols", "alpha_one", "-v", "--json"]);
-        let err = stderr(&output);
-        if err.contains("freshness: watcher") {
-            return err;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no watcher answered in time; last stderr: {err}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Rewrites a file with new text of the same length and puts its old mtime back: a check by
-/// size and mtime cannot see the change, only a file-system event can.
-fn edit_behind_the_stat_check(path: &Path, new_text: &str) {
-    let old = fs::metadata(path).unwrap();
-    assert_eq!(old.len() as usize, new_text.len(), "same length on purpose");
-    let mtime: SystemTime = old.modified().unwrap();
-    fs::write(path, new_text).unwrap();
-    fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(mtime)
-        .unwrap();
-}
-
 #[test]
 fn a_query_while_lode_watch_runs_sees_an_edit_through_the_flush_without_checking_files() {
     let dir = workspace();
     let root = dir.path();
     let _watch = spawn_watch(root);
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
 
     // Invisible to a size-and-mtime check: if this query finds it, the watcher applied it.
     edit_behind_the_stat_check(
@@ -162,7 +102,7 @@ fn a_killed_watchers_lease_is_gone_and_queries_check_files_themselves() {
     let dir = workspace();
     let root = dir.path();
     let mut watch = spawn_watch(root);
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
     watch.0.kill().unwrap(); // SIGKILL: no clean-up runs
     watch.0.wait().unwrap();
 
@@ -176,7 +116,7 @@ fn a_killed_watchers_lease_is_gone_and_queries_check_files_themselves() {
 
     // The lease is free again: a new watcher takes it.
     let _again = spawn_watch(root);
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
 }
 
 #[test]
@@ -184,7 +124,7 @@ fn a_second_watcher_on_the_same_index_says_which_process_holds_it() {
     let dir = workspace();
     let root = dir.path();
     let first = spawn_watch(root);
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
     let output = run(root, &["watch"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(3), "{err}");
@@ -193,7 +133,7 @@ fn a_second_watcher_on_the_same_index_says_which_process_holds_it() {
         "{err}"
     );
     // The first one still answers.
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
 }
 
 #[test]
@@ -218,7 +158,7 @@ fn lode_acp_holds_the_lease_while_it_runs() {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("lode acp starts");
-    let err = wait_until_watched(root);
+    let err = wait_until_watched(root, "alpha_one");
     assert!(
         err.contains(&format!("watcher (pid {})", acp.id())),
         "{err}"
@@ -243,7 +183,7 @@ fn lode_lsp_holds_the_lease_and_a_terminal_query_sees_changes_on_disk_through_it
     let root = dir.path();
     let mut lsp = lsp_support::LspClient::start(root, &[]);
     lsp.initialize_and_wait_for_index();
-    wait_until_watched(root);
+    wait_until_watched(root, "alpha_one");
     // Invisible to a size-and-mtime check: only the server's watcher can have applied it.
     edit_behind_the_stat_check(
         &root.join("src/lib.rs"),

@@ -2,8 +2,8 @@
 //! agents (Claude Code, Codex, Zed, ...) can search, map and navigate a workspace.
 //!
 //! A thin adapter over `lode-index`: `tools` holds the tool definitions and turns each call
-//! into a query on the [`Workspace`] (after a quick refresh, so answers reflect the files on
-//! disk); `guard` sits between stdio and rmcp and answers malformed, oversized and
+//! into a query on the [`Workspace`] (after a flush through a running watcher or a quick
+//! refresh, so answers reflect the files on disk); `guard` sits between stdio and rmcp and answers malformed, oversized and
 //! out-of-order input with JSON-RPC errors. This crate knows nothing about the agent. stdout
 //! carries only MCP frames; diagnostics go to stderr.
 

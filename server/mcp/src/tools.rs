@@ -1,12 +1,14 @@
 //! The MCP tools: their argument types (which also give the JSON Schemas clients see), their
 //! descriptions, and how each one turns into a query on the [`Workspace`]. Every call first
-//! brings the index up to date (a quick refresh, as the CLI's query commands do) and answers
+//! brings the index up to date (through a running watcher, or a quick refresh, as the CLI's
+//! query commands do) and answers
 //! with readable text plus the same data as structured content.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT;
 use lode_index::{
     IndexError, Language, MapRequest, RefreshMode, SearchMode, SearchRequest, Workspace,
 };
@@ -227,9 +229,11 @@ impl CodeTools {
         &self.workspace
     }
 
-    /// Brings the index up to date: a quick refresh (stat what the last walk saw, re-parse
-    /// what changed). When another process holds the writer lock, its published commits are
-    /// loaded and the call answers from the index as it stands.
+    /// Brings the index up to date: through the watcher holding the index's lease (`lode
+    /// watch`, `lode lsp`, `lode acp`) when one answers, which checks no file; else a quick
+    /// refresh (stat what the last walk saw, re-parse what changed). When another process
+    /// holds the writer lock, its published commits are loaded and the call answers from the
+    /// index as it stands.
     pub fn refresh(&self) -> Result<(), IndexError> {
         if !self.refresh {
             return Ok(());
@@ -238,6 +242,9 @@ impl CodeTools {
             .refreshing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if self.workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT).is_ok() {
+            return Ok(());
+        }
         match self.workspace.refresh_with(RefreshMode::Quick, &|_| {}) {
             Ok(_) => Ok(()),
             Err(IndexError::Locked { .. }) => {
