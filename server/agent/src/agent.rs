@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use lode_index::scan::ScanOptions;
-use lode_index::{RefreshMode, Workspace, WorkspaceOptions};
+use lode_index::{Workspace, WorkspaceOptions};
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -265,22 +265,13 @@ impl Agent {
             .index_ready
             .get_or_init(|| async move {
                 let index = shared.index.clone();
-                let outcome = tokio::task::spawn_blocking(move || {
-                    // A watcher holding the index's lease (`lode watch`, or this process's own
-                    // in `lode acp`) knows what changed: no need to check every file.
-                    if index
-                        .flush_watcher(lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT)
-                        .is_ok()
-                    {
-                        return Ok(lode_index::RefreshStats::default());
-                    }
-                    index.refresh_with(RefreshMode::Quick, &|_| {})
-                })
-                .await;
+                // A watcher holding the index's lease (`lode watch`, or this process's own in
+                // `lode acp`) knows what changed; without one, a quick refresh; when another
+                // process is writing, the index as it stands.
+                let outcome =
+                    tokio::task::spawn_blocking(move || index.bring_up_to_date(&|_| {})).await;
                 match outcome {
                     Ok(Ok(_)) => {}
-                    // Another process holds the writer lock: search the index as it stands.
-                    Ok(Err(lode_index::IndexError::Locked { .. })) => {}
                     Ok(Err(error)) => eprintln!("lode: indexing failed: {error}"),
                     Err(error) => eprintln!("lode: indexing stopped: {error}"),
                 }

@@ -9,10 +9,10 @@ use clap::{Args, Parser, Subcommand};
 use lode_index::chunk::ChunkSizes;
 use lode_index::lexical::FieldBoosts;
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
-use lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT;
+use lode_index::watch::Freshness;
 use lode_index::{
-    IndexError, Language, MapRequest, RefreshMode, RefreshStats, SearchRequest, Workspace,
-    WorkspaceOptions,
+    IndexError, Language, MapRequest, RefreshMode, RefreshProgress, RefreshStats, SearchRequest,
+    Workspace, WorkspaceOptions,
 };
 
 use crate::EXIT_NO_RESULTS;
@@ -511,53 +511,46 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs, needs: Needs) -> anyhow::
         return Ok(workspace);
     }
     let started = Instant::now();
-    let not_watched = match workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT) {
-        Ok(flushed) => {
-            if query.verbose {
-                eprintln!(
-                    "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
-                    flushed.watcher_pid,
-                    flushed.applied,
-                    flushed.elapsed.as_secs_f64() * 1000.0
-                );
-            }
-            return Ok(workspace);
-        }
-        Err(reason) => reason,
-    };
-    match refresh(&workspace, RefreshMode::Quick) {
-        Ok(stats) => {
-            if query.verbose {
-                eprintln!(
-                    "lode: freshness: quick check ({not_watched}); {} files checked{}, {} parsed, {} removed in {:.1} ms",
-                    stats.files,
-                    if stats.walked { " by a full walk" } else { "" },
-                    stats.parsed,
-                    stats.removed,
-                    started.elapsed().as_secs_f64() * 1000.0
-                );
-            }
-        }
+    let freshness = with_progress_bar(&workspace, |progress| workspace.bring_up_to_date(progress))?;
+    match freshness {
+        Freshness::Watched(flushed) if query.verbose => eprintln!(
+            "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
+            flushed.watcher_pid,
+            flushed.applied,
+            flushed.elapsed.as_secs_f64() * 1000.0
+        ),
+        Freshness::Checked { not_watched, stats } if query.verbose => eprintln!(
+            "lode: freshness: quick check ({not_watched}); {} files checked{}, {} parsed, {} removed in {:.1} ms",
+            stats.files,
+            if stats.walked { " by a full walk" } else { "" },
+            stats.parsed,
+            stats.removed,
+            started.elapsed().as_secs_f64() * 1000.0
+        ),
         // Another lode is writing: answer from the index as it stands.
-        Err(error)
-            if matches!(
-                error.downcast_ref::<IndexError>(),
-                Some(IndexError::Locked { .. })
-            ) =>
-        {
+        Freshness::Locked { not_watched } => {
             eprintln!("lode: another process is updating the index; searching it as it is");
             if query.verbose {
                 eprintln!("lode: freshness: not checked ({not_watched}; the index is locked)");
             }
         }
-        Err(error) => return Err(error),
+        _ => {}
     }
     Ok(workspace)
 }
 
 fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshStats> {
+    with_progress_bar(workspace, |progress| workspace.refresh_with(mode, progress))
+}
+
+/// Runs an index update with a progress bar on stderr (none when it is not a terminal), then
+/// reports what was repaired.
+fn with_progress_bar<T>(
+    workspace: &Workspace,
+    update: impl FnOnce(&(dyn Fn(RefreshProgress) + Sync)) -> Result<T, IndexError>,
+) -> anyhow::Result<T> {
     let bar = progress_bar("indexing");
-    let stats = workspace.refresh_with(mode, &|progress| {
+    let result = update(&|progress| {
         if progress.phase == lode_index::RefreshPhase::Embed {
             crate::semantic_cli::show_embedding(&bar);
         }
@@ -566,7 +559,7 @@ fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshSt
     });
     bar.finish_and_clear();
     report_repairs(workspace);
-    stats.with_context(|| format!("cannot index {}", workspace.root().display()))
+    result.with_context(|| format!("cannot index {}", workspace.root().display()))
 }
 
 fn summary(stats: &RefreshStats, seconds: f64) -> String {

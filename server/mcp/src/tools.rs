@@ -1,17 +1,14 @@
 //! The MCP tools: their argument types (which also give the JSON Schemas clients see), their
 //! descriptions, and how each one turns into a query on the [`Workspace`]. Every call first
 //! brings the index up to date (through a running watcher, or a quick refresh, as the CLI's
-//! query commands do) and answers
-//! with readable text plus the same data as structured content.
+//! query commands do) and answers with readable text plus the same data as structured content.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use lode_index::watch::lease::DEFAULT_FLUSH_TIMEOUT;
-use lode_index::{
-    IndexError, Language, MapRequest, RefreshMode, SearchMode, SearchRequest, Workspace,
-};
+use lode_index::watch::Freshness;
+use lode_index::{IndexError, Language, MapRequest, SearchMode, SearchRequest, Workspace};
 use rmcp::ErrorData;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -242,19 +239,12 @@ impl CodeTools {
             .refreshing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if self.workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT).is_ok() {
-            return Ok(());
+        if let Freshness::Locked { .. } = self.workspace.bring_up_to_date(&|_| {})? {
+            eprintln!(
+                "lode mcp: another process is updating the index; answering from it as it is"
+            );
         }
-        match self.workspace.refresh_with(RefreshMode::Quick, &|_| {}) {
-            Ok(_) => Ok(()),
-            Err(IndexError::Locked { .. }) => {
-                eprintln!(
-                    "lode mcp: another process is updating the index; answering from it as it is"
-                );
-                self.workspace.reload()
-            }
-            Err(error) => Err(error),
-        }
+        Ok(())
     }
 
     /// Runs the tool `name` with `arguments` (blocking: call it off the async runtime).
@@ -486,7 +476,6 @@ fn to_value(value: &impl serde::Serialize) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// A successful result: readable text for the model, the same data as structured content.
 /// Each item on its own line, or `when_empty()` as the one line when there are none.
 fn one_per_line<T: std::fmt::Display>(items: &[T], when_empty: impl FnOnce() -> String) -> String {
     if items.is_empty() {
@@ -499,6 +488,7 @@ fn one_per_line<T: std::fmt::Display>(items: &[T], when_empty: impl FnOnce() -> 
     text
 }
 
+/// A successful result: readable text for the model, the same data as structured content.
 fn answer(text: String, structured: Value) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);

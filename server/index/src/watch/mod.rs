@@ -27,7 +27,7 @@ pub use apply::ChangeReport;
 pub use lease::{Flushed, Lease, LeaseError, NotWatched};
 
 use crate::error::IndexError;
-use crate::workspace::Workspace;
+use crate::workspace::{RefreshMode, RefreshProgress, RefreshStats, Workspace};
 
 /// How long the disk must be quiet before a batch is applied without a query asking.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
@@ -545,4 +545,43 @@ impl Workspace {
             .map_err(|error| NotWatched::Failed(error.to_string()))?;
         Ok(flushed)
     }
+
+    /// Brings the index up to date before a query, the one policy every front end (CLI,
+    /// agent, MCP) follows: through the watcher holding the lease when one answers, which
+    /// checks no file; else a quick refresh; and when another process is writing, the index
+    /// as it stands with that process's latest commits loaded.
+    pub fn bring_up_to_date(
+        &self,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<Freshness, IndexError> {
+        let not_watched = match self.flush_watcher(lease::DEFAULT_FLUSH_TIMEOUT) {
+            Ok(flushed) => return Ok(Freshness::Watched(flushed)),
+            Err(reason) => reason,
+        };
+        match self.refresh_with(RefreshMode::Quick, progress) {
+            Ok(stats) => Ok(Freshness::Checked {
+                not_watched,
+                stats: Box::new(stats),
+            }),
+            Err(IndexError::Locked { .. }) => {
+                self.reload()?;
+                Ok(Freshness::Locked { not_watched })
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// How [`Workspace::bring_up_to_date`] brought the index up to date.
+#[derive(Debug)]
+pub enum Freshness {
+    /// The watcher holding the lease applied what it had seen; no file was checked.
+    Watched(Flushed),
+    /// No watcher answered (`not_watched` says why): files were checked by a quick refresh.
+    Checked {
+        not_watched: NotWatched,
+        stats: Box<RefreshStats>,
+    },
+    /// No watcher answered and another process is writing the index: it is as it stands.
+    Locked { not_watched: NotWatched },
 }
