@@ -108,14 +108,16 @@ pub fn build_map(
         definition_files.push(number(&mut file_ids, def.path.as_str()));
     }
 
-    // Defined names, numbered, and the files defining each.
+    // Defined names, numbered (`names[id]`), and the files defining each.
     let mut name_ids: HashMap<&str, usize> = HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
     let mut definers: Vec<Vec<usize>> = Vec::new();
     for (def, &file) in definitions.iter().zip(&definition_files) {
         if def.kind == "impl" {
             continue;
         }
         let id = *name_ids.entry(def.name.as_str()).or_insert_with(|| {
+            names.push(def.name.as_str());
             definers.push(Vec::new());
             definers.len() - 1
         });
@@ -135,10 +137,6 @@ pub fn build_map(
         }
     }
     let file_count = file_ids.len();
-    let mut names: Vec<&str> = vec![""; name_ids.len()];
-    for (&name, &id) in &name_ids {
-        names[id] = name;
-    }
 
     // Weighted links: referencing file -> each file defining the name.
     let mut graph = FileGraph::new(file_count, definers);
