@@ -194,3 +194,6 @@
     "any" "bool" "byte" "comparable" "complex64" "complex128" "error" "float32" "float64"
     "int" "int8" "int16" "int32" "int64" "rune" "string" "uint" "uint8" "uint16" "uint32"
     "uint64" "uintptr"))
+
+; Comments, for the chunker (`@comment` on each whole comment node).
+(comment) @comment

@@ -197,3 +197,7 @@
     (member_expression
       property: (property_identifier) @name)
   ]) @reference.type
+
+; Comments, for the chunker (`@comment` on each whole comment node).
+(comment) @comment
+(html_comment) @comment

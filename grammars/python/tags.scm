@@ -155,3 +155,6 @@
       (attribute
         attribute: (identifier) @name)
     ])) @reference.type
+
+; Comments, for the chunker (`@comment` on each whole comment node).
+(comment) @comment

@@ -185,3 +185,7 @@
   arguments: (token_tree
     (identifier) @name)) @reference.type
   (#eq? @_attribute "derive"))
+
+; Comments, for the chunker (`@comment` on each whole comment node).
+(line_comment) @comment
+(block_comment) @comment

@@ -7,7 +7,7 @@
 
 use tree_sitter::{Node, Tree};
 
-use crate::tags::{DefKind, FileTags};
+use crate::tags::{DefKind, Definition, FileTags};
 
 /// Chunk sizes in non-whitespace bytes.
 #[derive(Clone, Copy, Debug)]
@@ -62,6 +62,20 @@ pub fn chunk_code_with(
     tags: &FileTags,
     sizes: ChunkSizes,
 ) -> Vec<Chunk> {
+    let mut comments = Vec::new();
+    collect_comments(tree.root_node(), &mut comments);
+    chunk_code_with_comments(tree, source, tags, &comments, sizes)
+}
+
+/// Chunks a parsed code file whose comments (byte ranges, in order) are already known, as the
+/// tags query reports them.
+pub fn chunk_code_with_comments(
+    tree: &Tree,
+    source: &str,
+    tags: &FileTags,
+    comments: &[(usize, usize)],
+    sizes: ChunkSizes,
+) -> Vec<Chunk> {
     if source.trim().is_empty() {
         return Vec::new();
     }
@@ -70,11 +84,10 @@ pub fn chunk_code_with(
     flatten(tree.root_node(), source, &counter, sizes, &mut units);
     let spans = group_units(&units, &counter, sizes);
     let lines = LineIndex::new(source);
-    let mut comments = Vec::new();
-    collect_comments(tree.root_node(), &mut comments);
+    let mut definitions = DefinitionCursor::new(&tags.definitions);
     spans
         .into_iter()
-        .map(|(start, end)| build_chunk(source, &lines, start, end, tags, &comments))
+        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut definitions, comments))
         .collect()
 }
 
@@ -111,9 +124,10 @@ pub fn chunk_text_with(source: &str, sizes: ChunkSizes) -> Vec<Chunk> {
         push_text_unit(&mut units, source, &counter, sizes, start, source.len());
     }
     let lines = LineIndex::new(source);
+    let mut no_definitions = DefinitionCursor::new(&[]);
     group_units(&units, &counter, sizes)
         .into_iter()
-        .map(|(start, end)| build_chunk(source, &lines, start, end, &FileTags::default(), &[]))
+        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut no_definitions, &[]))
         .collect()
 }
 
@@ -136,27 +150,40 @@ enum Piece {
     Close,
 }
 
-/// Counts non-whitespace bytes of any span in O(1).
+/// Counts non-whitespace bytes of any span in O(1): one bit per byte, and a running count at
+/// the start of every 64-byte block (12 bytes per 64 bytes of source).
 struct NonWhitespace {
-    prefix: Vec<u32>,
+    /// Non-whitespace bytes before each block, and the block's bits; one block past the end.
+    blocks: Vec<(u32, u64)>,
 }
 
 impl NonWhitespace {
     fn new(source: &str) -> Self {
-        let mut prefix = Vec::with_capacity(source.len() + 1);
+        let bytes = source.as_bytes();
+        let mut blocks = Vec::with_capacity(bytes.len() / 64 + 1);
         let mut count = 0u32;
-        prefix.push(0);
-        for byte in source.bytes() {
-            if !byte.is_ascii_whitespace() {
-                count += 1;
+        for block in bytes.chunks(64) {
+            let mut bits = 0u64;
+            for (at, byte) in block.iter().enumerate() {
+                bits |= u64::from(!byte.is_ascii_whitespace()) << at;
             }
-            prefix.push(count);
+            blocks.push((count, bits));
+            count += bits.count_ones();
         }
-        NonWhitespace { prefix }
+        // `rank(len)` reads the block after the last full one.
+        blocks.push((count, 0));
+        NonWhitespace { blocks }
+    }
+
+    /// Non-whitespace bytes before `at`.
+    fn rank(&self, at: usize) -> u32 {
+        let (before, bits) = self.blocks[at / 64];
+        let below = (1u64 << (at % 64)) - 1;
+        before + (bits & below).count_ones()
     }
 
     fn count(&self, start: usize, end: usize) -> usize {
-        (self.prefix[end] - self.prefix[start]) as usize
+        (self.rank(end) - self.rank(start)) as usize
     }
 }
 
@@ -356,12 +383,68 @@ fn collect_comments(node: Node, out: &mut Vec<(usize, usize)>) {
     }
 }
 
+/// Finds, for chunks visited in order, the definitions starting inside each and the innermost
+/// one enclosing its start, in time linear in the definitions (a file of thousands of constants
+/// has hundreds of chunks).
+struct DefinitionCursor<'t> {
+    /// Sorted by start byte, outer first on ties (as [`crate::tags::extract_tags`] orders them).
+    definitions: &'t [Definition],
+    /// Definitions before `next` start before the last chunk visited.
+    next: usize,
+    /// Indices of the definitions that may still enclose a later chunk, by start byte.
+    open: Vec<usize>,
+    last_start: usize,
+}
+
+impl<'t> DefinitionCursor<'t> {
+    fn new(definitions: &'t [Definition]) -> Self {
+        DefinitionCursor {
+            definitions,
+            next: 0,
+            open: Vec::new(),
+            last_start: 0,
+        }
+    }
+
+    /// The definitions starting in `start..end`, and the innermost one (latest start) that
+    /// starts before `start` and ends after it.
+    fn at(&mut self, start: usize, end: usize) -> (&'t [Definition], Option<&'t Definition>) {
+        let definitions = self.definitions;
+        if start < self.last_start {
+            // Chunks come in order; start over if they ever do not.
+            self.next = 0;
+            self.open.clear();
+        }
+        self.last_start = start;
+        while let Some(definition) = definitions.get(self.next)
+            && definition.start_byte < start
+        {
+            while let Some(&top) = self.open.last()
+                && definitions[top].end_byte <= definition.start_byte
+            {
+                self.open.pop();
+            }
+            self.open.push(self.next);
+            self.next += 1;
+        }
+        while let Some(&top) = self.open.last()
+            && definitions[top].end_byte <= start
+        {
+            self.open.pop();
+        }
+        let first = self.next;
+        let count = definitions[first..].partition_point(|d| d.start_byte < end);
+        let enclosing = self.open.last().map(|&top| &definitions[top]);
+        (&definitions[first..first + count], enclosing)
+    }
+}
+
 fn build_chunk(
     source: &str,
     lines: &LineIndex,
     start: usize,
     end: usize,
-    tags: &FileTags,
+    definitions: &mut DefinitionCursor<'_>,
     comments: &[(usize, usize)],
 ) -> Chunk {
     let line_start = source[..start].rfind('\n').map_or(0, |at| at + 1);
@@ -370,20 +453,10 @@ fn build_chunk(
     let end_line = start_line + text.matches('\n').count() as u32;
 
     // Definitions starting inside the chunk, and the innermost one enclosing its start.
-    let starting: Vec<_> = tags
-        .definitions
-        .iter()
-        .filter(|d| d.start_byte >= start && d.start_byte < end)
-        .collect();
-    let enclosing = tags
-        .definitions
-        .iter()
-        .filter(|d| d.start_byte < start && d.end_byte > start)
-        .max_by_key(|d| d.start_byte);
+    let (starting, enclosing) = definitions.at(start, end);
     let main = starting
         .iter()
         .min_by_key(|d| (d.scope.len(), d.start_byte))
-        .copied()
         .or(enclosing);
 
     let mut comment_text = String::new();
@@ -564,5 +637,65 @@ mod tests {
                 .all(|c| c.text.starts_with("## ") || c.text.starts_with("Sentence"))
         );
         assert!(chunk_text("  \n\n ").is_empty());
+    }
+
+    #[test]
+    fn non_whitespace_counts_match_a_plain_count() {
+        let mut source = String::new();
+        for i in 0..300 {
+            source.push_str(&" ".repeat(i % 7));
+            source.push_str(&format!("x{i}\t\n"));
+        }
+        let counter = NonWhitespace::new(&source);
+        for start in (0..source.len()).step_by(13) {
+            for end in (start..=source.len()).step_by(29).chain([source.len()]) {
+                assert_eq!(
+                    counter.count(start, end),
+                    non_whitespace(&source[start..end]),
+                    "{start}..{end}"
+                );
+            }
+        }
+        assert_eq!(NonWhitespace::new("").count(0, 0), 0);
+        let block = "a".repeat(128);
+        assert_eq!(NonWhitespace::new(&block).count(0, 128), 128);
+    }
+
+    #[test]
+    fn the_definition_cursor_agrees_with_scanning_every_definition() {
+        let mut source = String::from("mod outer {\n");
+        for i in 0..40 {
+            source.push_str(&format!("    pub const C{i}: u32 = {i};\n"));
+        }
+        source.push_str("    pub struct S;\n    impl S {\n");
+        for i in 0..30 {
+            source.push_str(&format!("        fn m{i}(&self) -> u32 {{ {i} }}\n"));
+        }
+        source.push_str("    }\n}\nfn after() {}\n");
+        let tree = parse_tree(Language::Rust, &source).unwrap().unwrap();
+        let tags = extract_tags(Language::Rust, &tree, &source).unwrap();
+        assert!(tags.definitions.len() > 70);
+        let mut cursor = DefinitionCursor::new(&tags.definitions);
+        let step = 37;
+        let spans: Vec<(usize, usize)> = (0..source.len())
+            .step_by(step)
+            .map(|start| (start, (start + 2 * step).min(source.len())))
+            .collect();
+        // In order, then once out of order (the cursor starts over).
+        for &(start, end) in spans.iter().chain(spans.iter().take(3)) {
+            let (starting, enclosing) = cursor.at(start, end);
+            let expected_starting: Vec<&Definition> = tags
+                .definitions
+                .iter()
+                .filter(|d| d.start_byte >= start && d.start_byte < end)
+                .collect();
+            let expected_enclosing = tags
+                .definitions
+                .iter()
+                .filter(|d| d.start_byte < start && d.end_byte > start)
+                .max_by_key(|d| d.start_byte);
+            assert_eq!(starting.iter().collect::<Vec<_>>(), expected_starting);
+            assert_eq!(enclosing, expected_enclosing, "{start}..{end}");
+        }
     }
 }

@@ -4,10 +4,10 @@ use std::cell::RefCell;
 
 use tree_sitter::{Parser, Tree};
 
-use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with, chunk_text_with};
+use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with_comments, chunk_text_with};
 use crate::error::IndexError;
 use crate::language::Language;
-use crate::tags::{FileTags, extract_tags};
+use crate::tags::{FileTags, extract_tags_and_comments};
 
 /// What lode learns from one file's text.
 #[derive(Clone, Debug, Default)]
@@ -52,8 +52,8 @@ pub fn parse_file_with(
 ) -> Result<ParsedFile, IndexError> {
     match parse_tree(language, source)? {
         Some(tree) => {
-            let tags = extract_tags(language, &tree, source)?;
-            let chunks = chunk_code_with(&tree, source, &tags, sizes);
+            let (tags, comments) = extract_tags_and_comments(language, &tree, source)?;
+            let chunks = chunk_code_with_comments(&tree, source, &tags, &comments, sizes);
             Ok(ParsedFile { tags, chunks })
         }
         None => Ok(ParsedFile {

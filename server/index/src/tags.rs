@@ -9,6 +9,8 @@
 //! - A name node that declares something is never a reference: a reference whose `@name` node is
 //!   also a definition's `@name` node, or is captured as `@not_a_reference`, is dropped. This lets
 //!   a query capture a node type broadly (every type name) and list only the exceptions.
+//! - `@comment` on every comment node (not on the parts inside one). The chunker files comment
+//!   text by it; capturing comments here saves it a second walk over the whole tree.
 //!
 //! Scope chains come from nesting: a tag's scope is the chain of definitions that enclose it.
 
@@ -219,28 +221,73 @@ pub(crate) fn tags_query(language: Language) -> Result<Option<&'static Query>, I
 
 /// Runs the language's tags query over a parsed tree.
 pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<FileTags, IndexError> {
+    extract_tags_and_comments(language, tree, source).map(|(tags, _)| tags)
+}
+
+/// What one capture of a tags query stands for, resolved once per capture name.
+#[derive(Clone, Copy)]
+enum CaptureRole {
+    Name,
+    NotAReference,
+    Definition(DefKind),
+    Reference(RefKind),
+    Comment,
+    Other,
+}
+
+impl CaptureRole {
+    fn of(capture_name: &str) -> CaptureRole {
+        if let Some(kind) = capture_name.strip_prefix("definition.") {
+            return DefKind::from_name(kind).map_or(CaptureRole::Other, CaptureRole::Definition);
+        }
+        if let Some(kind) = capture_name.strip_prefix("reference.") {
+            return RefKind::from_name(kind).map_or(CaptureRole::Other, CaptureRole::Reference);
+        }
+        match capture_name {
+            "name" => CaptureRole::Name,
+            "not_a_reference" => CaptureRole::NotAReference,
+            "comment" => CaptureRole::Comment,
+            _ => CaptureRole::Other,
+        }
+    }
+}
+
+/// The tags of a parsed tree and the byte ranges of its comments, in order, from one run of the
+/// language's tags query.
+pub fn extract_tags_and_comments(
+    language: Language,
+    tree: &Tree,
+    source: &str,
+) -> Result<(FileTags, Vec<(usize, usize)>), IndexError> {
     let Some(query) = tags_query(language)? else {
-        return Ok(FileTags::default());
+        return Ok((FileTags::default(), Vec::new()));
     };
-    let capture_names = query.capture_names();
+    let roles: Vec<CaptureRole> = query
+        .capture_names()
+        .iter()
+        .map(|name| CaptureRole::of(name))
+        .collect();
     let mut raw_defs: Vec<RawDef> = Vec::new();
     let mut raw_refs: Vec<RawRef> = Vec::new();
+    let mut comments: Vec<(usize, usize)> = Vec::new();
     // Start bytes of name nodes that declare something (see the module doc).
     let mut declaring: Vec<usize> = Vec::new();
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
-        let mut outer: Option<(Node, &str)> = None;
+        let mut outer: Option<(Node, CaptureRole)> = None;
         let mut name: Option<Node> = None;
         for capture in found.captures() {
-            let capture_name = capture_names[capture.index as usize];
-            match capture_name {
-                "name" => name = Some(capture.node),
-                "not_a_reference" => declaring.push(capture.node.start_byte()),
-                other if other.starts_with("definition.") || other.starts_with("reference.") => {
-                    outer = Some((capture.node, other))
+            match roles[capture.index as usize] {
+                CaptureRole::Name => name = Some(capture.node),
+                CaptureRole::NotAReference => declaring.push(capture.node.start_byte()),
+                CaptureRole::Comment => {
+                    comments.push((capture.node.start_byte(), capture.node.end_byte()))
                 }
-                _ => {}
+                role @ (CaptureRole::Definition(_) | CaptureRole::Reference(_)) => {
+                    outer = Some((capture.node, role))
+                }
+                CaptureRole::Other => {}
             }
         }
         let (Some((node, role)), Some(name_node)) = (outer, name) else {
@@ -250,37 +297,38 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
         if name_text.is_empty() {
             continue;
         }
-        if let Some(kind) = role.strip_prefix("definition.") {
-            let Some(kind) = DefKind::from_name(kind) else {
-                continue;
-            };
-            declaring.push(name_node.start_byte());
-            raw_defs.push(RawDef {
-                node_start: node.start_byte(),
-                node_end: node.end_byte(),
-                start_line: node.start_position().row as u32 + 1,
-                end_line: node.end_position().row as u32 + 1,
-                name: name_text.to_string(),
-                kind,
-            });
-        } else if let Some(kind) = role.strip_prefix("reference.") {
-            let Some(kind) = RefKind::from_name(kind) else {
-                continue;
-            };
-            raw_refs.push(RawRef {
-                byte: name_node.start_byte(),
-                line: name_node.start_position().row as u32 + 1,
-                column: name_node.start_position().column as u32 + 1,
-                name: name_text.to_string(),
-                kind,
-            });
+        match role {
+            CaptureRole::Definition(kind) => {
+                declaring.push(name_node.start_byte());
+                raw_defs.push(RawDef {
+                    node_start: node.start_byte(),
+                    node_end: node.end_byte(),
+                    start_line: node.start_position().row as u32 + 1,
+                    end_line: node.end_position().row as u32 + 1,
+                    name: name_text.to_string(),
+                    kind,
+                });
+            }
+            CaptureRole::Reference(kind) => {
+                let position = name_node.start_position();
+                raw_refs.push(RawRef {
+                    byte: name_node.start_byte(),
+                    line: position.row as u32 + 1,
+                    column: position.column as u32 + 1,
+                    name: name_text.to_string(),
+                    kind,
+                });
+            }
+            _ => {}
         }
     }
     if !declaring.is_empty() {
         declaring.sort_unstable();
         raw_refs.retain(|reference| declaring.binary_search(&reference.byte).is_err());
     }
-    Ok(assemble(raw_defs, raw_refs, source))
+    comments.sort_unstable();
+    comments.dedup();
+    Ok((assemble(raw_defs, raw_refs, source), comments))
 }
 
 struct RawDef {
@@ -330,15 +378,17 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
             }
         }
     };
-    let scope_of = |open: &[usize], definitions: &[Definition]| -> Vec<String> {
-        open.iter().map(|&i| definitions[i].scope_label()).collect()
+    // Each definition's scope label, made once: every tag inside it repeats it.
+    let mut labels: Vec<String> = Vec::with_capacity(raw_defs.len());
+    let scope_of = |open: &[usize], labels: &[String]| -> Vec<String> {
+        open.iter().map(|&i| labels[i].clone()).collect()
     };
 
     for raw in raw_defs {
         while let Some(reference) = refs.next_if(|r| r.byte < raw.node_start) {
             close_before(&mut open, &definitions, reference.byte);
             references.push(Reference {
-                scope: scope_of(&open, &definitions),
+                scope: scope_of(&open, &labels),
                 name: reference.name,
                 kind: reference.kind,
                 line: reference.line,
@@ -361,8 +411,8 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
             (kind, _) => kind,
         };
         let signature = signature_line(source, raw.node_start);
-        definitions.push(Definition {
-            scope: scope_of(&open, &definitions),
+        let definition = Definition {
+            scope: scope_of(&open, &labels),
             name: raw.name,
             kind,
             start_line: raw.start_line,
@@ -370,13 +420,15 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
             start_byte: raw.node_start,
             end_byte: raw.node_end,
             signature,
-        });
+        };
+        labels.push(definition.scope_label());
+        definitions.push(definition);
         open.push(definitions.len() - 1);
     }
     for reference in refs {
         close_before(&mut open, &definitions, reference.byte);
         references.push(Reference {
-            scope: scope_of(&open, &definitions),
+            scope: scope_of(&open, &labels),
             name: reference.name,
             kind: reference.kind,
             line: reference.line,

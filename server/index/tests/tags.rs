@@ -21,8 +21,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use lode_index::Language;
-use lode_index::parse::parse_file;
-use lode_index::tags::{DefKind, Definition, FileTags, RefKind};
+use lode_index::chunk::chunk_code;
+use lode_index::parse::{parse_file, parse_tree};
+use lode_index::tags::{DefKind, Definition, FileTags, RefKind, extract_tags_and_comments};
 use serde::{Deserialize, Serialize};
 
 /// One fixture directory and the language its sample is parsed as.
@@ -497,6 +498,60 @@ fn dump_tree() {
 }
 
 /// Prints the tags of one file next to the source lines they sit on, for reviewing expected files.
+/// Every outermost comment node, by a walk over the whole tree (what the `@comment` captures
+/// of each query must match).
+fn comments_by_walking(node: tree_sitter::Node, out: &mut Vec<(usize, usize)>) {
+    if node.kind().contains("comment") {
+        out.push((node.start_byte(), node.end_byte()));
+        return;
+    }
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        comments_by_walking(child, out);
+    }
+}
+
+#[test]
+fn every_query_captures_every_comment_and_chunks_agree() {
+    for fixture in FIXTURES {
+        // The samples hold few comments: add some at every level.
+        let commented = match fixture.language {
+            Language::Rust => {
+                "\n/// Doc.\n/* block */\nfn commented() {\n    // inside\n    let x = 1; /* end */\n}\n"
+            }
+            Language::Python => "\n# top\ndef commented():\n    # inside\n    return 1  # end\n",
+            Language::Go => {
+                "\n// Doc.\nfunc commented() int {\n\t// inside\n\treturn 1 /* end */\n}\n"
+            }
+            _ => "\n/** Doc. */\nfunction commented() {\n  // inside\n  return 1; /* end */\n}\n",
+        };
+        let source = read_sample(fixture) + commented;
+        let tree = parse_tree(fixture.language, &source).unwrap().unwrap();
+        let (tags, captured) = extract_tags_and_comments(fixture.language, &tree, &source).unwrap();
+        let mut walked = Vec::new();
+        comments_by_walking(tree.root_node(), &mut walked);
+        assert!(
+            walked.len() >= 3,
+            "{}: the fixture should hold comments",
+            fixture.dir
+        );
+        assert_eq!(captured, walked, "{}: comments", fixture.dir);
+        // The indexer's path (comments from the query) chunks exactly as the walking path.
+        let indexed = parse_file(fixture.language, &source).unwrap().chunks;
+        assert_eq!(
+            indexed,
+            chunk_code(&tree, &source, &tags),
+            "{}",
+            fixture.dir
+        );
+        assert!(
+            indexed.iter().any(|chunk| !chunk.comments.is_empty()),
+            "{}: some chunk carries comments",
+            fixture.dir
+        );
+    }
+}
+
 #[test]
 #[ignore]
 fn print_tags() {
