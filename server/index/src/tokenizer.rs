@@ -4,7 +4,7 @@
 //! `::`, `.`, `/` and `-` as separators, keeps the whole identifier (and whole `kebab-case`
 //! words) as an extra token at the position of their first part, and lowercases everything.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
@@ -189,14 +189,14 @@ const STEM_CACHE_ENTRIES: usize = 100_000;
 #[derive(Clone)]
 struct StemCache {
     stemmer: frostem::Stemmer,
-    stems: HashMap<String, String>,
+    stems: FxHashMap<String, String>,
 }
 
 impl Default for StemCache {
     fn default() -> Self {
         StemCache {
             stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
-            stems: HashMap::new(),
+            stems: FxHashMap::default(),
         }
     }
 }
@@ -204,6 +204,10 @@ impl Default for StemCache {
 impl StemCache {
     /// Replaces `word` (lowercase) with its stem.
     fn stem_in_place(&mut self, word: &mut String) {
+        // The English stemmer leaves words of one or two letters as they are.
+        if word.len() <= 2 {
+            return;
+        }
         if let Some(stem) = self.stems.get(word.as_str()) {
             word.clear();
             word.push_str(stem);
@@ -294,6 +298,24 @@ impl TokenStream for CodeTokenStream<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stemming_leaves_words_of_two_bytes_or_fewer_alone() {
+        let letters = b'a'..=b'z';
+        for first in letters.clone() {
+            assert_eq!(
+                stem(&(first as char).to_string()),
+                (first as char).to_string()
+            );
+            for second in letters.clone() {
+                let word = String::from_utf8(vec![first, second]).unwrap();
+                assert_eq!(stem(&word), word);
+            }
+        }
+        for word in ["é", "ü", "ß", "0", "42"] {
+            assert_eq!(stem(word), word);
+        }
+    }
 
     fn texts(text: &str) -> Vec<String> {
         code_tokens(text).into_iter().map(|t| t.text).collect()

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+use rustc_hash::FxBuildHasher;
 
 use super::text::for_each_word;
 use super::wordpiece::WordPiece;
@@ -63,7 +63,7 @@ struct Tokens {
     row_scale: Vec<f32>,
     vocab: WordPiece,
     /// Whole-word rows for frequent code words that WordPiece would split.
-    words: HashMap<Box<str>, u32, Xxh3DefaultBuilder>,
+    words: HashMap<Box<str>, u32, FxBuildHasher>,
 }
 
 impl StaticEmbedder {
@@ -229,7 +229,7 @@ fn build_tokens(table: &[u8], vocabulary: &str, layout: TableLayout) -> Result<T
     let scales = f32s(HEADER_BYTES)?;
     let weights = f32s(HEADER_BYTES + 4 * rows)?;
     let mut at = rows_offset + rows * layout.dims;
-    let mut words = HashMap::with_capacity_and_hasher(n_extra, Xxh3DefaultBuilder::new());
+    let mut words = HashMap::with_capacity_and_hasher(n_extra, FxBuildHasher);
     for j in 0..n_extra {
         let len = table
             .get(at..at + 2)

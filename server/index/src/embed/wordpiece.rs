@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use xxhash_rust::xxh3::Xxh3DefaultBuilder;
+use rustc_hash::FxBuildHasher;
 
 use super::EmbedError;
 
@@ -12,14 +12,14 @@ const MAX_WORD_BYTES: usize = 100;
 
 /// A WordPiece vocabulary: token text (continuations prefixed with `##`) -> id.
 pub struct WordPiece {
-    ids: HashMap<Box<str>, u32, Xxh3DefaultBuilder>,
+    ids: HashMap<Box<str>, u32, FxBuildHasher>,
     unknown: u32,
 }
 
 impl WordPiece {
     /// Reads a vocabulary with one token per line; the line number is the id.
     pub fn from_lines(text: &str) -> Result<WordPiece, EmbedError> {
-        let mut ids = HashMap::with_capacity_and_hasher(32_768, Xxh3DefaultBuilder::new());
+        let mut ids = HashMap::with_capacity_and_hasher(32_768, FxBuildHasher);
         for (id, token) in text.lines().enumerate() {
             ids.insert(token.into(), id as u32);
         }
