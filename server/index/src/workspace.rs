@@ -30,7 +30,7 @@ use crate::vectors::{EmbeddedStore, VectorStore};
 pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
 
 /// How often a long refresh publishes what it has done, so an interrupted run keeps its work.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(30);
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
 
 /// A long refresh also publishes after this many files.
 pub const DEFAULT_CHECKPOINT_FILES: usize = 5000;
