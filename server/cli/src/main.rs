@@ -65,7 +65,10 @@ fn use_mimalloc_for_tree_sitter() {
 }
 
 fn main() -> ExitCode {
-    use_mimalloc_for_tree_sitter();
+    // `LODE_TREE_SITTER_ALLOCATOR=system` keeps glibc's malloc, for comparing the two.
+    if std::env::var_os("LODE_TREE_SITTER_ALLOCATOR").is_none_or(|value| value != "system") {
+        use_mimalloc_for_tree_sitter();
+    }
     let cli = Cli::parse();
     match commands::run(cli) {
         Ok(code) => code,
