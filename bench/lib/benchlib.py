@@ -57,6 +57,8 @@ class Run:
     stdout: str
     stderr: str
     extra: dict = field(default_factory=dict)
+    # user + system CPU seconds of the child (from /usr/bin/time -v), when known
+    cpu_s: float | None = None
 
     def check(self) -> "Run":
         if self.rc != 0:
@@ -92,13 +94,16 @@ def run_timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None,
         os.unlink(tf.name)
         m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", txt)
         rss = int(m.group(1)) if m else None
+        times = [re.search(rf"{kind} time \(seconds\): ([\d.]+)", txt) for kind in ("User", "System")]
+        cpu = sum(float(m.group(1)) for m in times) if all(times) else None
         m = re.search(r"Exit status: (\d+)", txt)
         rc = int(m.group(1)) if m else p.returncode
         if "Command terminated by signal" in txt and p.returncode:
             rc = p.returncode
     else:
         rc = p.returncode
-    return Run(cmd, wall, rss, rc, out, err)
+        cpu = None
+    return Run(cmd, wall, rss, rc, out, err, cpu_s=cpu)
 
 
 def listed_files(path: Path) -> list[Path]:

@@ -14,6 +14,15 @@ TARGET_REINDEX = 0.05   # no-change re-index <= 5% of cold
 TARGET_VS_PARSE = 1.5   # cold index <= 1.5x parse-only
 
 
+def fmt_cpu(r) -> str:
+    return f"{r.cpu_s:.1f} s" if r.cpu_s is not None else "?"
+
+
+def cpu_median(runs: list):
+    values = [r.cpu_s for r in runs if r.cpu_s is not None]
+    return median(values) if values and len(values) == len(runs) else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(prog="bench/index.sh", description=__doc__)
     ap.add_argument("path", nargs="?", default=str(CORPUS / "rust-vendor"),
@@ -44,31 +53,38 @@ def main() -> int:
 
     res: dict = {"tree": str(path), "corpus": st, "machine": machine()}
 
-    # -- parse-only reference -------------------------------------------------
-    parse = []
-    if not a.no_parse_only:
-        for i in range(a.parse_runs):
-            r = run_timed([LODE, "parse-only", "--max-file-size", str(a.max_file_size), path])
-            if r.rc != 0 and "--max-file-size" in r.stderr:  # parse-only may not take the option
-                r = run_timed([LODE, "parse-only", path])
-            r.check()
-            if not (r.stdout.strip() or r.stderr.strip()):
-                die(f"`lode parse-only {path}` printed nothing; is {LODE} the real lode binary? "
-                    f"(use --no-parse-only to skip the reference)")
-            parse.append(r)
-            print(f"parse-only #{i + 1}: {fmt_s(r.wall_s)}  rss {r.max_rss_kb and r.max_rss_kb // 1024} MB"
-                  f"  [{last_line(r.stdout) or last_line(r.stderr)}]")
-    # -- cold index ------------------------------------------------------------
-    cold = []
-    for i in range(a.runs):
+    # -- parse-only reference and cold index, interleaved -----------------------
+    # This VM's speed drifts by tens of percent over minutes; alternating the two runs lets
+    # both medians see the same phases.
+    def parse_run(i: int) -> None:
+        r = run_timed([LODE, "parse-only", "--max-file-size", str(a.max_file_size), path])
+        if r.rc != 0 and "--max-file-size" in r.stderr:  # parse-only may not take the option
+            r = run_timed([LODE, "parse-only", path])
+        r.check()
+        if not (r.stdout.strip() or r.stderr.strip()):
+            die(f"`lode parse-only {path}` printed nothing; is {LODE} the real lode binary? "
+                f"(use --no-parse-only to skip the reference)")
+        parse.append(r)
+        print(f"parse-only #{i + 1}: {fmt_s(r.wall_s)}  cpu {fmt_cpu(r)}  rss {r.max_rss_kb and r.max_rss_kb // 1024} MB"
+              f"  [{last_line(r.stdout) or last_line(r.stderr)}]")
+
+    def cold_run(i: int) -> None:
         shutil.rmtree(lode_dir, ignore_errors=True)
         r = run_timed([LODE, "index", "--max-file-size", str(a.max_file_size), path]).check()
         if not lode_dir.is_dir():
             die(f"`lode index {path}` exited 0 in {fmt_s(r.wall_s)} but created no {lode_dir}; "
                 f"is {LODE} the real lode binary (not a stub)?")
         cold.append(r)
-        print(f"cold index #{i + 1}: {fmt_s(r.wall_s)}  rss {r.max_rss_kb and r.max_rss_kb // 1024} MB"
+        print(f"cold index #{i + 1}: {fmt_s(r.wall_s)}  cpu {fmt_cpu(r)}  rss {r.max_rss_kb and r.max_rss_kb // 1024} MB"
               f"  [{last_line(r.stderr)}]")
+
+    parse: list = []
+    cold: list = []
+    for i in range(max(a.runs, 0 if a.no_parse_only else a.parse_runs)):
+        if not a.no_parse_only and i < a.parse_runs:
+            parse_run(i)
+        if i < a.runs:
+            cold_run(i)
     index_bytes = du_bytes(lode_dir / "index") if (lode_dir / "index").exists() else du_bytes(lode_dir)
     # -- no-change re-index ------------------------------------------------------
     re_runs = []
@@ -125,6 +141,9 @@ def main() -> int:
         "parse_only_peak_rss_mb": max((r.max_rss_kb or 0) for r in parse) // 1024 if parse else None,
         "ratio_reindex_to_cold": (re_s / cold_s) if re_s is not None and cold_s else None,
         "ratio_cold_to_parse_only": (cold_s / parse_s) if parse_s else None,
+        "cold_cpu_s": cpu_median(cold), "parse_only_cpu_s": cpu_median(parse),
+        "ratio_cold_to_parse_only_cpu": (cpu_median(cold) / cpu_median(parse))
+        if cpu_median(cold) and cpu_median(parse) else None,
         "targets": {"ratio_reindex_to_cold_max": TARGET_REINDEX, "ratio_cold_to_parse_only_max": TARGET_VS_PARSE},
     })
     ok_re = res["ratio_reindex_to_cold"] is not None and res["ratio_reindex_to_cold"] <= TARGET_REINDEX
@@ -151,6 +170,9 @@ def main() -> int:
     if parse:
         print(f"cold / parse-only   = {res['ratio_cold_to_parse_only']:.2f}x   (target <= {TARGET_VS_PARSE}x)"
               f"  {'OK' if ok_pa else 'MISS'}")
+        if res["ratio_cold_to_parse_only_cpu"]:
+            print(f"  in CPU seconds   = {res['ratio_cold_to_parse_only_cpu']:.2f}x   "
+                  f"({res['cold_cpu_s']:.0f} s / {res['parse_only_cpu_s']:.0f} s, user + system)")
     print(f"written {a.out}")
     return 0
 
