@@ -50,26 +50,19 @@ pub struct Chunk {
     pub comments: String,
 }
 
-/// Chunks a parsed code file.
-pub fn chunk_code(tree: &Tree, source: &str, tags: &FileTags) -> Vec<Chunk> {
-    chunk_code_with(tree, source, tags, DEFAULT_SIZES)
+/// Chunks a parsed code file whose comments (byte ranges, in order) are known, as
+/// [`crate::tags::extract_tags_and_comments`] reports them.
+pub fn chunk_code(
+    tree: &Tree,
+    source: &str,
+    tags: &FileTags,
+    comments: &[(usize, usize)],
+) -> Vec<Chunk> {
+    chunk_code_with(tree, source, tags, comments, DEFAULT_SIZES)
 }
 
 /// Chunks a parsed code file with explicit sizes.
 pub fn chunk_code_with(
-    tree: &Tree,
-    source: &str,
-    tags: &FileTags,
-    sizes: ChunkSizes,
-) -> Vec<Chunk> {
-    let mut comments = Vec::new();
-    collect_comments(tree.root_node(), &mut comments);
-    chunk_code_with_comments(tree, source, tags, &comments, sizes)
-}
-
-/// Chunks a parsed code file whose comments (byte ranges, in order) are already known, as the
-/// tags query reports them.
-pub fn chunk_code_with_comments(
     tree: &Tree,
     source: &str,
     tags: &FileTags,
@@ -272,10 +265,6 @@ fn is_sticky(node: Node) -> bool {
     kind.contains("comment") || kind == "attribute_item" || kind == "decorator"
 }
 
-fn is_comment(node: Node) -> bool {
-    node.kind().contains("comment")
-}
-
 /// Merges consecutive units into spans no larger than the target (a single unit may reach max).
 /// Comments and attributes wait for the unit they precede and go wherever it goes. Spans below
 /// the minimum merge into a neighbour: forward when cut short by an opened node (a function's
@@ -359,28 +348,6 @@ fn group_units(
         }
     }
     merged
-}
-
-/// Byte ranges of every comment, in order, by one walk of the tree with a single cursor.
-fn collect_comments(node: Node, out: &mut Vec<(usize, usize)>) {
-    let mut cursor = node.walk();
-    loop {
-        let current = cursor.node();
-        if is_comment(current) {
-            out.push((current.start_byte(), current.end_byte()));
-        } else if cursor.goto_first_child() {
-            continue;
-        }
-        // Next sibling, or the next sibling of the nearest ancestor that has one.
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return;
-            }
-        }
-    }
 }
 
 /// Finds, for chunks visited in order, the definitions starting inside each and the innermost
@@ -513,7 +480,7 @@ mod tests {
     use super::*;
     use crate::language::Language;
     use crate::parse::{parse_file, parse_tree};
-    use crate::tags::extract_tags;
+    use crate::tags::{extract_tags, extract_tags_and_comments};
 
     fn non_whitespace(text: &str) -> usize {
         text.bytes().filter(|b| !b.is_ascii_whitespace()).count()
@@ -601,8 +568,8 @@ mod tests {
         }
         source.push_str("    }\n}\n");
         let tree = parse_tree(Language::Rust, &source).unwrap().unwrap();
-        let tags = extract_tags(Language::Rust, &tree, &source).unwrap();
-        let chunks = chunk_code(&tree, &source, &tags);
+        let (tags, comments) = extract_tags_and_comments(Language::Rust, &tree, &source).unwrap();
+        let chunks = chunk_code(&tree, &source, &tags, &comments);
         let flush = chunks
             .iter()
             .find(|c| c.symbol.as_deref() == Some("flush"))

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use tree_sitter::{Parser, Tree};
 
-use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with_comments, chunk_text_with};
+use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with, chunk_text_with};
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::tags::{FileTags, extract_tags_and_comments};
@@ -53,7 +53,7 @@ pub fn parse_file_with(
     match parse_tree(language, source)? {
         Some(tree) => {
             let (tags, comments) = extract_tags_and_comments(language, &tree, source)?;
-            let chunks = chunk_code_with_comments(&tree, source, &tags, &comments, sizes);
+            let chunks = chunk_code_with(&tree, source, &tags, &comments, sizes);
             Ok(ParsedFile { tags, chunks })
         }
         None => Ok(ParsedFile {
