@@ -192,10 +192,16 @@ pub struct FileTags {
     pub references: Vec<Reference>,
 }
 
+/// A language's compiled tags query and what each of its captures stands for.
+pub(crate) struct TagsQuery {
+    query: Query,
+    roles: Vec<CaptureRole>,
+}
+
 /// The compiled tags query of a language, built on first use (compiling costs tens of
 /// milliseconds per language, so a process pays only for the languages it parses).
-pub(crate) fn tags_query(language: Language) -> Result<Option<&'static Query>, IndexError> {
-    static QUERIES: [OnceLock<Option<Result<Query, String>>>; Language::ALL.len()] =
+pub(crate) fn tags_query(language: Language) -> Result<Option<&'static TagsQuery>, IndexError> {
+    static QUERIES: [OnceLock<Option<Result<TagsQuery, String>>>; Language::ALL.len()] =
         [const { OnceLock::new() }; Language::ALL.len()];
     let slot = Language::ALL
         .iter()
@@ -207,7 +213,18 @@ pub(crate) fn tags_query(language: Language) -> Result<Option<&'static Query>, I
     let compiled = slot.get_or_init(|| {
         let grammar = language.grammar()?;
         let source = language.tags_query_source()?;
-        Some(Query::new(&grammar, source).map_err(|e| e.to_string()))
+        Some(
+            Query::new(&grammar, source)
+                .map(|query| TagsQuery {
+                    roles: query
+                        .capture_names()
+                        .iter()
+                        .map(|name| CaptureRole::of(name))
+                        .collect(),
+                    query,
+                })
+                .map_err(|e| e.to_string()),
+        )
     });
     match compiled {
         None => Ok(None),
@@ -224,7 +241,7 @@ pub fn extract_tags(language: Language, tree: &Tree, source: &str) -> Result<Fil
     extract_tags_and_comments(language, tree, source).map(|(tags, _)| tags)
 }
 
-/// What one capture of a tags query stands for, resolved once per capture name.
+/// What one capture of a tags query stands for, resolved once when the query is compiled.
 #[derive(Clone, Copy)]
 enum CaptureRole {
     Name,
@@ -259,14 +276,9 @@ pub fn extract_tags_and_comments(
     tree: &Tree,
     source: &str,
 ) -> Result<(FileTags, Vec<(usize, usize)>), IndexError> {
-    let Some(query) = tags_query(language)? else {
+    let Some(TagsQuery { query, roles }) = tags_query(language)? else {
         return Ok((FileTags::default(), Vec::new()));
     };
-    let roles: Vec<CaptureRole> = query
-        .capture_names()
-        .iter()
-        .map(|name| CaptureRole::of(name))
-        .collect();
     let mut raw_defs: Vec<RawDef> = Vec::new();
     let mut raw_refs: Vec<RawRef> = Vec::new();
     let mut comments: Vec<(usize, usize)> = Vec::new();
