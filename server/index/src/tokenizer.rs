@@ -4,8 +4,6 @@
 //! `::`, `.`, `/` and `-` as separators, keeps the whole identifier (and whole `kebab-case`
 //! words) as an extra token at the position of their first part, and lowercases everything.
 
-use rustc_hash::FxHashMap;
-
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// The name the tokenizer is registered under in the tantivy index.
@@ -54,15 +52,31 @@ pub fn token_spans(text: &str, spans: &mut Vec<TokenSpan>) {
     // The current run of words joined by single hyphens: (start, word count, position).
     let mut kebab: Option<(usize, usize, usize)> = None;
     while at < bytes.len() {
-        let Some(ch) = next_char(text, at) else {
-            break;
-        };
-        if !is_word_char(ch) {
-            at += ch.len_utf8();
-            continue;
+        let byte = bytes[at];
+        if byte.is_ascii() {
+            if !is_ascii_word_byte(byte) {
+                at += 1;
+                continue;
+            }
+        } else {
+            let Some(ch) = next_char(text, at) else {
+                break;
+            };
+            if !is_word_char(ch) {
+                at += ch.len_utf8();
+                continue;
+            }
         }
         let start = at;
         while at < bytes.len() {
+            let byte = bytes[at];
+            if byte.is_ascii() {
+                if !is_ascii_word_byte(byte) {
+                    break;
+                }
+                at += 1;
+                continue;
+            }
             match next_char(text, at) {
                 Some(c) if is_word_char(c) => at += c.len_utf8(),
                 _ => break,
@@ -104,6 +118,11 @@ fn next_char(text: &str, at: usize) -> Option<char> {
 
 fn is_word_char(ch: char) -> bool {
     ch == '_' || ch.is_alphanumeric()
+}
+
+/// [`is_word_char`] for an ASCII byte.
+fn is_ascii_word_byte(byte: u8) -> bool {
+    byte == b'_' || byte.is_ascii_alphanumeric()
 }
 
 /// Emits the parts of the identifier `text[start..end]`, then the identifier itself when it has
@@ -149,7 +168,49 @@ pub fn identifier_parts(word: &str) -> Vec<(usize, usize)> {
     parts
 }
 
-fn for_each_part(word: &str, mut emit: impl FnMut(usize, usize)) {
+fn for_each_part(word: &str, emit: impl FnMut(usize, usize)) {
+    if word.is_ascii() {
+        for_each_ascii_part(word.as_bytes(), emit);
+    } else {
+        for_each_unicode_part(word, emit);
+    }
+}
+
+/// [`for_each_part`] of an ASCII word, byte by byte (most identifiers).
+fn for_each_ascii_part(word: &[u8], mut emit: impl FnMut(usize, usize)) {
+    let mut part_start: Option<usize> = None;
+    let mut previous: Option<u8> = None;
+    for (at, &byte) in word.iter().enumerate() {
+        if byte == b'_' {
+            if let Some(start) = part_start.take() {
+                emit(start, at);
+            }
+            previous = Some(byte);
+            continue;
+        }
+        match (part_start, previous) {
+            (Some(start), Some(prev)) => {
+                let hump = byte.is_ascii_uppercase()
+                    && (prev.is_ascii_lowercase()
+                        || prev.is_ascii_digit()
+                        || (prev.is_ascii_uppercase()
+                            && word.get(at + 1).is_some_and(u8::is_ascii_lowercase)));
+                if hump {
+                    emit(start, at);
+                    part_start = Some(at);
+                }
+            }
+            _ => part_start = Some(at),
+        }
+        previous = Some(byte);
+    }
+    if let Some(start) = part_start {
+        emit(start, word.len());
+    }
+}
+
+/// [`for_each_part`] of a word with non-ASCII letters, using Unicode case.
+fn for_each_unicode_part(word: &str, mut emit: impl FnMut(usize, usize)) {
     let mut part_start: Option<usize> = None;
     let mut previous: Option<char> = None;
     let mut chars = word.char_indices().peekable();
@@ -184,19 +245,37 @@ fn for_each_part(word: &str, mut emit: impl FnMut(usize, usize)) {
 
 /// Stems at most this many distinct words before the cache starts over.
 const STEM_CACHE_ENTRIES: usize = 100_000;
+/// Slots of the cache's open-addressing table: a power of two, well above the entry cap so
+/// probe runs stay short.
+const STEM_CACHE_SLOTS: usize = 1 << 18;
 
-/// Lowercase word -> stem, remembered per tokenizer (one per indexing thread).
+/// One remembered word: where it and its stem lie in the arena (the stem right after it).
+#[derive(Clone, Copy, Default)]
+struct StemSlot {
+    /// The word's hash with the low bit set; 0 marks an empty slot.
+    tag: u64,
+    offset: u32,
+    word_len: u16,
+    stem_len: u16,
+}
+
+/// Lowercase word -> stem, remembered per tokenizer (one per indexing thread). Words and
+/// stems live side by side in one string, so a hit reads one slot and one short run of bytes.
 #[derive(Clone)]
 struct StemCache {
     stemmer: frostem::Stemmer,
-    stems: FxHashMap<String, String>,
+    slots: Vec<StemSlot>,
+    arena: String,
+    entries: usize,
 }
 
 impl Default for StemCache {
     fn default() -> Self {
         StemCache {
             stemmer: frostem::Stemmer::new(frostem::Algorithm::English),
-            stems: FxHashMap::default(),
+            slots: Vec::new(),
+            arena: String::new(),
+            entries: 0,
         }
     }
 }
@@ -208,17 +287,59 @@ impl StemCache {
         if word.len() <= 2 {
             return;
         }
-        if let Some(stem) = self.stems.get(word.as_str()) {
-            word.clear();
-            word.push_str(stem);
+        if word.len() > usize::from(u16::MAX) {
+            let stem = self.stemmer.stem(word).into_owned();
+            *word = stem;
             return;
         }
-        let stem = self.stemmer.stem(word).into_owned();
-        if self.stems.len() >= STEM_CACHE_ENTRIES {
-            self.stems.clear();
+        if self.slots.is_empty() {
+            self.slots = vec![StemSlot::default(); STEM_CACHE_SLOTS];
         }
-        self.stems
-            .insert(std::mem::replace(word, stem.clone()), stem);
+        let tag = {
+            use std::hash::Hasher;
+            let mut hasher = rustc_hash::FxHasher::default();
+            hasher.write(word.as_bytes());
+            hasher.finish() | 1
+        };
+        let mask = STEM_CACHE_SLOTS - 1;
+        let mut index = (tag >> 7) as usize & mask;
+        loop {
+            let slot = self.slots[index];
+            if slot.tag == 0 {
+                break;
+            }
+            if slot.tag == tag {
+                let word_start = slot.offset as usize;
+                let stem_start = word_start + usize::from(slot.word_len);
+                if &self.arena[word_start..stem_start] == word.as_str() {
+                    word.clear();
+                    word.push_str(&self.arena[stem_start..stem_start + usize::from(slot.stem_len)]);
+                    return;
+                }
+            }
+            index = (index + 1) & mask;
+        }
+        let stem = self.stemmer.stem(word).into_owned();
+        if self.entries >= STEM_CACHE_ENTRIES || self.arena.len() > u32::MAX as usize / 2 {
+            self.slots.fill(StemSlot::default());
+            self.arena.clear();
+            self.entries = 0;
+            index = (tag >> 7) as usize & mask;
+        }
+        // Stems are never longer than their words here; a longer one is just not remembered.
+        if let Ok(stem_len) = u16::try_from(stem.len()) {
+            self.slots[index] = StemSlot {
+                tag,
+                // Below u32::MAX: the arena is cleared before it grows past half of that.
+                offset: self.arena.len() as u32,
+                word_len: word.len() as u16,
+                stem_len,
+            };
+            self.arena.push_str(word);
+            self.arena.push_str(&stem);
+            self.entries += 1;
+        }
+        *word = stem;
     }
 }
 
@@ -379,6 +500,58 @@ mod tests {
             3,
             "matches, matching, matched share one stem"
         );
+    }
+
+    /// Words over an alphabet that exercises every case boundary.
+    fn boundary_words() -> Vec<String> {
+        let alphabet = ['a', 'b', 'A', 'B', '1', '_'];
+        let mut words = vec![String::new()];
+        let mut all = Vec::new();
+        for _ in 0..5 {
+            words = words
+                .iter()
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .collect();
+            all.extend(words.iter().cloned());
+        }
+        all
+    }
+
+    #[test]
+    fn ascii_parts_match_the_unicode_rules() {
+        for word in boundary_words() {
+            let mut ascii = Vec::new();
+            for_each_ascii_part(word.as_bytes(), |a, b| ascii.push((a, b)));
+            let mut unicode = Vec::new();
+            for_each_unicode_part(&word, |a, b| unicode.push((a, b)));
+            assert_eq!(ascii, unicode, "{word}");
+        }
+    }
+
+    #[test]
+    fn the_stem_cache_answers_like_the_stemmer_across_restarts() {
+        let mut cache = StemCache::default();
+        let words: Vec<String> = [
+            "matches",
+            "matching",
+            "relational",
+            "dying",
+            "skies",
+            "news",
+        ]
+        .iter()
+        .map(|w| w.to_string())
+        .chain((0..(STEM_CACHE_ENTRIES + 5_000)).map(|n| format!("word{n}ings")))
+        .collect();
+        // Twice over: the second pass hits the cache (and the cap forces a restart on the way).
+        for _ in 0..2 {
+            for word in &words {
+                let mut cached = word.clone();
+                cache.stem_in_place(&mut cached);
+                assert_eq!(cached, stem(word), "{word}");
+            }
+        }
+        assert!(cache.entries <= STEM_CACHE_ENTRIES);
     }
 
     #[test]
