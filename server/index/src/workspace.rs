@@ -23,6 +23,7 @@ use crate::parse::{ParsedFile, parse_file_with};
 use crate::scan::{
     Scan, ScanOptions, ScannedFile, mtime_ns, read_source, relative_path, scan, stamp_dir,
 };
+use crate::vectors::inline::{ChunkVector, InlineVectors, embed_chunks};
 use crate::vectors::sync::{SyncStats, in_step, sync_store};
 use crate::vectors::{EmbeddedStore, VectorStore};
 
@@ -531,7 +532,7 @@ impl Workspace {
         // A cold build loads without secondary indexes and builds them once at the end.
         let bulk_load = known.is_empty();
         if bulk_load {
-            catalog.drop_indexes()?;
+            catalog.prepare_bulk_load()?;
         } else {
             catalog.create_indexes()?;
         }
@@ -545,6 +546,14 @@ impl Workspace {
             stats.removed += 1;
         }
 
+        let mut inline = match (&self.embedder, derived.vectors) {
+            (Some(embedder), true) => match self.vector_store()? {
+                Some(store) => InlineVectors::prepare(embedder, &store, catalog.generation()?)?,
+                None => None,
+            },
+            _ => None,
+        };
+        let worker_embedder = inline.as_ref().map(InlineVectors::embedder);
         let total = candidates.len();
         let max_bytes = self.scan_options.max_file_bytes;
         let sizes = self.chunk_sizes;
@@ -554,9 +563,10 @@ impl Workspace {
         let mut write_error: Option<IndexError> = None;
         std::thread::scope(|threads| {
             threads.spawn(move || {
+                let embedder = worker_embedder.as_deref();
                 candidates.par_iter().for_each_with(sender, |sender, file| {
                     let known_hash = known.get(&file.rel_path).map(|record| record.hash);
-                    let outcome = read_and_parse(file, known_hash, max_bytes, sizes);
+                    let outcome = read_and_parse(file, known_hash, max_bytes, sizes, embedder);
                     // The receiver only goes away after an error; then the rest is moot.
                     let _ = sender.send((*file, outcome));
                 });
@@ -566,9 +576,14 @@ impl Workspace {
                     continue; // drain so the producers finish
                 }
                 let applied = match batch.as_mut() {
-                    Some(open) => {
-                        self.apply_outcome(open, file, outcome, derived.lexical, &mut stats)
-                    }
+                    Some(open) => self.apply_outcome(
+                        open,
+                        file,
+                        outcome,
+                        derived.lexical,
+                        inline.as_mut(),
+                        &mut stats,
+                    ),
                     None => Ok(()),
                 };
                 if let Err(error) = applied {
@@ -588,6 +603,10 @@ impl Workspace {
                     let checkpoint = open
                         .commit()
                         .and_then(|generation| self.commit_lexical(derived, generation))
+                        .and_then(|()| match inline.as_mut() {
+                            Some(inline) => inline.committed(),
+                            None => Ok(()),
+                        })
                         .and_then(|()| catalog.begin());
                     match checkpoint {
                         Ok(next) => batch = Some(next),
@@ -608,6 +627,9 @@ impl Workspace {
         if let Some(open) = batch {
             let generation = open.commit()?;
             self.commit_lexical(derived, generation)?;
+            if let Some(inline) = inline.as_mut() {
+                inline.committed()?;
+            }
         }
         // Only now that the files it vouches for are committed.
         if walked {
@@ -618,6 +640,10 @@ impl Workspace {
         let embed_started = Instant::now();
         if derived.vectors {
             stats.vectors = self.sync_vectors(&catalog, progress)?;
+        }
+        if let Some(inline) = &inline {
+            stats.vectors.embedded += inline.embedded();
+            stats.vectors.reset |= inline.reset();
         }
         stats.timings.embed = embed_started.elapsed();
         stats.total_vectors = self.vector_count()?;
@@ -720,6 +746,7 @@ impl Workspace {
         file: &ScannedFile,
         outcome: FileOutcome,
         lexical: bool,
+        inline: Option<&mut InlineVectors>,
         stats: &mut RefreshStats,
     ) -> Result<(), IndexError> {
         match outcome {
@@ -727,8 +754,9 @@ impl Workspace {
                 hash,
                 parsed,
                 bytes,
+                vectors,
             } => {
-                self.store_parsed(
+                let ids = self.store_parsed(
                     batch,
                     &file.rel_path,
                     file.language,
@@ -738,6 +766,9 @@ impl Workspace {
                     &parsed,
                     lexical,
                 )?;
+                if let (Some(inline), Some(vectors)) = (inline, vectors) {
+                    inline.hold(&ids, &file.rel_path, file.language.name(), vectors);
+                }
                 stats.parsed += 1;
                 stats.parsed_bytes += bytes;
             }
@@ -760,7 +791,8 @@ impl Workspace {
         Ok(())
     }
 
-    /// Writes one parsed file to the catalog batch and the lexical writer.
+    /// Writes one parsed file to the catalog batch and the lexical writer; returns the ids of
+    /// its chunks.
     #[allow(clippy::too_many_arguments)]
     fn store_parsed(
         &self,
@@ -772,13 +804,13 @@ impl Workspace {
         hash: u64,
         parsed: &ParsedFile,
         lexical: bool,
-    ) -> Result<(), IndexError> {
+    ) -> Result<Vec<i64>, IndexError> {
         let ids = batch.put_file(rel_path, language, size, mtime_ns, hash, parsed)?;
         if !lexical {
-            return Ok(());
+            return Ok(ids);
         }
         self.lexical.delete_file(rel_path)?;
-        for (id, chunk) in ids.into_iter().zip(&parsed.chunks) {
+        for (&id, chunk) in ids.iter().zip(&parsed.chunks) {
             self.lexical.add_chunk(&LexicalDoc::from_chunk(
                 id,
                 rel_path,
@@ -786,7 +818,7 @@ impl Workspace {
                 chunk,
             ))?;
         }
-        Ok(())
+        Ok(ids)
     }
 
     /// Indexes one file from the given contents (an editor buffer, an agent edit) and publishes
@@ -986,6 +1018,8 @@ pub(crate) enum FileOutcome {
         hash: u64,
         parsed: ParsedFile,
         bytes: u64,
+        /// The chunks' vectors, when the refresh embeds while parsing.
+        vectors: Option<Vec<ChunkVector>>,
     },
     Unchanged,
     Binary,
@@ -994,11 +1028,14 @@ pub(crate) enum FileOutcome {
     Failed(IndexError),
 }
 
+/// Reads, parses and (with `embedder`, see [`Embedder::embeds_while_parsing`]) embeds one
+/// candidate file.
 pub(crate) fn read_and_parse(
     file: &ScannedFile,
     known_hash: Option<u64>,
     max_bytes: u64,
     sizes: ChunkSizes,
+    embedder: Option<&dyn Embedder>,
 ) -> FileOutcome {
     let text = match read_source(&file.abs_path, max_bytes) {
         Ok(Some(text)) => text,
@@ -1009,13 +1046,29 @@ pub(crate) fn read_and_parse(
     if known_hash == Some(hash) {
         return FileOutcome::Unchanged;
     }
-    match parse_file_with(file.language, &text, sizes) {
-        Ok(parsed) => FileOutcome::Parsed {
-            hash,
-            parsed,
-            bytes: text.len() as u64,
-        },
-        Err(error) => FileOutcome::Failed(error),
+    let parsed = match parse_file_with(file.language, &text, sizes) {
+        Ok(parsed) => parsed,
+        Err(error) => return FileOutcome::Failed(error),
+    };
+    let vectors = match embedder {
+        Some(embedder) => {
+            match embed_chunks(
+                embedder,
+                &file.rel_path,
+                file.language.name(),
+                &parsed.chunks,
+            ) {
+                Ok(vectors) => Some(vectors),
+                Err(error) => return FileOutcome::Failed(error.into()),
+            }
+        }
+        None => None,
+    };
+    FileOutcome::Parsed {
+        hash,
+        parsed,
+        bytes: text.len() as u64,
+        vectors,
     }
 }
 

@@ -79,7 +79,8 @@ fn refresh_embeds_every_chunk_and_semantic_search_finds_by_meaning() {
         .refresh(&|p| phases.lock().unwrap().push(p.phase))
         .unwrap();
     assert_eq!(stats.vectors.embedded as u64, stats.total_chunks);
-    assert!(phases.lock().unwrap().contains(&RefreshPhase::Embed));
+    // The static table embeds in the parse workers: there is no separate embed phase.
+    assert!(!phases.lock().unwrap().contains(&RefreshPhase::Embed));
     assert!(workspace.has_vectors());
     let store = workspace.vector_store().unwrap().unwrap();
     assert_eq!(store.state().count as u64, stats.total_chunks);
@@ -398,4 +399,166 @@ fn a_touched_but_unchanged_file_starts_no_new_generation() {
     );
     workspace.refresh(&|_| {}).unwrap();
     assert!(store.state().generation > before);
+}
+
+/// The built-in static embedder under its own identity, choosing whether it embeds while
+/// parsing, and optionally failing its `fail_at`-th call (counted from 1).
+struct Switchable {
+    inner: StaticEmbedder,
+    inline: bool,
+    calls: AtomicUsize,
+    fail_at: Option<usize>,
+}
+
+impl Switchable {
+    fn new(inline: bool, fail_at: Option<usize>) -> Switchable {
+        Switchable {
+            inner: StaticEmbedder::builtin().unwrap(),
+            inline,
+            calls: AtomicUsize::new(0),
+            fail_at,
+        }
+    }
+}
+
+impl Embedder for Switchable {
+    fn identity(&self) -> &EmbedderIdentity {
+        self.inner.identity()
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if Some(call) == self.fail_at {
+            return Err(EmbedError::Model("failing on purpose".into()));
+        }
+        self.inner.embed_batch(texts)
+    }
+
+    fn embeds_while_parsing(&self) -> bool {
+        self.inline
+    }
+
+    fn splits_identifiers(&self) -> bool {
+        self.inner.splits_identifiers()
+    }
+}
+
+/// Every stored vector as (content hash, vector), sorted: what the store holds, whatever ids
+/// the chunks got.
+fn stored_vectors(workspace: &Workspace) -> Vec<(u64, Vec<i32>)> {
+    let store = workspace.vector_store().unwrap().unwrap();
+    let entries = store.entries().unwrap();
+    let ids: Vec<i64> = entries.iter().map(|&(id, _)| id).collect();
+    let vectors: std::collections::HashMap<i64, Vec<f32>> =
+        store.vectors(&ids).unwrap().into_iter().collect();
+    let mut all: Vec<(u64, Vec<i32>)> = entries
+        .iter()
+        .map(|(id, hash)| {
+            // Exact comparison of the stored (quantized) values, as integers.
+            let vector = vectors[id]
+                .iter()
+                .map(|x| (x * 1e6).round() as i32)
+                .collect();
+            (*hash, vector)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The chunk ids of the workspace's catalog, read straight from its SQLite file.
+fn catalog_chunk_ids(workspace: &Workspace) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(workspace.index_dir().join("catalog.sqlite")).unwrap();
+    let mut statement = conn.prepare("SELECT id FROM chunks ORDER BY id").unwrap();
+    statement
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn many_files(root: &Path, count: usize) {
+    for n in 0..count {
+        write(
+            root,
+            &format!("src/module_{n}.rs"),
+            &format!(
+                "use std::collections::HashMap;\n\n/// Number {n}.\npub fn compute_value_{n}(input: u32) -> u32 {{\n    input * {n} + 1\n}}\n\npub struct Holder{n} {{\n    pub items: HashMap<u32, String>,\n}}\n"
+            ),
+        );
+    }
+}
+
+#[test]
+fn vectors_made_while_parsing_equal_those_of_the_embed_phase() {
+    let inline_dir = sample();
+    many_files(inline_dir.path(), 12);
+    let phase_dir = sample();
+    many_files(phase_dir.path(), 12);
+
+    let inline = Arc::new(Switchable::new(true, None));
+    let inline_workspace = open_with(inline_dir.path(), Some(inline.clone()));
+    let inline_stats = inline_workspace.refresh(&|_| {}).unwrap();
+    let phased = Arc::new(Switchable::new(false, None));
+    let phased_workspace = open_with(phase_dir.path(), Some(phased.clone()));
+    let phases = std::sync::Mutex::new(Vec::new());
+    let phased_stats = phased_workspace
+        .refresh(&|p| phases.lock().unwrap().push(p.phase))
+        .unwrap();
+    assert!(phases.lock().unwrap().contains(&RefreshPhase::Embed));
+
+    // The workers embedded one batch per file; the embed phase batches across files.
+    assert_eq!(inline.calls.load(Ordering::SeqCst), 15);
+    assert!(phased.calls.load(Ordering::SeqCst) < 15);
+    assert_eq!(
+        inline_stats.vectors.embedded as u64,
+        inline_stats.total_chunks
+    );
+    assert_eq!(inline_stats.vectors, phased_stats.vectors);
+    assert_eq!(inline_stats.total_vectors, phased_stats.total_vectors);
+    assert_eq!(
+        stored_vectors(&inline_workspace),
+        stored_vectors(&phased_workspace)
+    );
+    assert!(inline_workspace.has_vectors());
+    let hits = inline_workspace
+        .search_with_mode(
+            &SearchRequest::new("open a tcp link to a remote host"),
+            SearchMode::Semantic,
+        )
+        .unwrap();
+    assert_eq!(top_path(&hits), "src/network.rs");
+}
+
+#[test]
+fn a_refresh_that_fails_while_embedding_leaves_no_vector_without_its_chunk() {
+    for fail_at in [1, 4, 9] {
+        let dir = sample();
+        many_files(dir.path(), 12);
+        let failing = Arc::new(Switchable::new(true, Some(fail_at)));
+        let mut options = WorkspaceOptions::new(dir.path());
+        options.embedder = Some(failing.clone());
+        // Commit every few files, so some vectors are published before the failure.
+        options.checkpoint_files = 3;
+        let workspace = Workspace::open(options).unwrap();
+        let error = workspace.refresh(&|_| {}).unwrap_err();
+        assert!(error.to_string().contains("failing on purpose"), "{error}");
+        let store = workspace.vector_store().unwrap().unwrap();
+        let committed_ids = catalog_chunk_ids(&workspace);
+        for (id, _) in store.entries().unwrap() {
+            assert!(
+                committed_ids.binary_search(&id).is_ok(),
+                "fail_at {fail_at}: vector {id} has no committed chunk"
+            );
+        }
+
+        // The embedder works again (it failed once): the next refresh completes the index.
+        let stats = workspace.refresh(&|_| {}).unwrap();
+        let ids = catalog_chunk_ids(&workspace);
+        let mut stored: Vec<i64> = store.entries().unwrap().into_iter().map(|e| e.0).collect();
+        stored.sort();
+        assert_eq!(stored, ids, "fail_at {fail_at}");
+        assert_eq!(stats.total_vectors, stats.total_chunks);
+        assert!(workspace.has_vectors());
+    }
 }

@@ -110,6 +110,13 @@ pub trait Embedder: Send + Sync {
         SimilarityScale::RankOnly
     }
 
+    /// Whether the embedder is cheap enough to run inside the parse workers of a refresh (a
+    /// table lookup, not a model or a network call). Then each file's chunks are embedded while
+    /// their text is in memory, instead of being read back from the catalog afterwards.
+    fn embeds_while_parsing(&self) -> bool {
+        false
+    }
+
     /// Whether the embedder splits identifiers into words itself. When it does not, chunk
     /// texts carry the split words of their identifiers as an extra line.
     fn splits_identifiers(&self) -> bool {

@@ -283,6 +283,10 @@ impl Embedder for StaticEmbedder {
         1024
     }
 
+    fn embeds_while_parsing(&self) -> bool {
+        true
+    }
+
     fn splits_identifiers(&self) -> bool {
         true
     }

@@ -9,6 +9,7 @@
 //! Writes are staged (`reset`, `upsert`, `delete`) and become visible to searches at `commit`.
 
 mod embedded;
+pub mod inline;
 mod segment;
 pub mod sync;
 

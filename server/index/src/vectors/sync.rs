@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::inline::chunk_text;
 use super::{VectorRecord, VectorStore};
 use crate::catalog::{Catalog, ChunkRow};
-use crate::embed::{ChunkContext, Embedder, chunk_embedding_text, import_lines};
+use crate::embed::{ChunkContext, Embedder, import_lines};
 use crate::error::IndexError;
 
 /// Publish partial progress this often.
@@ -159,7 +160,8 @@ struct EmbedRun<'a> {
 
 impl EmbedRun<'_> {
     fn add(&mut self, chunk: &ChunkRow, imports: &[String]) -> Result<(), IndexError> {
-        let text = chunk_embedding_text(
+        let (text, content_hash) = chunk_text(
+            self.embedder,
             &ChunkContext {
                 path: &chunk.path,
                 language: &chunk.language,
@@ -168,9 +170,7 @@ impl EmbedRun<'_> {
                 imports,
                 text: &chunk.text,
             },
-            !self.embedder.splits_identifiers(),
         );
-        let content_hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         let record = VectorRecord {
             id: chunk.id,
             content_hash,

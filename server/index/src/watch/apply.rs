@@ -227,8 +227,8 @@ impl Workspace {
             }
             for file in &updates {
                 let known_hash = known.get(&file.rel_path).map(|record| record.hash);
-                let outcome = read_and_parse(file, known_hash, max_bytes, sizes);
-                self.apply_outcome(&mut batch, file, outcome, derived.lexical, &mut stats)?;
+                let outcome = read_and_parse(file, known_hash, max_bytes, sizes, None);
+                self.apply_outcome(&mut batch, file, outcome, derived.lexical, None, &mut stats)?;
             }
             let generation = batch.commit()?;
             self.commit_lexical(derived, generation)?;

@@ -1,0 +1,168 @@
+//! Embedding chunks inside the parse workers, for embedders cheap enough to run there.
+//!
+//! A refresh normally embeds after the catalog commit, reading every new chunk back from the
+//! catalog. With an embedder that is a table lookup (the static one), the workers embed each
+//! file's chunks while its text is still in memory, and the catalog writer stages the vectors
+//! under the chunk ids it just assigned; the sync that follows the commit then finds nothing
+//! left to embed and only publishes. The vectors are the ones the sync would have made: same
+//! text ([`chunk_text`]), same content hash.
+
+use std::sync::Arc;
+
+use super::sync::PARTIAL_GENERATION;
+use super::{VectorRecord, VectorStore};
+use crate::chunk::Chunk;
+use crate::embed::{ChunkContext, EmbedError, Embedder, chunk_embedding_text, import_lines};
+use crate::error::IndexError;
+
+/// The vector of one chunk, before the catalog has given the chunk an id.
+#[derive(Clone, Debug)]
+pub struct ChunkVector {
+    pub content_hash: u64,
+    pub vector: Vec<f32>,
+}
+
+/// The text a chunk is embedded as by `embedder`, and its content hash.
+pub fn chunk_text(embedder: &dyn Embedder, context: &ChunkContext<'_>) -> (String, u64) {
+    let text = chunk_embedding_text(context, !embedder.splits_identifiers());
+    let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+    (text, hash)
+}
+
+/// The vectors of one file's chunks, in chunk order (called from a parse worker).
+pub fn embed_chunks(
+    embedder: &dyn Embedder,
+    path: &str,
+    language: &str,
+    chunks: &[Chunk],
+) -> Result<Vec<ChunkVector>, EmbedError> {
+    if chunks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let imports = chunks
+        .first()
+        .map(|first| import_lines(&first.text))
+        .unwrap_or_default();
+    let (texts, hashes): (Vec<String>, Vec<u64>) = chunks
+        .iter()
+        .map(|chunk| {
+            chunk_text(
+                embedder,
+                &ChunkContext {
+                    path,
+                    language,
+                    scope: &chunk.scope,
+                    symbol: chunk.symbol.as_deref(),
+                    imports: &imports,
+                    text: &chunk.text,
+                },
+            )
+        })
+        .unzip();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let vectors = embedder.embed_batch(&refs)?;
+    if vectors.len() != chunks.len() {
+        return Err(EmbedError::Config(format!(
+            "the embedder returned {} vectors for {} texts",
+            vectors.len(),
+            chunks.len()
+        )));
+    }
+    Ok(hashes
+        .into_iter()
+        .zip(vectors)
+        .map(|(content_hash, vector)| ChunkVector {
+            content_hash,
+            vector,
+        })
+        .collect())
+}
+
+/// The writer's side of inline embedding for one refresh: vectors of chunks written to the
+/// catalog batch, held until that batch is committed, then handed to the store. A batch that
+/// fails takes its vectors with it, so the store never holds a vector for a chunk id the
+/// catalog rolled back (and may give out again).
+pub(crate) struct InlineVectors {
+    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn VectorStore>,
+    pending: Vec<VectorRecord>,
+    held: usize,
+    reset: bool,
+}
+
+impl InlineVectors {
+    /// Inline embedding for this refresh, when the embedder allows it and the store can take
+    /// vectors by chunk id: it holds this embedder's vectors and is not ahead of the catalog
+    /// (the sync would reset it then), or it is empty (then it is reset here).
+    pub(crate) fn prepare(
+        embedder: &Arc<dyn Embedder>,
+        store: &Arc<dyn VectorStore>,
+        catalog_generation: u64,
+    ) -> Result<Option<InlineVectors>, IndexError> {
+        if !embedder.embeds_while_parsing() {
+            return Ok(None);
+        }
+        let state = store.state();
+        let same_embedder = state.identity.as_ref() == Some(embedder.identity());
+        let reset = !same_embedder || state.generation > catalog_generation;
+        if reset {
+            if state.count > 0 {
+                return Ok(None);
+            }
+            store.reset(embedder.identity())?;
+        }
+        Ok(Some(InlineVectors {
+            embedder: Arc::clone(embedder),
+            store: Arc::clone(store),
+            pending: Vec::new(),
+            held: 0,
+            reset,
+        }))
+    }
+
+    /// The embedder the parse workers run.
+    pub(crate) fn embedder(&self) -> Arc<dyn Embedder> {
+        Arc::clone(&self.embedder)
+    }
+
+    /// Holds one file's vectors under the ids the catalog batch gave its chunks.
+    pub(crate) fn hold(
+        &mut self,
+        ids: &[i64],
+        path: &str,
+        language: &str,
+        vectors: Vec<ChunkVector>,
+    ) {
+        self.held += ids.len().min(vectors.len());
+        self.pending
+            .extend(ids.iter().zip(vectors).map(|(&id, chunk)| VectorRecord {
+                id,
+                content_hash: chunk.content_hash,
+                path: path.to_string(),
+                language: language.to_string(),
+                vector: chunk.vector,
+            }));
+    }
+
+    /// Chunks embedded by the workers so far.
+    pub(crate) fn embedded(&self) -> usize {
+        self.held
+    }
+
+    /// Whether the store was reset for this embedder (it was empty, or held nothing usable).
+    pub(crate) fn reset(&self) -> bool {
+        self.reset
+    }
+
+    /// After a catalog commit: hands the held vectors to the store and publishes them as
+    /// partial progress (see [`PARTIAL_GENERATION`]), so they do not pile up in memory over a
+    /// long refresh and the sync that ends the refresh finds them (and this embedder's identity)
+    /// in the store, with nothing left to embed.
+    pub(crate) fn committed(&mut self) -> Result<(), IndexError> {
+        if !self.pending.is_empty() {
+            self.store.upsert(std::mem::take(&mut self.pending))?;
+        }
+        self.store.commit(PARTIAL_GENERATION)?;
+        Ok(())
+    }
+}
