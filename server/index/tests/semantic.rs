@@ -7,6 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lode_index::embed::{EmbedError, Embedder, EmbedderIdentity, StaticEmbedder, default_embedder};
+use lode_index::vectors::{
+    EmbeddedStore, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
+};
 use lode_index::{
     IndexError, Language, RefreshPhase, SearchMode, SearchRequest, Workspace, WorkspaceOptions,
 };
@@ -561,4 +564,93 @@ fn a_refresh_that_fails_while_embedding_leaves_no_vector_without_its_chunk() {
         assert_eq!(stats.total_vectors, stats.total_chunks);
         assert!(workspace.has_vectors());
     }
+}
+
+/// The embedded store, counting its commits.
+struct CountingStore {
+    inner: EmbeddedStore,
+    commits: AtomicUsize,
+}
+
+impl VectorStore for CountingStore {
+    fn backend(&self) -> &'static str {
+        "counting"
+    }
+    fn state(&self) -> StoreState {
+        self.inner.state()
+    }
+    fn entries(&self) -> Result<Vec<(i64, u64)>, VectorError> {
+        self.inner.entries()
+    }
+    fn vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, VectorError> {
+        self.inner.vectors(ids)
+    }
+    fn reset(&self, identity: &EmbedderIdentity) -> Result<(), VectorError> {
+        self.inner.reset(identity)
+    }
+    fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), VectorError> {
+        self.inner.upsert(records)
+    }
+    fn delete(&self, ids: &[i64]) -> Result<(), VectorError> {
+        self.inner.delete(ids)
+    }
+    fn commit(&self, generation: u64) -> Result<(), VectorError> {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.inner.commit(generation)
+    }
+    fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> Result<Vec<VectorHit>, VectorError> {
+        self.inner.search(query, k, filter)
+    }
+    fn reload(&self) -> Result<(), VectorError> {
+        self.inner.reload()
+    }
+}
+
+#[test]
+fn a_refresh_that_changes_nothing_leaves_the_vector_store_alone() {
+    let dir = sample();
+    let vectors_dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(CountingStore {
+        inner: EmbeddedStore::open(vectors_dir.path()).unwrap(),
+        commits: AtomicUsize::new(0),
+    });
+    let mut options = WorkspaceOptions::new(dir.path());
+    options.embedder = Some(default_embedder().unwrap());
+    options.vector_store = Some(store.clone());
+    let workspace = Workspace::open(options).unwrap();
+    let first = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(first.total_vectors, first.total_chunks);
+    let commits = store.commits.load(Ordering::SeqCst);
+    assert!(commits >= 1);
+
+    // A new mtime with the same bytes makes the file a candidate that turns out unchanged.
+    let file = fs::File::options()
+        .write(true)
+        .open(dir.path().join("src/sorting.rs"))
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(file);
+    workspace.refresh(&|_| {}).unwrap();
+    workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(
+        store.commits.load(Ordering::SeqCst),
+        commits,
+        "refreshes that changed nothing committed the vector store"
+    );
+
+    write(
+        dir.path(),
+        "src/sorting.rs",
+        &SORTING_RS.replace("smallest first", "largest last"),
+    );
+    let edited = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(edited.vectors.embedded, 1);
+    assert!(store.commits.load(Ordering::SeqCst) > commits);
+    assert_eq!(store.state().count as u64, edited.total_chunks);
 }

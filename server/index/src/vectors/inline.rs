@@ -88,6 +88,8 @@ pub(crate) struct InlineVectors {
     pending: Vec<VectorRecord>,
     held: usize,
     reset: bool,
+    /// A reset was staged and no commit has published it yet.
+    reset_unpublished: bool,
 }
 
 impl InlineVectors {
@@ -117,6 +119,7 @@ impl InlineVectors {
             pending: Vec::new(),
             held: 0,
             reset,
+            reset_unpublished: reset,
         }))
     }
 
@@ -158,11 +161,17 @@ impl InlineVectors {
     /// partial progress (see [`PARTIAL_GENERATION`]), so they do not pile up in memory over a
     /// long refresh and the sync that ends the refresh finds them (and this embedder's identity)
     /// in the store, with nothing left to embed.
+    /// With nothing held and no reset, the store is left alone: a refresh that changed nothing
+    /// must not knock it out of step with the catalog.
     pub(crate) fn committed(&mut self) -> Result<(), IndexError> {
+        if self.pending.is_empty() && !self.reset_unpublished {
+            return Ok(());
+        }
         if !self.pending.is_empty() {
             self.store.upsert(std::mem::take(&mut self.pending))?;
         }
         self.store.commit(PARTIAL_GENERATION)?;
+        self.reset_unpublished = false;
         Ok(())
     }
 }
