@@ -604,7 +604,7 @@ impl Workspace {
                         .commit()
                         .and_then(|generation| self.commit_lexical(derived, generation))
                         .and_then(|()| match inline.as_mut() {
-                            Some(inline) => inline.committed(),
+                            Some(inline) => inline.committed(false),
                             None => Ok(()),
                         })
                         .and_then(|()| catalog.begin());
@@ -628,7 +628,7 @@ impl Workspace {
             let generation = open.commit()?;
             self.commit_lexical(derived, generation)?;
             if let Some(inline) = inline.as_mut() {
-                inline.committed()?;
+                inline.committed(true)?;
             }
         }
         // Only now that the files it vouches for are committed.

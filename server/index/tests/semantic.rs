@@ -654,3 +654,26 @@ fn a_refresh_that_changes_nothing_leaves_the_vector_store_alone() {
     assert!(store.commits.load(Ordering::SeqCst) > commits);
     assert_eq!(store.state().count as u64, edited.total_chunks);
 }
+
+#[test]
+fn a_cold_build_publishes_its_vectors_once_not_at_every_checkpoint() {
+    let dir = sample();
+    many_files(dir.path(), 12);
+    let vectors_dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(CountingStore {
+        inner: EmbeddedStore::open(vectors_dir.path()).unwrap(),
+        commits: AtomicUsize::new(0),
+    });
+    let mut options = WorkspaceOptions::new(dir.path());
+    options.embedder = Some(default_embedder().unwrap());
+    options.vector_store = Some(store.clone());
+    options.checkpoint_files = 2;
+    let workspace = Workspace::open(options).unwrap();
+    let stats = workspace.refresh(&|_| {}).unwrap();
+    assert_eq!(stats.total_vectors, stats.total_chunks);
+    // Seven catalog checkpoints; the few vectors are published once as partial progress, and
+    // once more by the closing sync with the catalog's generation. Each commit writes a
+    // segment; past the store's segment limit they would all be merged in memory.
+    assert_eq!(store.commits.load(Ordering::SeqCst), 2);
+    assert!(workspace.has_vectors());
+}

@@ -15,6 +15,10 @@ use crate::chunk::Chunk;
 use crate::embed::{ChunkContext, EmbedError, Embedder, chunk_embedding_text, import_lines};
 use crate::error::IndexError;
 
+/// Staged vectors published together during a refresh: about 60 MB staged at most, and a
+/// few segments for a large cold build.
+const PUBLISH_ROWS: usize = 150_000;
+
 /// The vector of one chunk, before the catalog has given the chunk an id.
 #[derive(Clone, Debug)]
 pub struct ChunkVector {
@@ -90,6 +94,8 @@ pub(crate) struct InlineVectors {
     reset: bool,
     /// A reset was staged and no commit has published it yet.
     reset_unpublished: bool,
+    /// Vectors staged in the store and not yet published.
+    unpublished: usize,
 }
 
 impl InlineVectors {
@@ -120,6 +126,7 @@ impl InlineVectors {
             held: 0,
             reset,
             reset_unpublished: reset,
+            unpublished: 0,
         }))
     }
 
@@ -157,21 +164,24 @@ impl InlineVectors {
         self.reset
     }
 
-    /// After a catalog commit: hands the held vectors to the store and publishes them as
-    /// partial progress (see [`PARTIAL_GENERATION`]), so they do not pile up in memory over a
-    /// long refresh and the sync that ends the refresh finds them (and this embedder's identity)
-    /// in the store, with nothing left to embed.
+    /// After a catalog commit: hands the held vectors to the store (staged there, quantized),
+    /// and publishes what is staged as partial progress (see [`PARTIAL_GENERATION`]) once
+    /// [`PUBLISH_ROWS`] have gathered, or with `last` (the refresh's final commit: the sync that
+    /// follows then finds the vectors, and this embedder's identity, in the store). Publishing
+    /// less often keeps a cold build's store below its segment limit, so it never merges.
     /// With nothing held and no reset, the store is left alone: a refresh that changed nothing
     /// must not knock it out of step with the catalog.
-    pub(crate) fn committed(&mut self) -> Result<(), IndexError> {
-        if self.pending.is_empty() && !self.reset_unpublished {
-            return Ok(());
-        }
+    pub(crate) fn committed(&mut self, last: bool) -> Result<(), IndexError> {
         if !self.pending.is_empty() {
+            self.unpublished += self.pending.len();
             self.store.upsert(std::mem::take(&mut self.pending))?;
         }
-        self.store.commit(PARTIAL_GENERATION)?;
-        self.reset_unpublished = false;
+        let something = self.unpublished > 0 || self.reset_unpublished;
+        if something && (last || self.unpublished >= PUBLISH_ROWS) {
+            self.store.commit(PARTIAL_GENERATION)?;
+            self.unpublished = 0;
+            self.reset_unpublished = false;
+        }
         Ok(())
     }
 }
