@@ -8,7 +8,9 @@
 //! `$LODE_MINILM_DIR`), on the first 512 of those chunks, batches spread over every core as
 //! `lode index` does; one run (it is slow).
 
-use std::path::PathBuf;
+#[path = "support/mod.rs"]
+mod support;
+
 use std::time::Instant;
 
 use lode_index::embed::{ChunkContext, Embedder, StaticEmbedder, chunk_embedding_text};
@@ -16,21 +18,7 @@ use lode_index::embed::{ChunkContext, Embedder, StaticEmbedder, chunk_embedding_
 use rayon::prelude::*;
 
 fn main() {
-    let catalog = std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../bench/corpus/rust-vendor/.lode/index/catalog.sqlite")
-        });
-    let Ok(conn) =
-        rusqlite::Connection::open_with_flags(&catalog, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
-        eprintln!(
-            "no catalog at {}: run `lode index bench/corpus/rust-vendor` first",
-            catalog.display()
-        );
+    let Some(conn) = support::corpus::open_catalog() else {
         return;
     };
     let mut statement = conn

@@ -6,7 +6,9 @@
 //! every 10th chunk, at most 50,000). The reference is tantivy's `en_stem` analyzer (split on
 //! non-alphanumerics, lowercase, Snowball English): the ratio says what code-awareness costs.
 
-use std::path::PathBuf;
+#[path = "support/mod.rs"]
+mod support;
+
 use std::time::Instant;
 
 use lode_index::lexical::code_analyzer;
@@ -15,21 +17,7 @@ use tantivy::tokenizer::{
 };
 
 fn main() {
-    let catalog = std::env::args()
-        .skip(1)
-        .find(|arg| !arg.starts_with('-'))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../bench/corpus/rust-vendor/.lode/index/catalog.sqlite")
-        });
-    let Ok(conn) =
-        rusqlite::Connection::open_with_flags(&catalog, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
-        eprintln!(
-            "no catalog at {}: run `lode index bench/corpus/rust-vendor` first",
-            catalog.display()
-        );
+    let Some(conn) = support::corpus::open_catalog() else {
         return;
     };
     let texts: Vec<String> = conn

@@ -1,0 +1,3 @@
+//! Helpers shared by the benchmarks.
+
+pub mod corpus;
