@@ -80,25 +80,25 @@ CREATE TABLE IF NOT EXISTS ref_names(
 );
 ";
 
-/// Secondary indexes. A cold build drops those by name and builds them once at the end, which is
-/// several times faster than keeping them up to date row by row.
-const INDEXES: &str = "
+/// Secondary indexes by file. A cold build keeps them through its bulk load: rows arrive in file
+/// id order, so each insert appends to an index's rightmost leaf, and building these at the end
+/// would be serial work while the parse workers' core idles.
+const FILE_INDEXES: &str = "
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
-CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name_lower);
 CREATE INDEX IF NOT EXISTS defs_by_file ON defs(file_id);
-CREATE INDEX IF NOT EXISTS ref_names_by_name ON ref_names(name);
 CREATE INDEX IF NOT EXISTS ref_names_by_file ON ref_names(file_id);
 ";
 
-/// Before a bulk load: no name indexes, but those by file. Rows arrive in file id order, so
-/// each insert appends to an index's rightmost leaf, and building these at the end would be
-/// serial work while the parse workers' core idles.
-const BULK_LOAD_INDEXES: &str = "
+/// Secondary indexes by name. A cold build drops them and builds them once at the end, which is
+/// several times faster than keeping them up to date row by row.
+const NAME_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS defs_by_name ON defs(name_lower);
+CREATE INDEX IF NOT EXISTS ref_names_by_name ON ref_names(name);
+";
+
+const DROP_NAME_INDEXES: &str = "
 DROP INDEX IF EXISTS defs_by_name;
 DROP INDEX IF EXISTS ref_names_by_name;
-CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks(file_id);
-CREATE INDEX IF NOT EXISTS defs_by_file ON defs(file_id);
-CREATE INDEX IF NOT EXISTS ref_names_by_file ON ref_names(file_id);
 ";
 
 /// What the catalog remembers about one indexed file.
@@ -298,17 +298,19 @@ impl Catalog {
         )?)
     }
 
-    /// Sets up the secondary indexes for a bulk load into an empty catalog (see
-    /// [`BULK_LOAD_INDEXES`]); [`Catalog::create_indexes`] completes them afterwards.
+    /// Sets up the secondary indexes for a bulk load into an empty catalog: those by file
+    /// exist, those by name do not; [`Catalog::create_indexes`] completes them afterwards.
     pub fn prepare_bulk_load(&self) -> Result<(), IndexError> {
-        self.conn.execute_batch(BULK_LOAD_INDEXES)?;
+        self.conn.execute_batch(DROP_NAME_INDEXES)?;
+        self.conn.execute_batch(FILE_INDEXES)?;
         Ok(())
     }
 
     /// Builds the secondary indexes (a no-op when they exist; restores those an interrupted
     /// cold build dropped). Writers call it; readers work without them, only slower.
     pub fn create_indexes(&self) -> Result<(), IndexError> {
-        self.conn.execute_batch(INDEXES)?;
+        self.conn.execute_batch(FILE_INDEXES)?;
+        self.conn.execute_batch(NAME_INDEXES)?;
         Ok(())
     }
 

@@ -529,7 +529,7 @@ impl Workspace {
             return Ok(stats);
         }
 
-        // A cold build loads without secondary indexes and builds them once at the end.
+        // A cold build loads without the name indexes and builds them once at the end.
         let bulk_load = known.is_empty();
         if bulk_load {
             catalog.prepare_bulk_load()?;

@@ -40,13 +40,10 @@ pub fn embed_chunks(
     language: &str,
     chunks: &[Chunk],
 ) -> Result<Vec<ChunkVector>, EmbedError> {
-    if chunks.is_empty() {
+    let Some(first) = chunks.first() else {
         return Ok(Vec::new());
-    }
-    let imports = chunks
-        .first()
-        .map(|first| import_lines(&first.text))
-        .unwrap_or_default();
+    };
+    let imports = import_lines(&first.text);
     let (texts, hashes): (Vec<String>, Vec<u64>) = chunks
         .iter()
         .map(|chunk| {
