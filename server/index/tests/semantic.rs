@@ -69,6 +69,13 @@ fn assert_repaired(workspace: &Workspace, what: &str) {
     assert!(repairs.iter().any(|r| r.contains(what)), "{repairs:?}");
 }
 
+/// Moves a file's mtime a minute ahead without changing its bytes.
+fn touch_later(path: &Path) {
+    let file = fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+        .unwrap();
+}
+
 fn top_path(hits: &[lode_index::SearchHit]) -> &str {
     hits.first().map(|h| h.path.as_str()).unwrap_or("<none>")
 }
@@ -375,13 +382,7 @@ fn a_touched_but_unchanged_file_starts_no_new_generation() {
     let before = store.state().generation;
 
     // New mtime, same bytes: the file is read and hashed again, and only its mtime is stored.
-    let file = std::fs::File::options()
-        .write(true)
-        .open(dir.path().join("src/network.rs"))
-        .unwrap();
-    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
-        .unwrap();
-    drop(file);
+    touch_later(&dir.path().join("src/network.rs"));
     let stats = workspace.refresh(&|_| {}).unwrap();
     assert_eq!(stats.parsed, 0, "{stats:?}");
     assert_eq!(
@@ -611,31 +612,38 @@ impl VectorStore for CountingStore {
     }
 }
 
+/// A workspace on `root` with the static embedder, its vectors in a counting store in
+/// `vectors_dir`, committing the catalog every `checkpoint_files` files if given.
+fn open_counting(
+    root: &Path,
+    vectors_dir: &Path,
+    checkpoint_files: Option<usize>,
+) -> (Workspace, Arc<CountingStore>) {
+    let store = Arc::new(CountingStore {
+        inner: EmbeddedStore::open(vectors_dir).unwrap(),
+        commits: AtomicUsize::new(0),
+    });
+    let mut options = WorkspaceOptions::new(root);
+    options.embedder = Some(default_embedder().unwrap());
+    options.vector_store = Some(store.clone());
+    if let Some(files) = checkpoint_files {
+        options.checkpoint_files = files;
+    }
+    (Workspace::open(options).unwrap(), store)
+}
+
 #[test]
 fn a_refresh_that_changes_nothing_leaves_the_vector_store_alone() {
     let dir = sample();
     let vectors_dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(CountingStore {
-        inner: EmbeddedStore::open(vectors_dir.path()).unwrap(),
-        commits: AtomicUsize::new(0),
-    });
-    let mut options = WorkspaceOptions::new(dir.path());
-    options.embedder = Some(default_embedder().unwrap());
-    options.vector_store = Some(store.clone());
-    let workspace = Workspace::open(options).unwrap();
+    let (workspace, store) = open_counting(dir.path(), vectors_dir.path(), None);
     let first = workspace.refresh(&|_| {}).unwrap();
     assert_eq!(first.total_vectors, first.total_chunks);
     let commits = store.commits.load(Ordering::SeqCst);
     assert!(commits >= 1);
 
     // A new mtime with the same bytes makes the file a candidate that turns out unchanged.
-    let file = fs::File::options()
-        .write(true)
-        .open(dir.path().join("src/sorting.rs"))
-        .unwrap();
-    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
-        .unwrap();
-    drop(file);
+    touch_later(&dir.path().join("src/sorting.rs"));
     workspace.refresh(&|_| {}).unwrap();
     workspace.refresh(&|_| {}).unwrap();
     assert_eq!(
@@ -660,15 +668,7 @@ fn a_cold_build_publishes_its_vectors_once_not_at_every_checkpoint() {
     let dir = sample();
     many_files(dir.path(), 12);
     let vectors_dir = tempfile::tempdir().unwrap();
-    let store = Arc::new(CountingStore {
-        inner: EmbeddedStore::open(vectors_dir.path()).unwrap(),
-        commits: AtomicUsize::new(0),
-    });
-    let mut options = WorkspaceOptions::new(dir.path());
-    options.embedder = Some(default_embedder().unwrap());
-    options.vector_store = Some(store.clone());
-    options.checkpoint_files = 2;
-    let workspace = Workspace::open(options).unwrap();
+    let (workspace, store) = open_counting(dir.path(), vectors_dir.path(), Some(2));
     let stats = workspace.refresh(&|_| {}).unwrap();
     assert_eq!(stats.total_vectors, stats.total_chunks);
     // Seven catalog checkpoints; the few vectors are published once as partial progress, and
