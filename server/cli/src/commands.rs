@@ -261,11 +261,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if verbose {
                 let t = stats.timings;
                 eprintln!(
-                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s",
+                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",
                     t.scan.as_secs_f64(),
                     t.parse_and_write.as_secs_f64(),
                     t.commit.as_secs_f64(),
-                    t.embed.as_secs_f64()
+                    t.embed.as_secs_f64(),
+                    t.close.as_secs_f64()
+                );
+                eprintln!(
+                    "lexical index: {} segment(s)",
+                    workspace.lexical_segment_count()
                 );
                 let v = stats.vectors;
                 eprintln!(

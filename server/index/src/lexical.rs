@@ -7,12 +7,16 @@ use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::directory::error::LockError;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{TextAnalyzer, TokenStream};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Term, doc};
+use tantivy::{
+    FutureResult, Index, IndexReader, IndexWriter, ReloadPolicy, SegmentMeta, TantivyError, Term,
+    doc,
+};
 
 use crate::catalog::ChunkRow;
 use crate::chunk::Chunk;
@@ -167,6 +171,8 @@ pub struct LexicalIndex {
     reader: IndexReader,
     fields: Fields,
     writer: std::sync::Mutex<Option<IndexWriter>>,
+    /// The merges started by [`LexicalIndex::merge_into`], awaited when the writer closes.
+    pending_merges: std::sync::Mutex<Vec<FutureResult<Option<SegmentMeta>>>>,
 }
 
 impl LexicalIndex {
@@ -199,6 +205,7 @@ impl LexicalIndex {
             reader,
             fields,
             writer: std::sync::Mutex::new(None),
+            pending_merges: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -300,14 +307,68 @@ impl LexicalIndex {
         Ok(())
     }
 
+    /// Turns off background merging until the writer closes. For bulk loads: each commit
+    /// leaves small segments, and tantivy's policy merges them as they come, leaving a dozen
+    /// segments behind; [`Self::merge_into`] merges them once at the end.
+    pub fn defer_merges(&self) -> Result<(), IndexError> {
+        self.with_writer(|writer, _| {
+            writer.set_merge_policy(Box::new(NoMergePolicy));
+            Ok(())
+        })
+    }
+
+    /// Starts merging the committed segments into at most `parts` segments of about equal
+    /// size, in the background, one merge per part so they run on separate cores. The merged
+    /// segments replace their sources (under the same catalog generation) as each finishes;
+    /// [`Self::close_writer`] waits for that.
+    pub fn merge_into(&self, parts: usize) -> Result<(), IndexError> {
+        let mut segments = self.index.searchable_segment_metas()?;
+        let parts = parts.max(1);
+        if segments.len() <= parts {
+            return Ok(());
+        }
+        // Largest first, each into the lightest part so far.
+        segments.sort_by_key(|segment| std::cmp::Reverse(segment.num_docs()));
+        let mut groups: Vec<(u64, Vec<tantivy::index::SegmentId>)> = vec![(0, Vec::new()); parts];
+        for segment in segments {
+            let lightest = (0..parts).min_by_key(|&at| groups[at].0).unwrap_or(0);
+            groups[lightest].0 += u64::from(segment.num_docs());
+            groups[lightest].1.push(segment.id());
+        }
+        let merges = self.with_writer(|writer, _| {
+            Ok(groups
+                .iter()
+                .filter(|(_, ids)| ids.len() > 1)
+                .map(|(_, ids)| writer.merge(ids))
+                .collect::<Vec<_>>())
+        })?;
+        self.pending_merges
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend(merges);
+        Ok(())
+    }
+
     /// Releases the writer lock, waiting for merges to finish.
     pub fn close_writer(&self) -> Result<(), IndexError> {
         let mut slot = self
             .writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let pending = std::mem::take(
+            &mut *self
+                .pending_merges
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
         if let Some(writer) = slot.take() {
             writer.wait_merging_threads()?;
+        }
+        if !pending.is_empty() {
+            for merge in pending {
+                merge.wait()?;
+            }
+            self.reader.reload()?;
         }
         Ok(())
     }
@@ -316,6 +377,11 @@ impl LexicalIndex {
     pub fn reload(&self) -> Result<(), IndexError> {
         self.reader.reload()?;
         Ok(())
+    }
+
+    /// Number of segments visible to searches (each costs a term lookup per query term).
+    pub fn segment_count(&self) -> usize {
+        self.reader.searcher().segment_readers().len()
     }
 
     /// Number of chunks visible to searches.

@@ -312,6 +312,58 @@ fn a_lexical_index_behind_the_catalog_is_rebuilt_on_open() {
     assert!(open(dir.path()).repairs().is_empty());
 }
 
+/// Every checkpoint of a cold build commits the lexical index, leaving small segments; the
+/// build merges them once at the end (into one per core, at most two) instead of as they come,
+/// which left a dozen behind.
+#[test]
+fn a_cold_build_ends_with_at_most_two_lexical_segments_however_many_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = 40;
+    for i in 0..files {
+        write(
+            dir.path(),
+            &format!("src/module_{i}.rs"),
+            &format!("pub fn distinct_function_{i}() -> u32 {{\n    {i}\n}}\n"),
+        );
+    }
+    let mut options = WorkspaceOptions::new(dir.path());
+    options.checkpoint_files = 3;
+    let workspace = Workspace::open(options).unwrap();
+    let stats = workspace.refresh(&no_progress).unwrap();
+    assert_eq!(stats.parsed, files);
+    let segments = workspace.lexical_segment_count();
+    assert!((1..=2).contains(&segments), "{segments} lexical segments");
+    for i in 0..files {
+        let hits = workspace
+            .search(&SearchRequest::new(format!("distinct_function_{i}")))
+            .unwrap();
+        assert_eq!(hits[0].path, format!("src/module_{i}.rs"));
+    }
+    // The merged segment carries the catalog's generation: nothing to repair on reopen.
+    drop(workspace);
+    assert!(open(dir.path()).repairs().is_empty());
+
+    // Incremental refreshes merge as before (tantivy's policy): the edit is found.
+    write(
+        dir.path(),
+        "src/module_7.rs",
+        "pub fn renamed_function() -> u32 {\n    7\n}\n",
+    );
+    let workspace = open(dir.path());
+    assert_eq!(workspace.refresh(&no_progress).unwrap().parsed, 1);
+    let hits = workspace
+        .search(&SearchRequest::new("renamed_function"))
+        .unwrap();
+    assert_eq!(hits[0].path, "src/module_7.rs");
+    assert!(
+        workspace
+            .search(&SearchRequest::new("distinct_function_7"))
+            .unwrap()
+            .iter()
+            .all(|hit| !hit.snippet.contains("distinct_function_7"))
+    );
+}
+
 #[test]
 fn a_corrupt_catalog_or_lexical_index_is_detected_and_rebuilt() {
     let dir = sample_workspace();
