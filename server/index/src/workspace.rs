@@ -1085,19 +1085,17 @@ pub(crate) fn read_and_parse(
         Ok(parsed) => parsed,
         Err(error) => return FileOutcome::Failed(error),
     };
-    let vectors = match embedder {
-        Some(embedder) => {
-            match embed_chunks(
-                embedder,
-                &file.rel_path,
-                file.language.name(),
-                &parsed.chunks,
-            ) {
-                Ok(vectors) => Some(vectors),
-                Err(error) => return FileOutcome::Failed(error.into()),
-            }
-        }
-        None => None,
+    let embedded = embedder.map(|embedder| {
+        embed_chunks(
+            embedder,
+            &file.rel_path,
+            file.language.name(),
+            &parsed.chunks,
+        )
+    });
+    let vectors = match embedded.transpose() {
+        Ok(vectors) => vectors,
+        Err(error) => return FileOutcome::Failed(error.into()),
     };
     FileOutcome::Parsed {
         hash,
