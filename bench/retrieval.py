@@ -271,8 +271,9 @@ def doc_text(kind: str, raw: str) -> list[str]:
     return lines
 
 
-def extract(rel: str, src: str):
-    """-> (stripped_text, [candidate dict]) for one file."""
+def extract(rel: str, src: str, fn_re: re.Pattern = FN_RE):
+    """-> (stripped_text, [candidate dict]) for one file. `fn_re` finds the functions whose
+    doc comments become queries (group 1 = name); the benchmark's is FN_RE (`pub fn`)."""
     masked, docs = lex(src)
     stripped, line_map = strip_docs(src, docs)
     starts = line_starts(src)
@@ -284,7 +285,7 @@ def extract(rel: str, src: str):
             doc_by_line[lb] = (la, doc_text(kind, raw))
     mlines = masked.split("\n")
     cands = []
-    for m in FN_RE.finditer(masked):
+    for m in fn_re.finditer(masked):
         name = m.group(1)
         l0 = line_of(starts, m.start(1))
         # walk upward over attributes to the doc comment

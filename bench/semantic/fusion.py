@@ -73,6 +73,20 @@ def convex(lexical, semantic, alpha):
     return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
 
 
+def convex_relative(lexical, semantic, alpha, floor):
+    """Both lists scaled to their best hit: BM25 / best BM25 + alpha * (cos - floor) /
+    (best cos - floor), so a query whose best cosine is low does not lose its semantic say."""
+    top = max((h["score"] for h in lexical), default=1.0) or 1.0
+    best = max((h["score"] for h in semantic), default=1.0)
+    span = (best - floor) or 1.0
+    scores = {}
+    for hit in lexical:
+        scores.setdefault(key(hit), [0.0, hit])[0] += hit["score"] / top
+    for hit in semantic:
+        scores.setdefault(key(hit), [0.0, hit])[0] += alpha * (hit["score"] - floor) / span
+    return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
+
+
 def mrr(rows, fuse) -> float:
     total = 0.0
     for gold, lexical, semantic in rows:
@@ -119,6 +133,9 @@ def main() -> int:
                     results[f"rrf w={weight} k={k}{at}"] = mrr(kept, lambda lx, s: rrf(lx, s, weight, k))
             for alpha in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0):
                 results[f"convex a={alpha}{at}"] = mrr(kept, lambda lx, s: convex(lx, s, alpha))
+                for base in (0.0, 0.3):
+                    results[f"relative a={alpha} base={base}{at}"] = mrr(
+                        kept, lambda lx, s: convex_relative(lx, s, alpha, base))
         best = sorted(results.items(), key=lambda kv: -kv[1])
         print(f"{suite} ({len(rows)} queries): lexical {results['lexical']:.3f}, semantic {results['semantic']:.3f}")
         for name, value in best[:12]:
