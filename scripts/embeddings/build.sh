@@ -9,7 +9,9 @@
 # 3. a release lode and `lode --embedder none index bench/corpus/rust-vendor` (distill.py
 #    reads the chunk texts from its catalog);
 # 4. distill.py -> bench/out/embeddings/distilled.bin (MiniLM -> static table);
-# 5. train.py -> assets/embeddings/static-minilm.{bin,vocab.txt} (contrastive training on
+# 5. `cargo vendor` of scripts/embeddings/train-corpus (a second set of pinned crates, for more
+#    training pairs) -> bench/corpus/train-vendor;
+# 6. train.py -> assets/embeddings/static-minilm.{bin,vocab.txt} (contrastive training on
 #    doc-sentence/function pairs of crates outside both retrieval benchmarks).
 # Slow steps cache their results under bench/out/embeddings/ (delete it to start over).
 set -euo pipefail
@@ -23,5 +25,11 @@ cargo build --release -p lode
 [[ -f bench/corpus/rust-vendor/.lode/index/catalog.sqlite ]] \
   || target/release/lode --embedder none index bench/corpus/rust-vendor
 "$VENV/bin/python" scripts/embeddings/distill.py --out bench/out/embeddings/distilled.bin
+TRAIN_VENDOR=bench/corpus/train-vendor
+if [[ ! -d $TRAIN_VENDOR ]]; then
+  rm -rf "$TRAIN_VENDOR.tmp"
+  cargo vendor --locked --manifest-path scripts/embeddings/train-corpus/Cargo.toml "$TRAIN_VENDOR.tmp" >/dev/null
+  mv "$TRAIN_VENDOR.tmp" "$TRAIN_VENDOR"
+fi
 "$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/distilled.bin \
   --out assets/embeddings/static-minilm.bin

@@ -4,11 +4,13 @@
     python3 scripts/embeddings/train.py --base bench/out/embeddings/distilled.bin \\
         --out assets/embeddings/static-minilm.bin [--epochs 4] [--lr 2e-3] [--seed 7]
 
-1. Pairs: every documented `pub fn` of the crates of bench/corpus/rust-vendor (pinned by
-   bench/corpus-spec/Cargo.lock), found by the benchmark's own extractor
+1. Pairs: every documented function (`--fns all`, the default; `--fns pub`: only `pub fn`,
+   as the benchmark) of the crates of bench/corpus/rust-vendor (pinned by
+   bench/corpus-spec/Cargo.lock) and bench/corpus/train-vendor (pinned by
+   scripts/embeddings/train-corpus/Cargo.lock), found by the benchmark's own extractor
    (bench/retrieval.py `extract`): the query side is the first sentence of the doc comment,
-   the code side is the function with its doc comments removed, prefixed with its path and
-   name (what lode embeds for a chunk: path, language, symbol, code).
+   the code side is the function with its doc comments removed, prefixed as lode prefixes a
+   chunk: path, language and name, the file's first import lines.
    Held out: every crate of BOTH retrieval suites and every crate of the same family
    (same name before the first `-`/`_`, e.g. regex-automata excludes regex and regex-syntax,
    serde excludes serde_core), so the benchmarks stay unseen. A few crates (by a seeded
@@ -19,8 +21,11 @@
    tokens stay 0.
 3. Loss: symmetric InfoNCE with in-batch negatives (temperature --tau); batches are drawn
    from one crate at a time where possible, so negatives are the near misses a search in one
-   repository has to separate. L2 pull towards the base rows (--l2) keeps untrained rows
-   consistent with trained ones.
+   repository has to separate. In the query -> code direction the logits are what lode's
+   hybrid search ranks sentences by: cosine + --bm25-weight x BM25 / best BM25 (a rough
+   BM25 over the batch, with the crate's statistics). The table then learns to separate
+   what BM25 confuses instead of what BM25 already gets right. L2 pull towards the base
+   rows (--l2) keeps untrained rows consistent with trained ones.
 4. Output: the same file format (weights folded into the rows, weight = 1 for live rows),
    int8; plus the base table's .vocab.txt and .tokenizer.json next to --out.
 
@@ -47,7 +52,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))
 from statictable import Table, split_words, write_table  # noqa: E402
-from retrieval import extract, suite_crates  # noqa: E402
+from retrieval import FN_RE, extract, suite_crates  # noqa: E402
 
 CACHE = ROOT / "bench" / "out" / "embeddings"
 
@@ -60,40 +65,59 @@ def family(crate: str) -> str:
 GENERATED = re.compile(r"-sys(-[0-9.]+)?$|^windows|^winapi|^linux-raw-sys|^libc$")
 
 
-def training_crates(corpus: Path) -> tuple[list[str], list[str]]:
-    """Crates to mine pairs from, and the held-out benchmark crates. An older version
-    vendored next to the current one (`syn-1.0.109` next to `syn`) is skipped too."""
+def training_crates(corpora: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
+    """(corpus, crate) to mine pairs from, and the held-out benchmark crates. A crate vendored
+    in an earlier corpus is taken from there only, and an older version vendored next to a
+    current one (`syn-1.0.109` next to `syn`) is skipped."""
     held = {c for s in ("small", "large") for c in suite_crates(s)}
     fams = {family(c) for c in held}
-    names = sorted(d.name for d in corpus.iterdir() if (d / "Cargo.toml").exists())
-    current = set(names)
+    found = [(corpus, d.name) for corpus in corpora
+             for d in sorted(corpus.iterdir()) if (d / "Cargo.toml").exists()]
+    current = {name for _, name in found}
     unversioned = lambda n: re.sub(r"-[0-9][0-9.]*$", "", n)
-    keep = [n for n in names
-            if family(n) not in fams and not GENERATED.search(n)
-            and (unversioned(n) == n or unversioned(n) not in current)]
+    keep, seen = [], set()
+    for corpus, n in found:
+        if (n in seen or family(n) in fams or GENERATED.search(n)
+                or (unversioned(n) != n and unversioned(n) in current)):
+            continue
+        seen.add(n)
+        keep.append((corpus, n))
     return keep, sorted(held)
 
 
-def crate_pairs(corpus: Path, crate: str) -> list[dict]:
-    """(sentence, code) pairs of one crate, cached in bench/out/embeddings/pairs/."""
-    cache = CACHE / "pairs" / f"{crate}.json"
+# Any function with a doc comment (private ones and `pub(crate)` too), for `--fns all`.
+ANY_FN_RE = re.compile(
+    r'^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?'
+    r'(?:(?:const|async|unsafe|default|extern(?:[ \t]*"[^"\n]*")?)[ \t]+)*fn[ \t]+([A-Za-z_][A-Za-z0-9_]*)',
+    re.M)
+
+# What lode's `import_lines` takes from a Rust file (server/index/src/embed/text.rs).
+IMPORT_LINE = re.compile(r"^[ \t]*((?:pub )?use .*)$", re.M)
+MAX_IMPORT_LINES = 5
+
+
+def crate_pairs(corpus: Path, crate: str, fns: str) -> list[dict]:
+    """(sentence, code) pairs of one crate, cached in bench/out/embeddings/pairs-FNS/."""
+    cache = CACHE / f"pairs-{fns}" / f"{crate}.json"
     if cache.exists():
         return json.loads(cache.read_text())
+    fn_re = FN_RE if fns == "pub" else ANY_FN_RE
     pairs = []
     for p in sorted((corpus / crate).rglob("*.rs")):
         rel = p.relative_to(corpus / crate)
         if any(part.startswith(".") for part in rel.parts):
             continue
         src = p.read_text(encoding="utf-8", errors="surrogateescape")
-        if "pub" not in src or ("///" not in src and "/**" not in src):
-            continue  # no documented pub fn: skip the (slow) lexer
-        stripped, cands = extract(rel.as_posix(), src)
+        if (fns == "pub" and "pub" not in src) or ("///" not in src and "/**" not in src):
+            continue  # no documented function: skip the (slow) lexer
+        stripped, cands = extract(rel.as_posix(), src, fn_re)
         lines = stripped.split("\n")
+        imports = [m.group(1).strip() for m in IMPORT_LINE.finditer(stripped)][:MAX_IMPORT_LINES]
         for x in cands:
             g = x["gold"]
             body = "\n".join(lines[g["start_line"] - 1:g["end_line"]])
-            code = f"{g['path']}\nrust {g['name']}\n{body[:4000]}"
-            pairs.append({"crate": crate, "query": x["query"], "code": code})
+            pairs.append({"crate": crate, "query": x["query"], "path": g["path"], "name": g["name"],
+                          "imports": imports, "body": body[:4000]})
     # a sentence that documents several functions is ambiguous: keep none of them
     count: dict[str, int] = {}
     for x in pairs:
@@ -104,22 +128,109 @@ def crate_pairs(corpus: Path, crate: str) -> list[dict]:
     return pairs
 
 
-def mine_pairs(corpus: Path, crates: list[str]) -> list[dict]:
-    return [p for c in crates for p in crate_pairs(corpus, c)]
+def code_text(pair: dict, imports: bool) -> str:
+    """The code side as lode embeds a chunk: path, language and name, imports, code."""
+    head = f"{pair['path']}\nrust {pair['name']}\n"
+    if imports and pair["imports"]:
+        head += "\n".join(pair["imports"]) + "\n"
+    return head + pair["body"]
+
+
+# A rough stand-in for lode's BM25 (server/index/src/tokenizer.rs and lexical.rs): words as
+# `split_words` gives them, a few English stop words dropped, plural/verb endings cut. Only
+# used to teach the table where BM25 already ranks well (`--bm25-weight`).
+STOP_WORDS = set("""a an and are as at be by for from has have if in into is it its of on or
+that the this to was were will with which when then than there these those not no can may
+must should would could returns return given""".split())
+
+
+def rough_stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def bm25_terms(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for word in split_words(text):
+        if word not in STOP_WORDS:
+            term = rough_stem(word)
+            counts[term] = counts.get(term, 0) + 1
+    return counts
+
+
+class CrateBm25:
+    """BM25 statistics of one crate's code sides (k1 1.2, b 0.75)."""
+
+    def __init__(self, codes: list[dict[str, int]]):
+        self.n = len(codes)
+        self.df: dict[str, int] = {}
+        for c in codes:
+            for t in c:
+                self.df[t] = self.df.get(t, 0) + 1
+        self.avgdl = sum(sum(c.values()) for c in codes) / max(self.n, 1)
+
+    def idf(self, term: str) -> float:
+        df = self.df.get(term, 0)
+        return float(np.log(1 + (self.n - df + 0.5) / (df + 0.5)))
+
+
+def bm25_matrix(queries: list[dict[str, int]], codes: list[dict[str, int]], stats: list["CrateBm25"],
+                k1: float = 1.2, b: float = 0.75) -> np.ndarray:
+    """scores[i, j] of query i against code j, with query i's crate statistics, each row
+    divided by its best score (what lode's score fusion does with BM25)."""
+    vocab: dict[str, int] = {}
+    for q in queries:
+        for t in q:
+            vocab.setdefault(t, len(vocab))
+    tf = np.zeros((len(codes), len(vocab)))
+    lengths = np.zeros(len(codes))
+    for j, c in enumerate(codes):
+        lengths[j] = sum(c.values())
+        for t, n in c.items():
+            if t in vocab:
+                tf[j, vocab[t]] = n
+    out = np.zeros((len(queries), len(codes)))
+    for i, (q, st) in enumerate(zip(queries, stats)):
+        cols = [vocab[t] for t in q]
+        idf = np.array([st.idf(t) for t in q])
+        f = tf[:, cols]
+        norm = k1 * (1 - b + b * lengths / max(st.avgdl, 1.0))
+        out[i] = ((f * (k1 + 1)) / (f + norm[:, None]) * idf).sum(1)
+        top = out[i].max()
+        if top > 0:
+            out[i] /= top
+    return out
+
+
+def mine_pairs(crates: list[tuple[Path, str]], fns: str) -> list[dict]:
+    return [p for corpus, c in crates for p in crate_pairs(corpus, c, fns)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="distilled table (distill.py --out)")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--corpus", default=str(ROOT / "bench" / "corpus" / "rust-vendor"))
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--corpus", action="append", type=Path,
+                    help="a `cargo vendor` directory to mine pairs from (repeatable; default: "
+                         "bench/corpus/rust-vendor and, if present, bench/corpus/train-vendor)")
+    ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--tau", type=float, default=0.05)
     ap.add_argument("--l2", type=float, default=0.0, help="pull of the rows towards the base rows")
     ap.add_argument("--val-share", type=float, default=0.05, help="share of crates held out for validation")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--fns", choices=["pub", "all"], default="all",
+                    help="which documented functions give pairs: `pub fn` (as the benchmark) or all")
+    ap.add_argument("--no-imports", action="store_true",
+                    help="leave the file's import lines out of the code side")
+    ap.add_argument("--bm25-weight", type=float, default=1.0,
+                    help="train the query->code direction on cosine + WEIGHT x BM25 / best BM25, "
+                         "the score lode's hybrid search ranks by, so the table learns what BM25 misses")
+    ap.add_argument("--snapshots", action="store_true",
+                    help="experiments: also write OUT-epochN.bin after each epoch but the last")
     ap.add_argument("--only-cached", action="store_true",
                     help="experiments: use only crates whose pairs are already cached")
     a = ap.parse_args()
@@ -130,11 +241,21 @@ def main() -> int:
     rng = random.Random(a.seed)
     t0 = time.time()
 
-    corpus = Path(a.corpus)
-    train_names, held = training_crates(corpus)
+    corpora = a.corpus or [p for p in (ROOT / "bench" / "corpus" / "rust-vendor",
+                                       ROOT / "bench" / "corpus" / "train-vendor") if p.is_dir()]
+    train_names, held = training_crates(corpora)
     if a.only_cached:
-        train_names = [c for c in train_names if (CACHE / "pairs" / f"{c}.json").exists()]
-    pairs = mine_pairs(corpus, train_names)
+        train_names = [(p, c) for p, c in train_names if (CACHE / f"pairs-{a.fns}" / f"{c}.json").exists()]
+    pairs = mine_pairs(train_names, a.fns)
+    for p in pairs:
+        p["code"] = code_text(p, not a.no_imports)
+    if a.bm25_weight:
+        for p in pairs:
+            p["q_terms"], p["c_terms"] = bm25_terms(p["query"]), bm25_terms(p["code"])
+        by_crate_terms: dict[str, list[dict[str, int]]] = {}
+        for p in pairs:
+            by_crate_terms.setdefault(p["crate"], []).append(p["c_terms"])
+        crate_stats = {c: CrateBm25(codes) for c, codes in by_crate_terms.items()}
     is_val = lambda c: int(hashlib.sha256(c.encode()).hexdigest()[:8], 16) / 2**32 < a.val_share
     train = [p for p in pairs if not is_val(p["crate"])]
     val = [p for p in pairs if is_val(p["crate"])]
@@ -198,6 +319,21 @@ def main() -> int:
                 rr += [1.0 / r if r <= 10 else 0.0 for r in rank.tolist()]
             return sum(rr) / max(len(rr), 1)
 
+    def write(out: Path) -> None:
+        final = (table.detach() * live[:, None]).numpy().astype(np.float64)
+        scales = np.abs(final).max(1) / 127.0
+        scales[scales == 0] = 1.0
+        q = np.clip(np.rint(final / scales[:, None]), -127, 127).astype(np.int8)
+        weights = np.where(np.array(base.weights) > 0, 1.0, 0.0)
+        extra = sorted(base.extra, key=base.extra.get)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_table(out, q, scales, weights, base.n_base, extra, flags=4)
+        for suffix in (".vocab.txt", ".tokenizer.json"):
+            src = Path(str(a.base).removesuffix(".bin") + suffix)
+            dst = Path(str(out).removesuffix(".bin") + suffix)
+            if src.resolve() != dst.resolve():
+                shutil.copyfile(src, dst)
+
     print(f"epoch 0: validation MRR@10 {val_mrr():.3f}", file=sys.stderr)
     for ep in range(a.epochs):
         total, n = 0.0, 0
@@ -206,7 +342,12 @@ def main() -> int:
             q, c = embed(qi, qo), embed(ci, co)
             logits = q @ c.T / a.tau
             target = torch.arange(len(b))
-            loss = (torch.nn.functional.cross_entropy(logits, target)
+            fused = logits
+            if a.bm25_weight:
+                lexical = bm25_matrix([p["q_terms"] for p in b], [p["c_terms"] for p in b],
+                                      [crate_stats[p["crate"]] for p in b])
+                fused = logits + a.bm25_weight * torch.tensor(lexical, dtype=logits.dtype) / a.tau
+            loss = (torch.nn.functional.cross_entropy(fused, target)
                     + torch.nn.functional.cross_entropy(logits.T, target)) / 2
             if a.l2:
                 loss = loss + a.l2 * ((table - rows0) ** 2).sum()
@@ -217,21 +358,12 @@ def main() -> int:
             n += len(b)
         print(f"epoch {ep + 1}: loss {total / n:.3f}, validation MRR@10 {val_mrr():.3f} "
               f"({time.time() - t0:.0f}s)", file=sys.stderr)
+        if a.snapshots and ep + 1 < a.epochs:
+            write(Path(str(a.out).removesuffix(".bin") + f"-epoch{ep + 1}.bin"))
 
-    final = (table.detach() * live[:, None]).numpy().astype(np.float64)
-    scales = np.abs(final).max(1) / 127.0
-    scales[scales == 0] = 1.0
-    q = np.clip(np.rint(final / scales[:, None]), -127, 127).astype(np.int8)
-    weights = np.where(np.array(base.weights) > 0, 1.0, 0.0)
-    extra = sorted(base.extra, key=base.extra.get)
     out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_table(out, q, scales, weights, base.n_base, extra, flags=4)
-    for suffix in (".vocab.txt", ".tokenizer.json"):
-        src = Path(str(a.base).removesuffix(".bin") + suffix)
-        dst = Path(str(out).removesuffix(".bin") + suffix)
-        if src.resolve() != dst.resolve():
-            shutil.copyfile(src, dst)
+    write(out)
+
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB, {time.time() - t0:.0f}s)", file=sys.stderr)
     return 0
 
