@@ -299,9 +299,10 @@ impl Embedder for StaticEmbedder {
         super::SimilarityScale::Calibrated
     }
 
-    /// The trained table puts texts about nothing in the code at 0.18-0.34 from their best
+    /// The trained table puts texts about nothing in the code at 0.17-0.32 from their best
     /// chunk (measured on tokio and regex-automata: "chocolate cake recipe", "the history of
-    /// ancient rome", ...) and related ones from about 0.5 up. The floor drops the bulk of the
+    /// ancient rome", ...; through `lode search --mode semantic` all of them fall under the
+    /// floor) and related ones from about 0.4-0.5 up. The floor drops the bulk of the
     /// unrelated ones; a higher one starts to cost hybrid retrieval quality
     /// (bench/semantic/fusion.py: 0.25 and 0.3 are within 0.005 MRR@10 of no floor).
     fn relevance_floor(&self) -> f32 {
