@@ -273,9 +273,6 @@ def main() -> int:
             ids.extend(base.word_ids(split_words(t)))
         return torch.tensor(ids, dtype=torch.long), torch.tensor(offs, dtype=torch.long)
 
-    def encode_all(ps: list[dict]):
-        return [(bags([p["query"]]), bags([p["code"]])) for p in ps]
-
     table = torch.nn.Parameter(rows0.clone())
     opt = torch.optim.Adam([table], lr=a.lr)
 
