@@ -169,9 +169,10 @@ def strip_docs(src: str, docs) -> tuple[str, list[int | None]]:
     return "\n".join(out_lines), line_map
 
 
-FN_RE = re.compile(
-    r'^[ \t]*pub[ \t]+(?:(?:const|async|unsafe|default|extern(?:[ \t]*"[^"\n]*")?)[ \t]+)*fn[ \t]+([A-Za-z_][A-Za-z0-9_]*)',
-    re.M)
+# A function's qualifiers, `fn` and its name (group 1), after any visibility.
+FN_AFTER_VISIBILITY = (
+    r'(?:(?:const|async|unsafe|default|extern(?:[ \t]*"[^"\n]*")?)[ \t]+)*fn[ \t]+([A-Za-z_][A-Za-z0-9_]*)')
+FN_RE = re.compile(r'^[ \t]*pub[ \t]+' + FN_AFTER_VISIBILITY, re.M)
 
 
 def line_starts(s: str) -> list[int]:

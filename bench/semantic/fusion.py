@@ -63,22 +63,15 @@ def rrf(lexical, semantic, weight, k):
     return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
 
 
-def convex(lexical, semantic, alpha):
+def convex(lexical, semantic, alpha, relative_to=None):
+    """BM25 / best BM25 + alpha * cosine. With `relative_to` (a floor), the cosine is scaled
+    to the query's best instead: (cos - floor) / (best cos - floor), so a query whose best
+    cosine is low does not lose its semantic say."""
     top = max((h["score"] for h in lexical), default=1.0) or 1.0
-    scores = {}
-    for hit in lexical:
-        scores.setdefault(key(hit), [0.0, hit])[0] += hit["score"] / top
-    for hit in semantic:
-        scores.setdefault(key(hit), [0.0, hit])[0] += alpha * hit["score"]
-    return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
-
-
-def convex_relative(lexical, semantic, alpha, floor):
-    """Both lists scaled to their best hit: BM25 / best BM25 + alpha * (cos - floor) /
-    (best cos - floor), so a query whose best cosine is low does not lose its semantic say."""
-    top = max((h["score"] for h in lexical), default=1.0) or 1.0
-    best = max((h["score"] for h in semantic), default=1.0)
-    span = (best - floor) or 1.0
+    floor, span = 0.0, 1.0
+    if relative_to is not None:
+        floor = relative_to
+        span = (max((h["score"] for h in semantic), default=1.0) - floor) or 1.0
     scores = {}
     for hit in lexical:
         scores.setdefault(key(hit), [0.0, hit])[0] += hit["score"] / top
@@ -135,7 +128,7 @@ def main() -> int:
                 results[f"convex a={alpha}{at}"] = mrr(kept, lambda lx, s: convex(lx, s, alpha))
                 for base in (0.0, 0.3):
                     results[f"relative a={alpha} base={base}{at}"] = mrr(
-                        kept, lambda lx, s: convex_relative(lx, s, alpha, base))
+                        kept, lambda lx, s: convex(lx, s, alpha, relative_to=base))
         best = sorted(results.items(), key=lambda kv: -kv[1])
         print(f"{suite} ({len(rows)} queries): lexical {results['lexical']:.3f}, semantic {results['semantic']:.3f}")
         for name, value in best[:12]:

@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))
 from statictable import Table, split_words, write_table  # noqa: E402
-from retrieval import FN_RE, extract, suite_crates  # noqa: E402
+from retrieval import FN_AFTER_VISIBILITY, FN_RE, extract, suite_crates  # noqa: E402
 
 CACHE = ROOT / "bench" / "out" / "embeddings"
 
@@ -86,12 +86,10 @@ def training_crates(corpora: list[Path]) -> tuple[list[tuple[Path, str]], list[s
 
 
 # Any function with a doc comment (private ones and `pub(crate)` too), for `--fns all`.
-ANY_FN_RE = re.compile(
-    r'^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?'
-    r'(?:(?:const|async|unsafe|default|extern(?:[ \t]*"[^"\n]*")?)[ \t]+)*fn[ \t]+([A-Za-z_][A-Za-z0-9_]*)',
-    re.M)
+ANY_FN_RE = re.compile(r'^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?' + FN_AFTER_VISIBILITY, re.M)
 
-# What lode's `import_lines` takes from a Rust file (server/index/src/embed/text.rs).
+# Close to what lode's `import_lines` (server/index/src/embed/text.rs) puts in a chunk's text:
+# lode reads them from the file's first chunk only, this from the whole file.
 IMPORT_LINE = re.compile(r"^[ \t]*((?:pub )?use .*)$", re.M)
 MAX_IMPORT_LINES = 5
 

@@ -125,10 +125,11 @@ impl FusionWeights {
             // Tuned offline by bench/semantic/fusion.py on both retrieval suites with the
             // built-in table (trained against this very score, see train.py --bm25-weight):
             // BM25 / best BM25 + 1.5 x cosine, MRR@10 0.400 (small) and 0.423 (large), against
-            // 0.393 / 0.421 with weight 1 and lexical alone 0.309 / 0.349. The best RRF setting
-            // of one suite loses on the other. Symbol matches hurt on sentences, even those
-            // naming an identifier: BM25 already weighs symbol names, and the extra list
-            // crowds out the semantic one.
+            // 0.393 / 0.421 with weight 1 and lexical alone 0.309 / 0.349. RRF with semantic 1,
+            // k = 5 does better on the small suite (0.404) but worse on the large (0.415), and
+            // the large suite's best RRF (0.420) gives 0.384 on the small. Symbol matches hurt
+            // on sentences, even those naming an identifier: BM25 already weighs symbol names,
+            // and the extra list crowds out the semantic one.
             (QueryShape::Mixed | QueryShape::NaturalLanguage, SimilarityScale::Calibrated) => {
                 FusionWeights {
                     lexical: 1.0,
