@@ -119,8 +119,10 @@ pub enum Command {
         /// index has vectors, else lexical).
         #[arg(long, value_name = "MODE")]
         mode: Option<lode_index::SearchMode>,
-        /// Benchmark knob: hybrid fusion weights for all query shapes, as LEXICAL,SEMANTIC,SYMBOLS,K
-        /// (reciprocal rank fusion) or scores:LEXICAL,SEMANTIC,SYMBOLS (score fusion).
+        /// Benchmark knob: hybrid fusion weights for all query shapes, as
+        /// LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] (reciprocal rank fusion) or
+        /// scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE] (score fusion); TABLE weighs the built-in
+        /// table's cosine over the candidates when the vectors come from another embedder.
         #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
         fusion: Option<lode_index::hybrid::FusionWeights>,
         #[command(flatten)]

@@ -164,8 +164,9 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
     bar.set_message("embedding");
 }
 
-/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K` reciprocal-rank fusion weights, or
-/// `scores:LEXICAL,SEMANTIC,SYMBOLS` for score fusion (a benchmark knob).
+/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights, or
+/// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion (a benchmark knob). TABLE weighs
+/// the built-in table's cosine over the candidates (for embedders other than the table).
 pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, String> {
     use lode_index::hybrid::{FusionMethod, FusionWeights};
     let (by_scores, text) = match text.strip_prefix("scores:") {
@@ -181,21 +182,60 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, Str
         })
         .collect::<Result<_, _>>()?;
     match (by_scores, &numbers[..]) {
-        (false, &[lexical, semantic, symbols, k]) if k > 0.0 => Ok(FusionWeights {
-            lexical,
-            semantic,
-            symbols,
-            method: FusionMethod::ReciprocalRank { k },
-        }),
-        (true, &[lexical, semantic, symbols]) => Ok(FusionWeights {
-            lexical,
-            semantic,
-            symbols,
-            method: FusionMethod::Scores,
-        }),
+        (false, &[lexical, semantic, symbols, k, ref table @ ..])
+            if k > 0.0 && table.len() <= 1 =>
+        {
+            Ok(FusionWeights {
+                lexical,
+                semantic,
+                symbols,
+                table: table.first().copied().unwrap_or(0.0),
+                method: FusionMethod::ReciprocalRank { k },
+            })
+        }
+        (true, &[lexical, semantic, symbols, ref table @ ..]) if table.len() <= 1 => {
+            Ok(FusionWeights {
+                lexical,
+                semantic,
+                symbols,
+                table: table.first().copied().unwrap_or(0.0),
+                method: FusionMethod::Scores,
+            })
+        }
         _ => Err(
-            "expected LEXICAL,SEMANTIC,SYMBOLS,K with K > 0, or scores:LEXICAL,SEMANTIC,SYMBOLS"
+            "expected LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] with K > 0, or \
+             scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]"
                 .into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_fusion;
+    use lode_index::hybrid::FusionMethod;
+
+    #[test]
+    fn fusion_weights_parse_with_and_without_the_table() {
+        let rank = parse_fusion("1,0.4,0,10").unwrap();
+        assert_eq!(rank.method, FusionMethod::ReciprocalRank { k: 10.0 });
+        assert_eq!((rank.semantic, rank.table), (0.4, 0.0));
+        let scores = parse_fusion("scores:1, 1, 0, 2").unwrap();
+        assert_eq!(scores.method, FusionMethod::Scores);
+        assert_eq!(
+            (scores.lexical, scores.semantic, scores.table),
+            (1.0, 1.0, 2.0)
+        );
+        assert_eq!(parse_fusion("1,0.4,0,10,2").unwrap().table, 2.0);
+        for bad in [
+            "",
+            "1,2",
+            "1,0.4,0,0",
+            "scores:1,2",
+            "scores:1,1,0,2,3",
+            "1,x,0,10",
+        ] {
+            assert!(parse_fusion(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 }

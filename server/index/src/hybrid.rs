@@ -15,6 +15,9 @@ use crate::search::{NameMatch, SearchHit, SearchRequest, path_matcher};
 use crate::vectors::VectorFilter;
 use crate::workspace::Workspace;
 
+/// Chunk ids with their scores, best first.
+type RankedIds = Vec<(i64, f32)>;
+
 /// How `search_with_mode` ranks chunks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SearchMode {
@@ -109,6 +112,9 @@ pub struct FusionWeights {
     pub lexical: f32,
     pub semantic: f32,
     pub symbols: f32,
+    /// The built-in table's cosine over the other lists' candidates, for workspaces whose
+    /// vectors come from another embedder (0 turns it off; see [`crate::table_signal`]).
+    pub table: f32,
     pub method: FusionMethod,
 }
 
@@ -120,6 +126,7 @@ impl FusionWeights {
                 lexical: 1.0,
                 semantic: 0.15,
                 symbols: 1.0,
+                table: 0.0,
                 method: FusionMethod::ReciprocalRank { k: 20.0 },
             },
             // Tuned offline by bench/semantic/fusion.py on both retrieval suites with the
@@ -135,17 +142,24 @@ impl FusionWeights {
                     lexical: 1.0,
                     semantic: 1.5,
                     symbols: 0.0,
+                    table: 0.0,
                     method: FusionMethod::Scores,
                 }
             }
-            // MiniLM (the same sweep, small suite): score fusion 0.306, RRF with semantic 0.4
-            // and k = 10 0.330. Used for every embedder whose scores were not tuned against BM25.
+            // Other embedders (tuned with MiniLM, bench/semantic/fusion.py --embedder minilm):
+            // their cosine adds little to BM25 on doc-sentence -> code retrieval (RRF with
+            // semantic 0.4, k = 10, used until 11-24: MRR@10 0.330 small, 0.371 large, against
+            // lexical 0.309 / 0.349). The built-in table's cosine over the candidates of both
+            // lists lifts it to 0.399 / 0.429 with these weights (table 1.5-2 with MiniLM
+            // 0.75-1.5 stay within 0.01 of that); the table with BM25 and no MiniLM gives
+            // 0.395 / 0.424 on the same lists, so most of the gain is the table's.
             (QueryShape::Mixed | QueryShape::NaturalLanguage, SimilarityScale::RankOnly) => {
                 FusionWeights {
                     lexical: 1.0,
-                    semantic: 0.4,
+                    semantic: 1.0,
                     symbols: 0.0,
-                    method: FusionMethod::ReciprocalRank { k: 10.0 },
+                    table: 2.0,
+                    method: FusionMethod::Scores,
                 }
             }
         }
@@ -168,7 +182,7 @@ impl Workspace {
         match mode {
             SearchMode::Lexical => self.search(request),
             SearchMode::Semantic => {
-                let ranked = self.semantic_ranked(request, request.limit)?;
+                let (ranked, _) = self.semantic_ranked(request, request.limit)?;
                 self.hits_for(&request.query, ranked)
             }
             SearchMode::Hybrid => self.search_hybrid(request),
@@ -193,9 +207,14 @@ impl Workspace {
     ) -> Result<Vec<SearchHit>, IndexError> {
         let depth = candidate_depth(request.limit);
         let lexical = self.lexical_ranked(request, depth)?;
-        let semantic = self.semantic_ranked(request, depth)?;
+        let (mut semantic, query_vector) = self.semantic_ranked(request, depth)?;
         let symbols = if weights.symbols > 0.0 {
             self.symbol_ranked(request)?
+        } else {
+            Vec::new()
+        };
+        let table = if weights.table > 0.0 {
+            self.table_signal(request, &lexical, &mut semantic, &query_vector)?
         } else {
             Vec::new()
         };
@@ -205,6 +224,7 @@ impl Workspace {
                     (&lexical, weights.lexical),
                     (&semantic, weights.semantic),
                     (&symbols, weights.symbols),
+                    (&table, weights.table),
                 ],
                 k,
                 request.limit,
@@ -214,6 +234,7 @@ impl Workspace {
                     (&scaled_to_best(&lexical), weights.lexical),
                     (&semantic, weights.semantic),
                     (&symbols, weights.symbols),
+                    (&table, weights.table),
                 ],
                 request.limit,
             ),
@@ -221,12 +242,13 @@ impl Workspace {
         self.hits_for(&request.query, fused)
     }
 
-    /// The chunks nearest to the query's vector, as (chunk id, similarity).
-    fn semantic_ranked(
+    /// The chunks nearest to the query's vector, as (chunk id, similarity), and that vector
+    /// (empty for an empty query).
+    pub(crate) fn semantic_ranked(
         &self,
         request: &SearchRequest,
         depth: usize,
-    ) -> Result<Vec<(i64, f32)>, IndexError> {
+    ) -> Result<(RankedIds, Vec<f32>), IndexError> {
         let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store_for_search()?)
         else {
             return Err(IndexError::NoVectors(
@@ -244,7 +266,7 @@ impl Workspace {
             }));
         }
         if request.query.trim().is_empty() || depth == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let vector = embedder.embed_query(&request.query)?;
         let floor = embedder.relevance_floor();
@@ -252,12 +274,13 @@ impl Workspace {
             language: request.language.map(|l| l.name().to_string()),
             path_glob: request.path_glob.clone(),
         };
-        Ok(store
+        let ranked = store
             .search(&vector, depth, &filter)?
             .into_iter()
             .filter(|hit| hit.score >= floor)
             .map(|hit| (hit.id, hit.score))
-            .collect())
+            .collect();
+        Ok((ranked, vector))
     }
 
     /// Chunks holding definitions named by the query: its identifier-like words (matched
@@ -413,16 +436,17 @@ mod tests {
     }
 
     #[test]
-    fn sentences_fuse_by_score_only_with_calibrated_similarities() {
+    fn sentences_fuse_by_score_and_other_embedders_add_the_table() {
         let sentence = query_shape("read the config file from disk");
         let calibrated = FusionWeights::for_query(sentence, SimilarityScale::Calibrated);
         assert_eq!(calibrated.method, FusionMethod::Scores);
+        assert_eq!(
+            calibrated.table, 0.0,
+            "the table's own vectors are the semantic list"
+        );
         let rank_only = FusionWeights::for_query(sentence, SimilarityScale::RankOnly);
-        assert!(matches!(
-            rank_only.method,
-            FusionMethod::ReciprocalRank { .. }
-        ));
-        assert!(rank_only.semantic < rank_only.lexical);
+        assert_eq!(rank_only.method, FusionMethod::Scores);
+        assert!(rank_only.table > rank_only.semantic);
         for scale in [SimilarityScale::Calibrated, SimilarityScale::RankOnly] {
             let identifier = FusionWeights::for_query(query_shape("parse_config"), scale);
             assert!(matches!(
@@ -430,6 +454,7 @@ mod tests {
                 FusionMethod::ReciprocalRank { .. }
             ));
             assert!(identifier.symbols > 0.0);
+            assert_eq!(identifier.table, 0.0);
         }
         let builtin = crate::embed::default_embedder().unwrap();
         assert_eq!(builtin.similarity_scale(), SimilarityScale::Calibrated);

@@ -31,6 +31,7 @@ pub mod repomap;
 pub use repomap::{MapRequest, RepoMap};
 pub mod embed;
 pub mod hybrid;
+mod table_signal;
 pub mod vectors;
 pub use hybrid::SearchMode;
 pub mod lock;

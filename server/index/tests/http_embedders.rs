@@ -360,3 +360,53 @@ fn an_ollama_embedder_indexes_and_searches_a_workspace() {
         .unwrap();
     assert_eq!(hits[0].path, "src/paint.rs");
 }
+
+#[test]
+fn hybrid_search_with_another_embedder_also_asks_the_builtin_table() {
+    // The stand-in model puts the query next to the paint chunk; the built-in table, trained
+    // on code, knows the query is about sockets. Hybrid search weighs both, and BM25 has no
+    // word of the query to go on.
+    let vector_for = |text: &str| -> Vec<f32> {
+        if text.contains("socket") {
+            vec![0.6, 0.8, 0.0, 0.0]
+        } else {
+            vec![1.0, 0.0, 0.0, 0.0]
+        }
+    };
+    let (url, _seen) = serve(Arc::new(move |_, request| {
+        let data: Vec<serde_json::Value> = inputs(request)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| serde_json::json!({"index": i, "embedding": vector_for(t)}))
+            .collect();
+        Reply::ok(serde_json::json!({"data": data}))
+    }));
+    let embedder = Arc::new(OpenAiEmbedder::new(fast_config(&url, "stand-in")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/net.rs"),
+        "pub fn open_socket(port: u16) -> TcpListener { TcpListener::bind(port) }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("src/paint.rs"),
+        "pub fn draw_circle(canvas: &mut Canvas, radius: f32) { canvas.arc(radius) }\n",
+    )
+    .unwrap();
+    let workspace =
+        Workspace::open(WorkspaceOptions::new(dir.path()).with_embedder(embedder)).unwrap();
+    workspace.refresh(&|_| {}).unwrap();
+    let query = SearchRequest::new("accept incoming network connections");
+    let order = |mode| -> Vec<String> {
+        workspace
+            .search_with_mode(&query, mode)
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.path)
+            .collect()
+    };
+    assert!(order(SearchMode::Lexical).is_empty());
+    assert_eq!(order(SearchMode::Semantic)[0], "src/paint.rs");
+    assert_eq!(order(SearchMode::Hybrid)[0], "src/net.rs");
+}

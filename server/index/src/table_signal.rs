@@ -1,0 +1,227 @@
+//! The built-in static table as a third signal of hybrid search.
+//!
+//! When a workspace's vectors come from another embedder (MiniLM, an HTTP provider), hybrid
+//! search still asks the built-in table about the chunks BM25 and those vectors proposed: the
+//! table was trained for doc-sentence → code retrieval against BM25, which a general sentence
+//! model was not (see [`crate::hybrid::FusionWeights::for_query`] for the figures). Candidates
+//! are embedded at query time from their catalog rows, with the text the table would have
+//! indexed them by; a hundred chunks take about a millisecond, so no second vector store is
+//! kept. Every candidate also gets its cosine under the workspace's own vectors, not only
+//! those in that list's top: score fusion then compares like with like.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
+
+use crate::embed::{ChunkContext, EmbedError, Embedder, StaticEmbedder, import_lines};
+use crate::error::IndexError;
+use crate::search::SearchRequest;
+use crate::vectors::inline::chunk_text;
+use crate::workspace::Workspace;
+
+/// The built-in table, built once per process (its vocabulary takes a moment to build).
+fn shared_table() -> Result<Arc<StaticEmbedder>, EmbedError> {
+    static TABLE: OnceLock<Result<Arc<StaticEmbedder>, String>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            StaticEmbedder::builtin()
+                .map(Arc::new)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(EmbedError::BadTable)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+impl Workspace {
+    /// The table's list for a hybrid query: its cosine for every chunk on `lexical` or
+    /// `semantic`, best first. `semantic` (the workspace embedder's hits for `query_vector`)
+    /// is completed with the cosine of the lexical candidates it lacks.
+    pub(crate) fn table_signal(
+        &self,
+        request: &SearchRequest,
+        lexical: &[(i64, f32)],
+        semantic: &mut Vec<(i64, f32)>,
+        query_vector: &[f32],
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
+        let on_semantic: HashSet<i64> = semantic.iter().map(|&(id, _)| id).collect();
+        let missing: Vec<i64> = lexical
+            .iter()
+            .map(|&(id, _)| id)
+            .filter(|id| !on_semantic.contains(id))
+            .collect();
+        let mut candidates: Vec<i64> = semantic.iter().map(|&(id, _)| id).collect();
+        candidates.extend(&missing);
+        self.complete_semantic(semantic, &missing, query_vector)?;
+        self.table_ranked(&request.query, &candidates)
+    }
+
+    /// Adds the similarity of each of `ids` under the workspace's own vectors to `semantic`
+    /// (those under the embedder's floor stay off), best first.
+    fn complete_semantic(
+        &self,
+        semantic: &mut Vec<(i64, f32)>,
+        ids: &[i64],
+        query_vector: &[f32],
+    ) -> Result<(), IndexError> {
+        let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store_for_search()?)
+        else {
+            return Ok(());
+        };
+        if ids.is_empty() || query_vector.is_empty() {
+            return Ok(());
+        }
+        let floor = embedder.relevance_floor();
+        semantic.extend(
+            store
+                .vectors(ids)?
+                .into_iter()
+                .map(|(id, vector)| (id, dot(&vector, query_vector)))
+                .filter(|&(_, cosine)| cosine >= floor),
+        );
+        semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(())
+    }
+
+    /// The built-in table's cosine between `query` and each of `candidates` (chunk ids), best
+    /// first, without those under the table's relevance floor or no longer in the catalog.
+    fn table_ranked(&self, query: &str, candidates: &[i64]) -> Result<Vec<(i64, f32)>, IndexError> {
+        if candidates.is_empty() || query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let table = shared_table()?;
+        let (rows, imports_of) = self.with_catalog(|catalog| {
+            let rows = catalog.chunks_by_id(candidates)?;
+            let mut imports_of: HashMap<String, Vec<String>> = HashMap::new();
+            for row in rows.values() {
+                if !imports_of.contains_key(&row.path) {
+                    let head = catalog.first_chunk_text(&row.path)?.unwrap_or_default();
+                    imports_of.insert(row.path.clone(), import_lines(&head));
+                }
+            }
+            Ok((rows, imports_of))
+        })?;
+        let ids: Vec<i64> = candidates
+            .iter()
+            .copied()
+            .filter(|id| rows.contains_key(id))
+            .collect();
+        let texts: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                let row = &rows[id];
+                let context = ChunkContext {
+                    path: &row.path,
+                    language: &row.language,
+                    scope: &row.scope,
+                    symbol: row.symbol.as_deref(),
+                    imports: imports_of.get(&row.path).map_or(&[], Vec::as_slice),
+                    text: &row.text,
+                };
+                chunk_text(&*table, &context).0
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vectors = table.embed_batch(&refs)?;
+        let query_vector = table.embed_query(query)?;
+        let floor = table.relevance_floor();
+        let mut ranked: Vec<(i64, f32)> = ids
+            .into_iter()
+            .zip(vectors)
+            .map(|(id, vector)| (id, dot(&vector, &query_vector)))
+            .filter(|&(_, cosine)| cosine >= floor)
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(ranked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::WorkspaceOptions;
+    use crate::embed::default_embedder;
+
+    /// A workspace whose vectors are the built-in table's, so the query-time path can be
+    /// compared with what indexing stored.
+    fn indexed() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/net.rs"),
+            "use std::net::TcpListener;\nuse std::io;\n\n\
+             /// Binds a listener.\npub fn open_socket(port: u16) -> io::Result<TcpListener> {\n    \
+             TcpListener::bind((\"127.0.0.1\", port))\n}\n\n\
+             pub fn close_socket(listener: TcpListener) {\n    drop(listener)\n}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("src/paint.rs"),
+            "pub fn draw_circle(canvas: &mut Canvas, radius: f32) {\n    canvas.arc(radius)\n}\n",
+        )
+        .unwrap();
+        let options = WorkspaceOptions::new(dir.path()).with_embedder(default_embedder().unwrap());
+        let workspace = Workspace::open(options).unwrap();
+        workspace.refresh(&|_| {}).unwrap();
+        (dir, workspace)
+    }
+
+    #[test]
+    fn table_cosines_at_query_time_match_the_indexed_vectors() {
+        let (_dir, workspace) = indexed();
+        let ids = workspace.with_catalog(|c| c.chunk_ids()).unwrap();
+        assert!(ids.len() >= 2, "{ids:?}");
+        let query = "accept network connections on a port";
+        let at_query_time = workspace.table_ranked(query, &ids).unwrap();
+        let (stored, _) = workspace
+            .semantic_ranked(&SearchRequest::new(query), ids.len())
+            .unwrap();
+        assert!(!stored.is_empty());
+        assert_eq!(
+            at_query_time.len(),
+            stored.len(),
+            "the same chunks pass the floor"
+        );
+        for ((id, cosine), (stored_id, stored_cosine)) in at_query_time.iter().zip(&stored) {
+            assert_eq!(id, stored_id);
+            // The stored vectors are int8, the query-time ones are not: 0.0002 apart here,
+            // 0.003 when the file's imports are left out of the text.
+            assert!(
+                (cosine - stored_cosine).abs() < 1e-3,
+                "{cosine} vs {stored_cosine}"
+            );
+        }
+        assert!(workspace.table_ranked(query, &[]).unwrap().is_empty());
+        assert!(workspace.table_ranked(" ", &ids).unwrap().is_empty());
+        assert!(
+            workspace
+                .table_ranked(query, &[i64::MAX])
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn completing_the_semantic_list_gives_each_candidate_its_stored_cosine() {
+        let (_dir, workspace) = indexed();
+        let ids = workspace.with_catalog(|c| c.chunk_ids()).unwrap();
+        let request = SearchRequest::new("accept network connections on a port");
+        let (all, _) = workspace.semantic_ranked(&request, ids.len()).unwrap();
+        let (mut top, query_vector) = workspace.semantic_ranked(&request, 1).unwrap();
+        assert_eq!(top.len(), 1);
+        let rest: Vec<i64> = ids.iter().copied().filter(|&id| id != top[0].0).collect();
+        workspace
+            .complete_semantic(&mut top, &rest, &query_vector)
+            .unwrap();
+        assert_eq!(top.len(), all.len());
+        for ((id, cosine), (all_id, all_cosine)) in top.iter().zip(&all) {
+            assert_eq!(id, all_id);
+            assert!(
+                (cosine - all_cosine).abs() < 1e-3,
+                "{cosine} vs {all_cosine}"
+            );
+        }
+    }
+}
