@@ -15,6 +15,14 @@ it takes lode's lexical and semantic lists (`lode search --mode lexical|semantic
 
 each with the semantic hits below each of `--floors` dropped first.
 
+With another embedder than the built-in table (`--embedder minilm`), lode's hybrid search also
+weighs the table's cosine over the candidates of the two lists (`table_signal.rs`). The sweep
+then also scores `bm25 / max_bm25 + b * cosine + a * table cosine` over those candidates, the
+table's cosines read from the static copies' semantic lists and the embedder's own from its
+semantic lists, both `--table-depth` deep (a candidate missing from one counts as under that
+embedder's floor; lode reads every candidate's cosine from the stored vectors). The static copies must
+be indexed (a previous `bench/retrieval.py` run of the suite with the default embedder).
+
 Prints MRR@10 per setting, best first, and writes bench/out/semantic/fusion.json. A hit is
 counted by bench/retrieval.py's own rule (`is_hit`).
 """
@@ -80,10 +88,27 @@ def convex(lexical, semantic, alpha, relative_to=None):
     return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
 
 
+def with_table(lexical, semantic, table, semantic_deep, a, b):
+    """What lode does for embedders other than the table: BM25 / best BM25 + b * cosine +
+    a * the table's cosine, over the chunks on the lexical or the semantic list; every
+    candidate gets both cosines (read from the deep lists)."""
+    top = max((h["score"] for h in lexical), default=1.0) or 1.0
+    cosine = {key(h): h["score"] for h in semantic_deep}
+    table_cosine = {key(h): h["score"] for h in table}
+    scores = {}
+    for hit in lexical:
+        scores.setdefault(key(hit), [0.0, hit])[0] += hit["score"] / top
+    for hit in semantic:
+        scores.setdefault(key(hit), [0.0, hit])
+    for entry_key, entry in scores.items():
+        entry[0] += b * cosine.get(entry_key, 0.0) + a * table_cosine.get(entry_key, 0.0)
+    return [hit for _, hit in sorted(scores.values(), key=lambda e: -e[0])]
+
+
 def mrr(rows, fuse) -> float:
     total = 0.0
-    for gold, lexical, semantic in rows:
-        for rank, hit in enumerate(fuse(lexical, semantic)[:10]):
+    for gold, lexical, semantic, *table in rows:
+        for rank, hit in enumerate(fuse(lexical, semantic, *table)[:10]):
             if is_hit(hit, gold):
                 total += 1.0 / (rank + 1)
                 break
@@ -96,6 +121,8 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=50)
     ap.add_argument("--embedder", default="static",
                     help="whose retrieval.py copies to use (minilm: bench/out/retrieval-minilm/)")
+    ap.add_argument("--table-depth", type=int, default=3000,
+                    help="depth of the static copies' semantic lists (other embedders only)")
     ap.add_argument("--floors", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
                     help="semantic relevance floors to try (comma-separated; lode's own floor "
                          "applies first)")
@@ -103,20 +130,33 @@ def main() -> int:
     report = {}
     for suite in args.suites.split(","):
         queries_file, copies = SUITES[suite]
+        static_copies = copies
         if args.embedder != "static":
             copies = copies.with_name(f"{copies.name}-{args.embedder}")
-            os.environ["LODE_EMBEDDER"] = args.embedder
-            if args.embedder == "minilm":
-                os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
         queries = [json.loads(line) for line in queries_file.read_text().splitlines() if line.strip()]
+
+        other = args.embedder != "static"
+        # Other embedders: the semantic list as deep as the table's, so every candidate's
+        # cosine is known (lode reads it from the stored vectors); fusions use its top.
+        semantic_depth = args.table_depth if other else args.depth
 
         def lists(q):
             copy = copies / q["crate"]
             return (q["gold"], ranked(copy, q["query"], "lexical", args.depth),
-                    ranked(copy, q["query"], "semantic", args.depth))
+                    ranked(copy, q["query"], "semantic", semantic_depth))
+
+        def table_list(q):
+            return ranked(static_copies / q["crate"], q["query"], "semantic", args.table_depth)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
-            rows = list(pool.map(lists, queries))
+            tables = list(pool.map(table_list, queries)) if other else []
+            if other:
+                os.environ["LODE_EMBEDDER"] = args.embedder
+                if args.embedder == "minilm":
+                    os.environ.setdefault("LODE_MINILM_DIR", str(ROOT / "target" / "test-tools" / "minilm"))
+            deep_rows = list(pool.map(lists, queries))
+        os.environ.pop("LODE_EMBEDDER", None)
+        rows = [(g, lx, sem[:args.depth]) for g, lx, sem in deep_rows]
         results = {"lexical": mrr(rows, lambda lx, _s: lx), "semantic": mrr(rows, lambda _l, s: s)}
         for floor in args.floors:
             kept = [(g, lx, [h for h in s if h["score"] >= floor]) for g, lx, s in rows]
@@ -129,6 +169,13 @@ def main() -> int:
                 for base in (0.0, 0.3):
                     results[f"relative a={alpha} base={base}{at}"] = mrr(
                         kept, lambda lx, s: convex(lx, s, alpha, relative_to=base))
+        if tables:
+            with_tables = [(g, lx, sem[:args.depth], table, sem)
+                           for (g, lx, sem), table in zip(deep_rows, tables)]
+            for a in (0.0, 1.0, 1.5, 2.0, 2.5):
+                for b in (0.0, 0.5, 0.75, 1.0, 1.5):
+                    results[f"table a={a} b={b}"] = mrr(
+                        with_tables, lambda lx, s, table, deep: with_table(lx, s, table, deep, a, b))
         best = sorted(results.items(), key=lambda kv: -kv[1])
         print(f"{suite} ({len(rows)} queries): lexical {results['lexical']:.3f}, semantic {results['semantic']:.3f}")
         for name, value in best[:12]:
