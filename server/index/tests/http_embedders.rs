@@ -325,17 +325,12 @@ fn timeouts_unreachable_servers_and_missing_keys() {
     ));
 }
 
-#[test]
-fn an_ollama_embedder_indexes_and_searches_a_workspace() {
-    let (url, seen) = serve(Arc::new(|_, r| ollama_reply(r, 64)));
-    let embedder = Arc::new(OllamaEmbedder::new(fast_config(&url, "nomic-embed-text")).unwrap());
+/// A workspace of two one-function files (`src/net.rs` with `net_source`, `src/paint.rs`)
+/// indexed with `embedder`.
+fn net_and_paint(net_source: &str, embedder: Arc<dyn Embedder>) -> (tempfile::TempDir, Workspace) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::write(
-        dir.path().join("src/net.rs"),
-        "pub fn open_socket(port: u16) -> Socket { Socket::bind(port) }\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("src/net.rs"), net_source).unwrap();
     std::fs::write(
         dir.path().join("src/paint.rs"),
         "pub fn draw_circle(canvas: &mut Canvas, radius: f32) { canvas.arc(radius) }\n",
@@ -343,6 +338,17 @@ fn an_ollama_embedder_indexes_and_searches_a_workspace() {
     .unwrap();
     let workspace =
         Workspace::open(WorkspaceOptions::new(dir.path()).with_embedder(embedder)).unwrap();
+    (dir, workspace)
+}
+
+#[test]
+fn an_ollama_embedder_indexes_and_searches_a_workspace() {
+    let (url, seen) = serve(Arc::new(|_, r| ollama_reply(r, 64)));
+    let embedder = Arc::new(OllamaEmbedder::new(fast_config(&url, "nomic-embed-text")).unwrap());
+    let (_dir, workspace) = net_and_paint(
+        "pub fn open_socket(port: u16) -> Socket { Socket::bind(port) }\n",
+        embedder,
+    );
     let stats = workspace.refresh(&|_| {}).unwrap();
     assert_eq!(stats.vectors.embedded, 2);
     assert!(seen.lock().unwrap().iter().all(|r| r.path == "/api/embed"));
@@ -382,20 +388,10 @@ fn hybrid_search_with_another_embedder_also_asks_the_builtin_table() {
         Reply::ok(serde_json::json!({"data": data}))
     }));
     let embedder = Arc::new(OpenAiEmbedder::new(fast_config(&url, "stand-in")).unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::write(
-        dir.path().join("src/net.rs"),
+    let (_dir, workspace) = net_and_paint(
         "pub fn open_socket(port: u16) -> TcpListener { TcpListener::bind(port) }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("src/paint.rs"),
-        "pub fn draw_circle(canvas: &mut Canvas, radius: f32) { canvas.arc(radius) }\n",
-    )
-    .unwrap();
-    let workspace =
-        Workspace::open(WorkspaceOptions::new(dir.path()).with_embedder(embedder)).unwrap();
+        embedder,
+    );
     workspace.refresh(&|_| {}).unwrap();
     let query = SearchRequest::new("accept incoming network connections");
     let order = |mode| -> Vec<String> {
