@@ -122,7 +122,8 @@ def main() -> int:
     ap.add_argument("--embedder", default="static",
                     help="whose retrieval.py copies to use (minilm: bench/out/retrieval-minilm/)")
     ap.add_argument("--table-depth", type=int, default=3000,
-                    help="depth of the static copies' semantic lists (other embedders only)")
+                    help="depth of the semantic lists the table's and the embedder's cosines "
+                         "are read from (other embedders only)")
     ap.add_argument("--floors", type=lambda v: [float(x) for x in v.split(",")], default=[0.0],
                     help="semantic relevance floors to try (comma-separated; lode's own floor "
                          "applies first)")
@@ -131,11 +132,11 @@ def main() -> int:
     for suite in args.suites.split(","):
         queries_file, copies = SUITES[suite]
         static_copies = copies
-        if args.embedder != "static":
+        other = args.embedder != "static"
+        if other:
             copies = copies.with_name(f"{copies.name}-{args.embedder}")
         queries = [json.loads(line) for line in queries_file.read_text().splitlines() if line.strip()]
 
-        other = args.embedder != "static"
         # Other embedders: the semantic list as deep as the table's, so every candidate's
         # cosine is known (lode reads it from the stored vectors); fusions use its top.
         semantic_depth = args.table_depth if other else args.depth

@@ -12,10 +12,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use crate::embed::{ChunkContext, EmbedError, Embedder, StaticEmbedder, import_lines};
+use crate::embed::{EmbedError, Embedder, StaticEmbedder};
 use crate::error::IndexError;
 use crate::search::SearchRequest;
-use crate::vectors::inline::chunk_text;
+use crate::vectors::inline::{file_imports, row_text};
 use crate::workspace::Workspace;
 
 /// The built-in table, built once per process (its vocabulary takes a moment to build).
@@ -92,37 +92,20 @@ impl Workspace {
             return Ok(Vec::new());
         }
         let table = shared_table()?;
-        let (rows, imports_of) = self.with_catalog(|catalog| {
+        let (ids, texts) = self.with_catalog(|catalog| {
             let rows = catalog.chunks_by_id(candidates)?;
-            let mut imports_of: HashMap<String, Vec<String>> = HashMap::new();
-            for row in rows.values() {
-                if !imports_of.contains_key(&row.path) {
-                    let head = catalog.first_chunk_text(&row.path)?.unwrap_or_default();
-                    imports_of.insert(row.path.clone(), import_lines(&head));
+            let mut imports_of = HashMap::new();
+            let mut ids = Vec::with_capacity(rows.len());
+            let mut texts = Vec::with_capacity(rows.len());
+            for id in candidates {
+                if let Some(row) = rows.get(id) {
+                    let imports = file_imports(catalog, &row.path, &mut imports_of)?;
+                    texts.push(row_text(&*table, row, imports).0);
+                    ids.push(*id);
                 }
             }
-            Ok((rows, imports_of))
+            Ok((ids, texts))
         })?;
-        let ids: Vec<i64> = candidates
-            .iter()
-            .copied()
-            .filter(|id| rows.contains_key(id))
-            .collect();
-        let texts: Vec<String> = ids
-            .iter()
-            .map(|id| {
-                let row = &rows[id];
-                let context = ChunkContext {
-                    path: &row.path,
-                    language: &row.language,
-                    scope: &row.scope,
-                    symbol: row.symbol.as_deref(),
-                    imports: imports_of.get(&row.path).map_or(&[], Vec::as_slice),
-                    text: &row.text,
-                };
-                chunk_text(&*table, &context).0
-            })
-            .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         let vectors = table.embed_batch(&refs)?;
         let query_vector = table.embed_query(query)?;

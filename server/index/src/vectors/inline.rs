@@ -7,10 +7,12 @@
 //! left to embed and only publishes. The vectors are the ones the sync would have made: same
 //! text ([`chunk_text`]), same content hash.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::sync::PARTIAL_GENERATION;
 use super::{VectorRecord, VectorStore};
+use crate::catalog::{Catalog, ChunkRow};
 use crate::chunk::Chunk;
 use crate::embed::{ChunkContext, EmbedError, Embedder, chunk_embedding_text, import_lines};
 use crate::error::IndexError;
@@ -31,6 +33,35 @@ pub fn chunk_text(embedder: &dyn Embedder, context: &ChunkContext<'_>) -> (Strin
     let text = chunk_embedding_text(context, !embedder.splits_identifiers());
     let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
     (text, hash)
+}
+
+/// [`chunk_text`] of a chunk read back from the catalog, with its file's `imports`.
+pub fn row_text(embedder: &dyn Embedder, row: &ChunkRow, imports: &[String]) -> (String, u64) {
+    chunk_text(
+        embedder,
+        &ChunkContext {
+            path: &row.path,
+            language: &row.language,
+            scope: &row.scope,
+            symbol: row.symbol.as_deref(),
+            imports,
+            text: &row.text,
+        },
+    )
+}
+
+/// The import lines of `path`'s file (taken from its first chunk, as indexing does), read
+/// from the catalog once per path and kept in `cache`.
+pub fn file_imports<'c>(
+    catalog: &Catalog,
+    path: &str,
+    cache: &'c mut HashMap<String, Vec<String>>,
+) -> Result<&'c [String], IndexError> {
+    if !cache.contains_key(path) {
+        let head = catalog.first_chunk_text(path)?.unwrap_or_default();
+        cache.insert(path.to_string(), import_lines(&head));
+    }
+    Ok(cache.get(path).map_or(&[], Vec::as_slice))
 }
 
 /// The vectors of one file's chunks, in chunk order (called from a parse worker).

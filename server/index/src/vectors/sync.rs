@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::inline::chunk_text;
+use super::inline::{file_imports, row_text};
 use super::{VectorRecord, VectorStore};
 use crate::catalog::{Catalog, ChunkRow};
-use crate::embed::{ChunkContext, Embedder, import_lines};
+use crate::embed::{Embedder, import_lines};
 use crate::error::IndexError;
 
 /// Publish partial progress this often.
@@ -124,11 +124,8 @@ pub fn sync_store(
                 let mut rows: Vec<ChunkRow> = catalog.chunks_by_id(ids)?.into_values().collect();
                 rows.sort_by_key(|row| row.id);
                 for row in rows {
-                    if !imports_of.contains_key(&row.path) {
-                        let head = catalog.first_chunk_text(&row.path)?.unwrap_or_default();
-                        imports_of.insert(row.path.clone(), import_lines(&head));
-                    }
-                    embedder_run.add(&row, &imports_of[&row.path])?;
+                    let imports = file_imports(catalog, &row.path, &mut imports_of)?;
+                    embedder_run.add(&row, imports)?;
                 }
             }
         }
@@ -160,17 +157,7 @@ struct EmbedRun<'a> {
 
 impl EmbedRun<'_> {
     fn add(&mut self, chunk: &ChunkRow, imports: &[String]) -> Result<(), IndexError> {
-        let (text, content_hash) = chunk_text(
-            self.embedder,
-            &ChunkContext {
-                path: &chunk.path,
-                language: &chunk.language,
-                scope: &chunk.scope,
-                symbol: chunk.symbol.as_deref(),
-                imports,
-                text: &chunk.text,
-            },
-        );
+        let (text, content_hash) = row_text(self.embedder, chunk, imports);
         let record = VectorRecord {
             id: chunk.id,
             content_hash,
