@@ -36,6 +36,22 @@ pub const EXIT_NO_RESULTS: u8 = 1;
 /// Exit code for runtime failures (usage errors exit with 2, from clap).
 pub const EXIT_FAILURE: u8 = 3;
 
+/// `lode sandbox-exec PROFILE -- COMMAND…`: returns only when the command could not be confined
+/// or started (exit 125; 126 when it cannot be executed, 127 when it is not found, like a shell).
+fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
+    let error = lode_sandbox::launcher_main(args);
+    eprintln!("lode sandbox: {error}");
+    let code = match &error {
+        lode_sandbox::SandboxError::Exec { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => 127,
+            std::io::ErrorKind::PermissionDenied => 126,
+            _ => lode_sandbox::LAUNCHER_FAILURE,
+        },
+        _ => lode_sandbox::LAUNCHER_FAILURE,
+    };
+    ExitCode::from(code)
+}
+
 /// Sends tree-sitter's C allocations (parse stacks, subtrees, query cursors) to mimalloc as
 /// well: with glibc's malloc they were ~7% of a parse (see bench/README.md).
 fn use_mimalloc_for_tree_sitter() {
@@ -65,6 +81,15 @@ fn use_mimalloc_for_tree_sitter() {
 }
 
 fn main() -> ExitCode {
+    // The sandbox launcher runs first, before anything starts a thread: entering a user
+    // namespace needs a single-threaded process, and the command must inherit nothing else.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|word| word == lode_sandbox::SANDBOX_EXEC)
+    {
+        return sandbox_exec(&args[2..]);
+    }
     // `LODE_TREE_SITTER_ALLOCATOR=system` keeps glibc's malloc, for comparing the two.
     if std::env::var_os("LODE_TREE_SITTER_ALLOCATOR").is_none_or(|value| value != "system") {
         use_mimalloc_for_tree_sitter();

@@ -1,0 +1,233 @@
+//! The caller's side: what the sandbox can do here, and a command line wrapped to run through
+//! the launcher.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::{Capabilities, Profile, SANDBOX_EXEC, SandboxMode, SandboxSettings};
+
+/// Set to `1` to treat the sandbox as unavailable (every command that runs code then asks):
+/// for testing the fallback, and for machines where the probe is wrong.
+pub const FORCE_UNAVAILABLE_VAR: &str = "LODE_SANDBOX_FORCE_UNAVAILABLE";
+
+/// Whether commands run confined, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SandboxStatus {
+    /// Commands run through the launcher in this mode.
+    Confined(SandboxMode),
+    /// `[sandbox] mode = "off"`: the user turned it off.
+    Off,
+    /// The mode asked for cannot be enforced here; the reason says what is missing.
+    Unavailable(String),
+}
+
+impl SandboxStatus {
+    pub fn is_confined(&self) -> bool {
+        matches!(self, SandboxStatus::Confined(_))
+    }
+
+    /// One line for notices, `lode config` and the first session update.
+    pub fn describe(&self) -> String {
+        match self {
+            SandboxStatus::Confined(mode) => format!(
+                "sandbox: {mode} (commands run under Landlock and seccomp: no network, no \
+                 secrets, {})",
+                match mode {
+                    SandboxMode::ReadOnly => "no writes outside the private temp directory",
+                    _ => "writes only inside the workspace, not .git/ or .lode/",
+                }
+            ),
+            SandboxStatus::Off => "sandbox: OFF ([sandbox] mode = \"off\"): commands run \
+                                   unconfined, so every command that runs workspace code asks \
+                                   first"
+                .to_owned(),
+            SandboxStatus::Unavailable(reason) => format!(
+                "sandbox: unavailable ({reason}); every command that runs workspace code asks \
+                 first"
+            ),
+        }
+    }
+}
+
+/// A command line that runs `program` through the launcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrappedCommand {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+impl WrappedCommand {
+    /// The arguments as strings, for protocols that carry text (an editor's terminal).
+    pub fn args_lossy(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// The sandbox as one process uses it: the launcher (normally the `lode` binary itself), the
+/// user's `[sandbox]` settings and the variable names that hold secrets.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    launcher: Option<PathBuf>,
+    settings: SandboxSettings,
+    secret_env: Vec<String>,
+    status: SandboxStatus,
+}
+
+impl Sandbox {
+    /// A sandbox that runs commands through `launcher` (`lode`), if this machine can enforce
+    /// `settings.mode`.
+    pub fn new(launcher: PathBuf, settings: SandboxSettings, secret_env: Vec<String>) -> Sandbox {
+        let status = match settings.mode {
+            SandboxMode::Off => SandboxStatus::Off,
+            mode if std::env::var_os(FORCE_UNAVAILABLE_VAR).is_some_and(|v| v == "1") => {
+                let _ = mode;
+                SandboxStatus::Unavailable(format!("{FORCE_UNAVAILABLE_VAR}=1 is set"))
+            }
+            mode => match Capabilities::probe().missing_for(mode) {
+                None => SandboxStatus::Confined(mode),
+                Some(reason) => SandboxStatus::Unavailable(reason),
+            },
+        };
+        Sandbox {
+            launcher: Some(launcher),
+            settings,
+            secret_env,
+            status,
+        }
+    }
+
+    /// No launcher at all (a library used without the `lode` binary): commands that run code
+    /// ask, as when the kernel cannot confine.
+    pub fn unavailable(reason: impl Into<String>) -> Sandbox {
+        Sandbox {
+            launcher: None,
+            settings: SandboxSettings::default(),
+            secret_env: Vec::new(),
+            status: SandboxStatus::Unavailable(reason.into()),
+        }
+    }
+
+    pub fn status(&self) -> &SandboxStatus {
+        &self.status
+    }
+
+    pub fn is_confined(&self) -> bool {
+        self.status.is_confined()
+    }
+
+    pub fn settings(&self) -> &SandboxSettings {
+        &self.settings
+    }
+
+    /// The profile a command in `roots` gets (`network`: granted for this command).
+    pub fn profile(&self, roots: &[PathBuf], network: bool) -> Profile {
+        let mode = match &self.status {
+            SandboxStatus::Confined(mode) => *mode,
+            _ => self.settings.mode,
+        };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let primary = roots.first().map(PathBuf::as_path);
+        let place = |text: &String| place_path(text, home.as_deref(), primary);
+        Profile {
+            mode,
+            roots: roots.to_vec(),
+            read: self.settings.read.iter().filter_map(place).collect(),
+            write: self.settings.write.iter().filter_map(place).collect(),
+            network,
+            secret_env: self.secret_env.clone(),
+            env_passthrough: self.settings.env_passthrough.clone(),
+        }
+    }
+
+    /// `program args…` wrapped to run confined in `roots`, or `None` when commands are not
+    /// confined here (the caller then runs it as it is, after the policy has asked).
+    pub fn wrap(
+        &self,
+        roots: &[PathBuf],
+        network: bool,
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Option<WrappedCommand> {
+        if !self.is_confined() {
+            return None;
+        }
+        let launcher = self.launcher.clone()?;
+        let mut wrapped = vec![OsString::from(SANDBOX_EXEC)];
+        wrapped.extend(self.profile(roots, network).to_args());
+        wrapped.push("--".into());
+        wrapped.push(program.into());
+        wrapped.extend(args.into_iter().map(Into::into));
+        Some(WrappedCommand {
+            program: launcher,
+            args: wrapped,
+        })
+    }
+}
+
+/// A configured path made absolute: `~/x` under the home directory, relative paths under the
+/// primary root; canonical when it exists.
+fn place_path(text: &String, home: Option<&Path>, root: Option<&Path>) -> Option<PathBuf> {
+    let path = if let Some(rest) = text.strip_prefix("~/") {
+        home?.join(rest)
+    } else if text == "~" {
+        home?.to_path_buf()
+    } else {
+        let path = PathBuf::from(text);
+        if path.is_absolute() {
+            path
+        } else {
+            root?.join(path)
+        }
+    };
+    Some(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_paths_are_placed_under_home_and_root() {
+        let home = Path::new("/home/u");
+        let root = Path::new("/w");
+        assert_eq!(
+            place_path(&"~/data".to_owned(), Some(home), Some(root)),
+            Some(PathBuf::from("/home/u/data"))
+        );
+        assert_eq!(
+            place_path(&"out".to_owned(), Some(home), Some(root)),
+            Some(PathBuf::from("/w/out"))
+        );
+        assert_eq!(
+            place_path(&"/abs".to_owned(), None, None),
+            Some(PathBuf::from("/abs"))
+        );
+        assert_eq!(place_path(&"~/x".to_owned(), None, Some(root)), None);
+    }
+
+    #[test]
+    fn nothing_is_wrapped_without_a_launcher_or_when_off() {
+        let none = Sandbox::unavailable("test");
+        assert!(
+            none.wrap(&[PathBuf::from("/w")], false, "ls", ["-l"])
+                .is_none()
+        );
+        let off = Sandbox::new(
+            PathBuf::from("/usr/bin/lode"),
+            SandboxSettings {
+                mode: SandboxMode::Off,
+                ..SandboxSettings::default()
+            },
+            Vec::new(),
+        );
+        assert_eq!(off.status(), &SandboxStatus::Off);
+        assert!(
+            off.wrap(&[PathBuf::from("/w")], false, "ls", ["-l"])
+                .is_none()
+        );
+        assert!(off.status().describe().contains("OFF"));
+    }
+}
