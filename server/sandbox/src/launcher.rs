@@ -167,7 +167,7 @@ fn protected_paths(root: &Path, writable: &[PathBuf]) -> Result<Vec<PathBuf>, Sa
     let mut protected = Vec::new();
     for name in PROTECTED_DIRS {
         let path = root.join(name);
-        if writable.iter().any(|granted| *granted == path) {
+        if writable.contains(&path) {
             continue;
         }
         match std::fs::symlink_metadata(&path) {
