@@ -28,6 +28,8 @@ pub const MODEL_OPTION_ID: &str = "model";
 
 /// Permission option ids, one per answer kind.
 pub const ALLOW_ONCE: &str = "allow_once";
+/// Offered when the command needs the network, which the sandbox otherwise refuses.
+pub const ALLOW_ONCE_WITH_NETWORK: &str = "allow_once_network";
 pub const ALLOW_ALWAYS: &str = "allow_always";
 pub const REJECT_ONCE: &str = "reject_once";
 pub const REJECT_ALWAYS: &str = "reject_always";
@@ -252,11 +254,18 @@ pub fn mcp_server_specs(servers: Vec<McpServer>) -> Result<Vec<McpServerSpec>, S
     servers.into_iter().map(mcp_server_spec).collect()
 }
 
-/// The four answers offered for every permission question. The "always" names carry the pattern
-/// the answer is remembered under.
+/// The four answers offered for every permission question (five when the command needs the
+/// network). The "always" names carry the pattern the answer is remembered under.
 pub fn permission_options(request: &PermissionRequest) -> Vec<PermissionOption> {
     let pattern = &request.always_pattern;
-    vec![
+    let network = request.offer_network.then(|| {
+        PermissionOption::new(
+            ALLOW_ONCE_WITH_NETWORK,
+            "Allow once with network",
+            PermissionOptionKind::AllowOnce,
+        )
+    });
+    let mut options = vec![
         PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
             ALLOW_ALWAYS,
@@ -269,7 +278,11 @@ pub fn permission_options(request: &PermissionRequest) -> Vec<PermissionOption> 
             format!("Always reject {pattern}"),
             PermissionOptionKind::RejectAlways,
         ),
-    ]
+    ];
+    if let Some(network) = network {
+        options.insert(1, network);
+    }
+    options
 }
 
 /// The tool call a permission question is about, as ACP shows it.
@@ -289,6 +302,7 @@ pub fn permission_answer(outcome: &RequestPermissionOutcome) -> PermissionAnswer
     match outcome {
         RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
             ALLOW_ONCE => PermissionAnswer::AllowOnce,
+            ALLOW_ONCE_WITH_NETWORK => PermissionAnswer::AllowOnceWithNetwork,
             ALLOW_ALWAYS => PermissionAnswer::AllowAlways,
             REJECT_ALWAYS => PermissionAnswer::RejectAlways,
             _ => PermissionAnswer::RejectOnce,

@@ -66,6 +66,9 @@ pub struct AgentOptions {
     pub data_dir: Option<PathBuf>,
     /// Compiler diagnostics fed back to the model after edits (see `crate::diagnostics`).
     pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    /// The program that confines commands (`lode`, which runs `lode sandbox-exec`). `None`:
+    /// commands cannot be confined, so every command that runs workspace code asks first.
+    pub sandbox_launcher: Option<PathBuf>,
 }
 
 /// A session as front ends list it.
@@ -133,6 +136,10 @@ pub(crate) struct Shared {
     pub extensions: crate::extensions::Extensions,
     /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
     pub mcp_servers: Mutex<HashMap<String, Vec<McpServerConfig>>>,
+    /// How commands run: confined through the launcher, or (unavailable, off) asked about.
+    pub sandbox: Arc<lode_sandbox::Sandbox>,
+    /// Sessions already told that commands run unconfined.
+    pub told_unconfined: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The agent of one workspace. Clone it freely.
@@ -173,9 +180,11 @@ impl Agent {
             PermissionStore::open(&database)
                 .map_err(|error| AgentError::Other(error.to_string()))?,
         );
+        let sandbox = Arc::new(sandbox_for(options.sandbox_launcher.clone(), &config));
         let policy = PermissionPolicy::new(config.permissions.clone(), permissions.clone())
             .map_err(|error| AgentError::Other(format!("[permissions]: {error}")))?
-            .with_roots(vec![root.clone()]);
+            .with_roots(vec![root.clone()])
+            .with_sandbox(sandbox.is_confined());
         let audit = AuditLog::new(data_dir.join("audit.jsonl"));
         let extensions = crate::extensions::Extensions::open(&root, &config);
         let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
@@ -202,6 +211,8 @@ impl Agent {
             running: Mutex::new(HashMap::new()),
             mcp_servers: Mutex::new(HashMap::new()),
             extensions,
+            sandbox,
+            told_unconfined: Mutex::new(std::collections::HashSet::new()),
         });
         if !needs_refresh {
             let _ = shared.index_ready.set(());
@@ -236,6 +247,11 @@ impl Agent {
     /// The shared code index.
     pub fn index(&self) -> &Arc<Workspace> {
         &self.shared.index
+    }
+
+    /// How commands are confined (or why they are not).
+    pub fn sandbox(&self) -> &Arc<lode_sandbox::Sandbox> {
+        &self.shared.sandbox
     }
 
     /// The configuration in effect.
@@ -653,6 +669,23 @@ pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
 }
 
 /// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files.
+/// The sandbox of an agent: through `launcher` with the user's `[sandbox]` settings, keeping
+/// every provider's key variable out of commands.
+pub fn sandbox_for(launcher: Option<PathBuf>, config: &Config) -> lode_sandbox::Sandbox {
+    let Some(launcher) = launcher else {
+        return lode_sandbox::Sandbox::unavailable(
+            "no sandbox launcher (lode's agent library is running without the lode binary)",
+        );
+    };
+    let secret_env = config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|provider| provider.api_key_env.clone())
+        .collect();
+    lode_sandbox::Sandbox::new(launcher, config.sandbox.clone(), secret_env)
+}
+
 fn tools_with_diagnostics(
     source: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
 ) -> ToolRegistry {

@@ -43,7 +43,7 @@ pub const CONFIG_ENV: &str = "LODE_CONFIG";
 /// The workspace's config file, relative to the root.
 pub const WORKSPACE_CONFIG: &str = ".lode/config.toml";
 /// Top-level sections lode itself reads.
-pub const KNOWN_SECTIONS: &[&str] = &["llm", "agent", "permissions"];
+pub const KNOWN_SECTIONS: &[&str] = &["llm", "agent", "permissions", "sandbox"];
 /// Sections other parts of lode read or will read; kept in [`Config::other`] without a warning.
 pub const RESERVED_SECTIONS: &[&str] = &[
     "embeddings",
@@ -62,6 +62,9 @@ pub struct Config {
     pub llm: LlmConfig,
     pub agent: AgentConfig,
     pub permissions: PermissionConfig,
+    /// `[sandbox]`: how commands are confined. The workspace's own config file can only
+    /// tighten it (a stricter `mode`); its `read`, `write` and `env_passthrough` are ignored.
+    pub sandbox: lode_sandbox::SandboxSettings,
     /// Top-level sections outside [`KNOWN_SECTIONS`], merged like the rest, verbatim.
     #[serde(skip)]
     pub other: toml::Table,
@@ -294,6 +297,8 @@ impl Config {
     pub fn load_from(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
         let mut searched = Vec::new();
         let mut layers: Vec<(PathBuf, toml::Table)> = Vec::new();
+        // The workspace is untrusted: its `[sandbox]` is applied apart, and only to tighten.
+        let mut workspace_sandbox: Option<(PathBuf, toml::Value)> = None;
         for (origin, path) in sources.in_order() {
             let Some(path) = path else {
                 searched.push(ConfigCandidate {
@@ -328,7 +333,13 @@ impl Config {
                 found: text.is_some(),
             });
             if let Some(text) = text {
-                layers.push((path.clone(), parse_layer(path, &text)?));
+                let mut layer = parse_layer(path, &text)?;
+                if origin == ConfigOrigin::Workspace
+                    && let Some(sandbox) = layer.remove("sandbox")
+                {
+                    workspace_sandbox = Some((path.clone(), sandbox));
+                }
+                layers.push((path.clone(), layer));
             }
         }
 
@@ -345,6 +356,9 @@ impl Config {
                     message: error.message().to_owned(),
                 })?;
         let mut warnings = Vec::new();
+        if let Some((path, table)) = workspace_sandbox {
+            tighten_sandbox(&mut config.sandbox, &path, table, &mut warnings)?;
+        }
         for (key, value) in merged {
             if KNOWN_SECTIONS.contains(&key.as_str()) {
                 continue;
@@ -563,6 +577,49 @@ fn key_at(text: &str, line_start: usize) -> Option<String> {
 
 /// Merges `lower` (a lower-precedence layer) into `merged`: keys `merged` lacks are added, tables
 /// merge recursively, `llm.providers` merges by name, anything else already set stays.
+/// Applies a workspace's `[sandbox]`: a stricter mode is taken, anything that would widen the
+/// sandbox is ignored with a warning.
+fn tighten_sandbox(
+    sandbox: &mut lode_sandbox::SandboxSettings,
+    path: &Path,
+    table: toml::Value,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let workspace: lode_sandbox::SandboxSettings =
+        table
+            .try_into()
+            .map_err(|error: toml::de::Error| ConfigError::Invalid {
+                path: Some(path.to_path_buf()),
+                key: "sandbox".to_owned(),
+                message: error.message().to_owned(),
+            })?;
+    let tighter = sandbox.mode.tighter(workspace.mode);
+    if tighter != workspace.mode {
+        warnings.push(format!(
+            "{}: [sandbox] mode = \"{}\" ignored: a workspace's config can only make the \
+             sandbox stricter (it stays \"{}\")",
+            path.display(),
+            workspace.mode,
+            sandbox.mode
+        ));
+    }
+    sandbox.mode = tighter;
+    for (key, widened) in [
+        ("read", !workspace.read.is_empty()),
+        ("write", !workspace.write.is_empty()),
+        ("env_passthrough", !workspace.env_passthrough.is_empty()),
+    ] {
+        if widened {
+            warnings.push(format!(
+                "{}: [sandbox] {key} ignored: only your own config (not the workspace's) can \
+                 widen the sandbox",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn merge_lower(merged: &mut toml::Table, lower: toml::Table, path: &str) {
     for (key, lower_value) in lower {
         let key_path = if path.is_empty() {

@@ -20,12 +20,18 @@ pub struct PermissionRequest {
     pub raw_input: serde_json::Value,
     /// The pattern an "always" answer would be remembered under (e.g. `cargo test*`, `src/**`).
     pub always_pattern: String,
+    /// The command needs the network, which the sandbox refuses: offer
+    /// [`PermissionAnswer::AllowOnceWithNetwork`].
+    #[serde(default)]
+    pub offer_network: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PermissionAnswer {
     AllowOnce,
+    /// Allow this one call, and let its command reach the network from inside the sandbox.
+    AllowOnceWithNetwork,
     AllowAlways,
     RejectOnce,
     RejectAlways,
@@ -37,7 +43,9 @@ impl PermissionAnswer {
     pub fn allows(self) -> bool {
         matches!(
             self,
-            PermissionAnswer::AllowOnce | PermissionAnswer::AllowAlways
+            PermissionAnswer::AllowOnce
+                | PermissionAnswer::AllowOnceWithNetwork
+                | PermissionAnswer::AllowAlways
         )
     }
 }

@@ -32,4 +32,6 @@ pub mod tools;
 mod turn;
 mod turn_commands;
 
-pub use agent::{Agent, AgentError, AgentOptions, SessionInfo, SlashCommand, UserInput};
+pub use agent::{
+    Agent, AgentError, AgentOptions, SessionInfo, SlashCommand, UserInput, sandbox_for,
+};

@@ -60,6 +60,25 @@ pub(crate) fn tool_context(
         host,
         call_id,
         cancel,
+        sandbox: shared.sandbox.clone(),
+        network: false,
+    }
+}
+
+/// Says once per session, loudly, that commands run unconfined (sandbox off or unavailable).
+fn tell_if_unconfined(shared: &Shared, session_id: &str, host: &dyn SessionHost) {
+    if shared.sandbox.is_confined() {
+        return;
+    }
+    let first = shared
+        .told_unconfined
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(session_id.to_owned());
+    if first {
+        host.emit(AgentEvent::Notice {
+            message: shared.sandbox.status().describe(),
+        });
     }
 }
 
@@ -102,6 +121,7 @@ pub(crate) async fn run_turn(
         host.emit(AgentEvent::TitleChanged { title });
     }
 
+    tell_if_unconfined(shared, &info.id, host.as_ref());
     let mode = info.mode;
     let budget = ContextBudget::for_model(provider.info());
     let mut turn_context = prepare_turn_context(shared, &info.id, budget).await?;
@@ -619,7 +639,7 @@ async fn run_tool_call(
     host: Arc<dyn SessionHost>,
     cancel: &CancellationToken,
 ) -> ToolResult {
-    let context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
+    let mut context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
     let Some(tool) = turn.tools.get(&call.name) else {
         let error = ToolError::new(
             ToolErrorCategory::InvalidArguments,
@@ -715,7 +735,10 @@ async fn run_tool_call(
             (Ok(()), "allow:skill".to_owned())
         }
         Decision::Deny { reason } => (Err(reason), "deny".to_owned()),
-        Decision::Ask { always_pattern } => {
+        Decision::Ask {
+            always_pattern,
+            offer_network,
+        } => {
             let request = PermissionRequest {
                 tool_call_id: call.id.clone(),
                 tool: call.name.clone(),
@@ -723,11 +746,14 @@ async fn run_tool_call(
                 kind: tool.kind(),
                 raw_input: call.arguments.clone(),
                 always_pattern: always_pattern.clone(),
+                offer_network,
             };
             let answer = tokio::select! {
                 _ = cancel.cancelled() => PermissionAnswer::Cancelled,
                 answer = host.request_permission(request) => answer,
             };
+            // Network is granted only where it was offered, and only for this call.
+            context.network = offer_network && answer == PermissionAnswer::AllowOnceWithNetwork;
             if let Err(error) = shared
                 .policy
                 .record_answer(&call.name, &always_pattern, answer)

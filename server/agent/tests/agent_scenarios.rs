@@ -172,7 +172,9 @@ async fn a_multi_turn_session_searches_reads_edits_tests_and_finishes() {
         "{}",
         host.text()
     );
-    // Only the edit needed asking: searches and reads are allowed, `cargo test` is allowlisted.
+    // Searches and reads are allowed; the edit asks; and `cargo test`, which runs the
+    // workspace's code, asks too: this agent has no sandbox launcher (the library runs without
+    // the lode binary). With the sandbox it runs unasked (tests/sandbox_agent.rs).
     let asked: Vec<String> = host
         .permission_requests
         .lock()
@@ -180,7 +182,26 @@ async fn a_multi_turn_session_searches_reads_edits_tests_and_finishes() {
         .iter()
         .map(|r| r.tool.clone())
         .collect();
-    assert_eq!(asked, vec!["edit_file".to_owned()]);
+    assert_eq!(
+        asked,
+        vec!["edit_file".to_owned(), "run_command".to_owned()]
+    );
+    // The session was told, once, that commands run unconfined.
+    let told: Vec<String> = host
+        .events()
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::Notice { message } if message.starts_with("sandbox:") => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("unavailable") && told[0].contains("asks first"),
+        "{told:?}"
+    );
     // The edit was shown as a diff.
     assert!(host.events().iter().any(|event| matches!(event,
         AgentEvent::ToolCallUpdated(update) if update.content.iter().any(|c| matches!(c,

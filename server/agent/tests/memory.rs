@@ -298,6 +298,10 @@ async fn memory_tools_save_and_search() {
         host: Arc::new(SilentHost),
         call_id: "c".into(),
         cancel: CancellationToken::new(),
+        sandbox: Arc::new(lode_sandbox::Sandbox::unavailable(
+            "memory tools run no command",
+        )),
+        network: false,
     };
 
     let output = save

@@ -15,8 +15,12 @@ use lode_agent::redact::REDACTED;
 use lode_agent::tools::PermissionTarget;
 use serde_json::json;
 
+/// The policy as it is when commands run in the sandbox (the usual case on Linux); the
+/// unconfined policy has its own tests below.
 fn policy() -> PermissionPolicy {
-    PermissionPolicy::without_store(PermissionConfig::default()).unwrap()
+    PermissionPolicy::without_store(PermissionConfig::default())
+        .unwrap()
+        .with_sandbox(true)
 }
 
 fn command(line: &str) -> PermissionTarget {
@@ -248,6 +252,9 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
         "git log | grep fix",
         "cargo test 2>&1 | tail -20",
         "  git   status  ",
+        // The workspace's own test runners, confined by the sandbox.
+        "npm test",
+        "pytest -q",
     ];
     for line in allowed {
         assert_eq!(
@@ -270,7 +277,6 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
         "RUSTFLAGS=-Zfoo cargo build",
         "lsblk",
         "find . -delete",
-        "npm test",
     ];
     for line in asked {
         let decision = policy.decide("run_command", &command(line), Mode::Code);
@@ -284,13 +290,15 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
             Mode::Code
         ),
         Decision::Ask {
-            always_pattern: "npm run lint*".into()
+            always_pattern: "npm run lint*".into(),
+            offer_network: false,
         }
     );
     assert_eq!(
         policy.decide("run_command", &command("./deploy.sh --prod"), Mode::Code),
         Decision::Ask {
-            always_pattern: "./deploy.sh --prod".into()
+            always_pattern: "./deploy.sh --prod".into(),
+            offer_network: false,
         }
     );
     let strict = PermissionPolicy::without_store(PermissionConfig {
@@ -503,12 +511,12 @@ fn always_answers_persist_across_a_reopen() {
         let policy = PermissionPolicy::new(PermissionConfig::default(), store)
             .unwrap()
             .with_roots(vec![root.clone()]);
-        let Decision::Ask { always_pattern } =
-            policy.decide("run_command", &command("npm test -- -u"), Mode::Code)
+        let Decision::Ask { always_pattern, .. } =
+            policy.decide("run_command", &command("npm run e2e -- -u"), Mode::Code)
         else {
             panic!("expected a question");
         };
-        assert_eq!(always_pattern, "npm test*");
+        assert_eq!(always_pattern, "npm run e2e*");
         policy
             .record_answer(
                 "run_command",
@@ -516,7 +524,7 @@ fn always_answers_persist_across_a_reopen() {
                 PermissionAnswer::AllowAlways,
             )
             .unwrap();
-        let Decision::Ask { always_pattern } =
+        let Decision::Ask { always_pattern, .. } =
             policy.decide("edit_file", &edit("src/main.rs"), Mode::Code)
         else {
             panic!("expected a question");
@@ -530,21 +538,22 @@ fn always_answers_persist_across_a_reopen() {
             .unwrap();
         // Once-answers are not remembered.
         policy
-            .record_answer("run_command", "make*", PermissionAnswer::AllowOnce)
+            .record_answer("run_command", "./build.sh*", PermissionAnswer::AllowOnce)
             .unwrap();
     }
     let store = Arc::new(PermissionStore::open(&db).unwrap());
     assert_eq!(store.rules().unwrap().len(), 3);
     let policy = PermissionPolicy::new(PermissionConfig::default(), Arc::clone(&store))
         .unwrap()
-        .with_roots(vec![root.clone()]);
+        .with_roots(vec![root.clone()])
+        .with_sandbox(true);
     let code = Mode::Code;
     assert_eq!(
-        policy.decide("run_command", &command("npm test"), code),
+        policy.decide("run_command", &command("npm run e2e"), code),
         Decision::Allow
     );
     assert_eq!(
-        policy.decide("run_command", &command("npm test && cargo check"), code),
+        policy.decide("run_command", &command("npm run e2e && cargo check"), code),
         Decision::Allow
     );
     assert!(is_ask(&policy.decide(
@@ -559,7 +568,7 @@ fn always_answers_persist_across_a_reopen() {
     )));
     assert!(is_ask(&policy.decide(
         "run_command",
-        &command("make"),
+        &command("./build.sh"),
         code
     )));
     assert_eq!(
@@ -580,27 +589,31 @@ fn always_answers_persist_across_a_reopen() {
     // A remembered allow never lifts a forced question or the deny list.
     assert!(is_ask(&policy.decide(
         "run_command",
-        &command("npm test $(cat args)"),
+        &command("npm run e2e $(cat args)"),
         code
     )));
     assert!(is_deny(&policy.decide(
         "run_command",
-        &command("npm test; sudo reboot"),
+        &command("npm run e2e; sudo reboot"),
         code
     )));
     // Changing one's mind replaces the answer.
     policy
-        .record_answer("run_command", "npm test*", PermissionAnswer::RejectAlways)
+        .record_answer(
+            "run_command",
+            "npm run e2e*",
+            PermissionAnswer::RejectAlways,
+        )
         .unwrap();
     assert!(is_deny(&policy.decide(
         "run_command",
-        &command("npm test"),
+        &command("npm run e2e"),
         code
     )));
-    assert!(store.forget("run_command", "npm test*").unwrap());
+    assert!(store.forget("run_command", "npm run e2e*").unwrap());
     assert!(is_ask(&policy.decide(
         "run_command",
-        &command("npm test"),
+        &command("npm run e2e"),
         code
     )));
     let mode: String = rusqlite::Connection::open(&db)
@@ -658,4 +671,159 @@ fn audit_lines_are_appended_and_redacted() {
     assert_eq!(records[1].exit_code, None);
     assert_eq!(records[1].arguments["path"], ".env");
     assert!(chrono::DateTime::parse_from_rfc3339(&records[1].time).is_ok());
+}
+
+/// The policy without the sandbox (unavailable, or `[sandbox] mode = "off"`), over `root`.
+fn unconfined(root: &std::path::Path) -> PermissionPolicy {
+    PermissionPolicy::without_store(PermissionConfig::default())
+        .unwrap()
+        .with_roots(vec![root.to_path_buf()])
+        .with_sandbox(false)
+}
+
+#[test]
+fn without_the_sandbox_every_command_that_runs_workspace_code_asks() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(temp.path()).unwrap();
+    let runs_code = [
+        "cargo test",
+        "cargo build --release",
+        "cargo check",
+        "cargo clippy",
+        "cargo metadata",
+        "cargo test --config 'target.x86_64-unknown-linux-gnu.runner=[\"sh\",\"-c\",\"id\"]'",
+        "git status",
+        "git log -1",
+        "git diff",
+        "npm test",
+        "make",
+        "pytest -q",
+        "go test ./...",
+    ];
+    for line in runs_code {
+        assert!(
+            is_ask(&unconfined(&root).decide("run_command", &command(line), Mode::Code)),
+            "{line} must ask without the sandbox"
+        );
+    }
+    // Inside the sandbox the workspace's own build and test commands run unasked.
+    for line in [
+        "cargo test",
+        "cargo check",
+        "npm test",
+        "make",
+        "pytest -q",
+        "go test ./...",
+        "git status",
+    ] {
+        assert_eq!(
+            policy().decide("run_command", &command(line), Mode::Code),
+            Decision::Allow,
+            "{line} runs in the sandbox"
+        );
+    }
+}
+
+#[test]
+fn without_the_sandbox_read_only_commands_stay_inside_the_workspace() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(temp.path()).unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn main() {}\n").unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("etc-link")).unwrap();
+    let policy = unconfined(&root);
+    for inside in [
+        "cat src/lib.rs",
+        "ls",
+        "ls -la src",
+        "grep -n main src/lib.rs",
+        "grep -rn main src",
+        "wc -l src/lib.rs",
+        "head -n 3 src/lib.rs",
+        "find src -name lib.rs",
+        "echo hello",
+        "pwd",
+    ] {
+        assert_eq!(
+            policy.decide("run_command", &command(inside), Mode::Code),
+            Decision::Allow,
+            "{inside}"
+        );
+    }
+    for outside in [
+        "cat ~/.ssh/id_rsa",
+        "cat /proc/self/environ",
+        "head /etc/shadow",
+        "find / -name id_rsa",
+        "cat ../secret",
+        "cat src/../../secret",
+        "cat etc-link/passwd",
+        "grep -R secret .",
+        "find -L . -name x",
+        "cat < /etc/passwd",
+        "grep --file=/etc/passwd x src",
+        "cat *",
+        "ls ~",
+    ] {
+        assert!(
+            is_ask(&policy.decide("run_command", &command(outside), Mode::Code)),
+            "{outside} must ask without the sandbox"
+        );
+    }
+    // With the sandbox the kernel refuses such reads, so the policy need not ask.
+    assert_eq!(
+        self::policy().decide(
+            "run_command",
+            &command("cat /proc/self/environ"),
+            Mode::Code
+        ),
+        Decision::Allow
+    );
+}
+
+#[test]
+fn commands_that_need_the_network_offer_it_only_inside_the_sandbox() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(temp.path()).unwrap();
+    for line in [
+        "cargo add serde",
+        "npm install",
+        "pip install requests",
+        "git fetch",
+    ] {
+        let sandboxed = policy().decide("run_command", &command(line), Mode::Code);
+        assert!(
+            matches!(
+                sandboxed,
+                Decision::Ask {
+                    offer_network: true,
+                    ..
+                }
+            ),
+            "{line}: {sandboxed:?}"
+        );
+        // Unconfined commands have the network anyway: nothing extra to offer.
+        let plain = unconfined(&root).decide("run_command", &command(line), Mode::Code);
+        assert!(
+            matches!(
+                plain,
+                Decision::Ask {
+                    offer_network: false,
+                    ..
+                }
+            ),
+            "{line}: {plain:?}"
+        );
+    }
+    let build = policy().decide("run_command", &command("./deploy.sh"), Mode::Code);
+    assert!(
+        matches!(
+            build,
+            Decision::Ask {
+                offer_network: false,
+                ..
+            }
+        ),
+        "{build:?}"
+    );
 }

@@ -467,6 +467,12 @@ fn context(root: &Path) -> ToolContext {
         host: Arc::new(SilentHost),
         call_id: "c".to_owned(),
         cancel: CancellationToken::new(),
+        // Tools are called directly here, without the policy or a launcher: commands run as
+        // they are (the sandboxed path is tested with the real binary in tests/).
+        sandbox: Arc::new(lode_sandbox::Sandbox::unavailable(
+            "tool tests run without a launcher",
+        )),
+        network: false,
     }
 }
 

@@ -188,6 +188,12 @@ impl Fixture {
             host,
             call_id: "call-1".into(),
             cancel: CancellationToken::new(),
+            // Tools are called directly here, without the policy or a launcher: commands run as
+            // they are (the sandboxed path is tested with the real binary in tests/).
+            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable(
+                "tool tests run without a launcher",
+            )),
+            network: false,
         }
     }
 

@@ -168,14 +168,20 @@ impl SessionHost for TerminalHost {
             }
             Interaction::Interactive(lines) => {
                 self.finish_line();
+                let network = if request.offer_network {
+                    " / yes [w]ith network"
+                } else {
+                    ""
+                };
                 eprint!(
-                    "Allow {}? [y]es / [n]o / [a]lways / ne[v]er: ",
+                    "Allow {}? [y]es{network} / [n]o / [a]lways / ne[v]er: ",
                     request.title
                 );
                 let _ = std::io::stderr().flush();
                 let answer = lines.lock().await.recv().await;
                 match answer.as_deref().map(str::trim) {
                     Some("y" | "yes") => PermissionAnswer::AllowOnce,
+                    Some("w") if request.offer_network => PermissionAnswer::AllowOnceWithNetwork,
                     Some("a" | "always") => PermissionAnswer::AllowAlways,
                     Some("v" | "never") => PermissionAnswer::RejectAlways,
                     _ => PermissionAnswer::RejectOnce,
@@ -380,6 +386,7 @@ pub fn agent_args(
             )?,
             data_dir: None,
             diagnostics,
+            sandbox_launcher: crate::sandbox_command::launcher(),
         },
         root,
         mode: flags.mode,

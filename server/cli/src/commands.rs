@@ -206,6 +206,10 @@ pub enum Command {
     Config(crate::config_command::ConfigArgs),
     /// Skills: list them, show one, trust or revoke a workspace skill.
     Skill(crate::skill_command::SkillArgs),
+    /// What the command sandbox can enforce here (Landlock, seccomp, namespaces), the profile
+    /// commands get in this workspace, and a live self-test. Exit 3 when commands would run
+    /// unconfined (unless `[sandbox] mode = "off"` says so).
+    SandboxCheck(crate::sandbox_command::SandboxCheckArgs),
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
     #[command(hide = true)]
     ParseOnly {
@@ -416,6 +420,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ask(ask) => crate::ask_command::run_ask(&args, ask),
         Command::Config(config) => crate::config_command::run_config(&args, config),
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
+        Command::SandboxCheck(check) => crate::sandbox_command::run(&args, check),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
             let report =

@@ -31,6 +31,9 @@ pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result
         }
     } else {
         print!("{}", loaded.describe());
+        // Loud when commands would run unconfined (see `lode sandbox-check`).
+        let sandbox = lode_agent::sandbox_for(crate::sandbox_command::launcher(), &loaded.config);
+        println!("# {}", sandbox.status().describe());
     }
     for warning in &loaded.warnings {
         eprintln!("lode: warning: {warning}");

@@ -96,7 +96,12 @@ pub fn config_for(
     let Ok(loaded) = lode_agent::config::Config::load(config_file, root) else {
         return Ok(None);
     };
-    let settings = settings_from(loaded.config.other.get("lsp")).map_err(anyhow::Error::msg)?;
+    let mut settings = settings_from(loaded.config.other.get("lsp")).map_err(anyhow::Error::msg)?;
+    // Checkers run the workspace's code (cargo check runs build.rs): confined like commands.
+    settings.config.sandbox = Arc::new(lode_agent::sandbox_for(
+        crate::sandbox_command::launcher(),
+        &loaded.config,
+    ));
     Ok(settings.enabled.then_some(settings.config))
 }
 

@@ -53,6 +53,7 @@ pub fn run_lsp(workspace: &WorkspaceArgs, args: LspArgs) -> anyhow::Result<ExitC
         embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
         config_file: workspace.config.clone(),
         diagnostics: Some(diagnostics_settings(workspace.config.clone())),
+        sandbox_launcher: crate::sandbox_command::launcher(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

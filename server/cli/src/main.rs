@@ -16,6 +16,7 @@ mod output;
 mod parse_only;
 mod qdrant_cli;
 mod root;
+mod sandbox_command;
 mod semantic_cli;
 mod skill_command;
 mod watch_command;

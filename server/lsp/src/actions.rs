@@ -151,6 +151,8 @@ pub struct AgentSetup {
     pub diagnostics: Option<DiagnosticsSettings>,
     /// The text the agent's turns see, for the diagnostics to check.
     pub turns: Arc<RunningTurns>,
+    /// Confines the agent's commands (`None`: they cannot be confined, so they ask).
+    pub sandbox_launcher: Option<PathBuf>,
 }
 
 /// Opens the agent over the server's index; `None` (with one line on stderr) when it cannot be
@@ -177,6 +179,7 @@ pub async fn open_agent(
         index: Some(index),
         config_file: setup.config_file,
         diagnostics,
+        sandbox_launcher: setup.sandbox_launcher,
         ..lode_agent::AgentOptions::default()
     };
     match tokio::task::spawn_blocking(move || Agent::open(&root, options)).await {

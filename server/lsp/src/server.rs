@@ -48,6 +48,8 @@ pub struct ServerOptions {
     pub config_file: Option<PathBuf>,
     /// `[lsp.diagnostics]`: what checks the code actions' edits (`None`: nothing).
     pub diagnostics: Option<crate::actions::DiagnosticsSettings>,
+    /// Confines the commands of the code actions' agent (see `lode_agent::AgentOptions`).
+    pub sandbox_launcher: Option<PathBuf>,
 }
 
 impl Default for ServerOptions {
@@ -62,6 +64,7 @@ impl Default for ServerOptions {
             embedder: None,
             config_file: None,
             diagnostics: None,
+            sandbox_launcher: None,
         }
     }
 }
@@ -420,6 +423,7 @@ impl LanguageServer for LodeServer {
             config_file: self.options.config_file.clone(),
             diagnostics: self.options.diagnostics.clone(),
             turns: turns.clone(),
+            sandbox_launcher: self.options.sandbox_launcher.clone(),
         };
         let actions = crate::actions::open_agent(index.root(), index.reader(), setup)
             .await

@@ -120,6 +120,7 @@ impl Plan {
                 .filter_map(|name| lookup(name))
                 .filter(|path| path.is_absolute()),
         );
+        read_paths.extend(path_toolchains(lookup("PATH").as_deref(), home));
         read_paths.extend(profile.read.iter().cloned());
         let mut write_paths: Vec<PathBuf> = DEVICE_WRITE.iter().map(PathBuf::from).collect();
         write_paths.push(temp_dir.clone());
@@ -158,6 +159,32 @@ impl Plan {
             temp_dir,
         })
     }
+}
+
+/// The directories on `PATH` and the installations they belong to (`…/node/bin` → `…/node`, so
+/// a program finds its own libraries), but never the home directory itself or its `.local` and
+/// `.config` (which hold keyrings and credentials).
+fn path_toolchains(path: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    let too_wide = |dir: &Path| {
+        dir == Path::new("/")
+            || home.is_some_and(|home| {
+                dir == home || dir == home.join(".local") || dir == home.join(".config")
+            })
+    };
+    let mut dirs = Vec::new();
+    for dir in std::env::split_paths(path.as_os_str()).filter(|dir| dir.is_absolute()) {
+        if too_wide(&dir) {
+            continue;
+        }
+        if let Some(parent) = dir.parent().filter(|parent| !too_wide(parent)) {
+            dirs.push(parent.to_path_buf());
+        }
+        dirs.push(dir);
+    }
+    dirs
 }
 
 /// `.git` (when present) and `.lode` (created when missing, so a command cannot create it) of
@@ -321,6 +348,27 @@ mod tests {
         assert!(!plan.read_paths.contains(&PathBuf::from("/home/someone")));
         let names: Vec<_> = plan.env.iter().map(|(name, _)| name.clone()).collect();
         assert_eq!(names, vec!["PATH", "TMPDIR", SANDBOX_MARKER_VAR]);
+    }
+
+    #[test]
+    fn path_entries_bring_their_installations_but_not_home() {
+        let home = Path::new("/home/u");
+        let dirs = path_toolchains(
+            Some(Path::new(
+                "/opt/node/bin:/home/u/.local/bin:/home/u/bin:relative:/bin",
+            )),
+            Some(home),
+        );
+        assert_eq!(
+            dirs,
+            vec![
+                PathBuf::from("/opt/node"),
+                PathBuf::from("/opt/node/bin"),
+                PathBuf::from("/home/u/.local/bin"),
+                PathBuf::from("/home/u/bin"),
+                PathBuf::from("/bin"),
+            ]
+        );
     }
 
     #[test]

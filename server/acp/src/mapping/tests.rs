@@ -285,7 +285,42 @@ fn question() -> PermissionRequest {
         kind: ToolKind::Execute,
         raw_input: json!({"command": "cargo test"}),
         always_pattern: "cargo test*".into(),
+        offer_network: false,
     }
+}
+
+#[test]
+fn a_command_that_needs_the_network_also_offers_allow_once_with_network() {
+    let request = PermissionRequest {
+        title: "Run `cargo add serde`".into(),
+        raw_input: json!({"command": "cargo add serde"}),
+        always_pattern: "cargo add*".into(),
+        offer_network: true,
+        ..question()
+    };
+    let options = serde_json::to_value(permission_options(&request)).unwrap();
+    let ids: Vec<&str> = options
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ALLOW_ONCE,
+            ALLOW_ONCE_WITH_NETWORK,
+            ALLOW_ALWAYS,
+            REJECT_ONCE,
+            REJECT_ALWAYS
+        ]
+    );
+    assert_eq!(options[1]["kind"], "allow_once");
+    assert_eq!(options[1]["name"], "Allow once with network");
+    let picked = permission_answer(&RequestPermissionOutcome::Selected(
+        SelectedPermissionOutcome::new(ALLOW_ONCE_WITH_NETWORK.to_string()),
+    ));
+    assert_eq!(picked, PermissionAnswer::AllowOnceWithNetwork);
 }
 
 #[test]

@@ -176,6 +176,7 @@ impl AgentBackend for ScriptedBackend {
                         kind: ToolKind::Execute,
                         raw_input: json!({"command": "ls"}),
                         always_pattern: "ls*".into(),
+                        offer_network: false,
                     })
                     .await;
                 let answer = serde_json::to_value(answer)

@@ -13,6 +13,8 @@
 //! 6. the configured default for the kind of call (reads allow, edits and commands ask).
 
 pub mod config;
+pub mod network;
+pub mod outside;
 pub mod shell;
 pub mod store;
 
@@ -98,6 +100,10 @@ pub enum Decision {
     /// Ask the user; an "always" answer is remembered under `always_pattern`.
     Ask {
         always_pattern: String,
+        /// The command needs the network, which the sandbox refuses unless the user grants it
+        /// for this call: the question offers "allow once with network".
+        #[serde(default)]
+        offer_network: bool,
     },
     Deny {
         reason: String,
@@ -168,6 +174,9 @@ pub struct PermissionPolicy {
     config: PermissionConfig,
     roots: Vec<PathBuf>,
     store: Option<Arc<PermissionStore>>,
+    /// Commands run confined by the sandbox. Without it, commands that run workspace code are
+    /// always asked about, and read-only ones only run unasked on paths inside the workspace.
+    sandboxed: bool,
 }
 
 impl PermissionPolicy {
@@ -197,6 +206,7 @@ impl PermissionPolicy {
             config,
             roots: Vec::new(),
             store: None,
+            sandboxed: false,
         })
     }
 
@@ -204,6 +214,16 @@ impl PermissionPolicy {
     pub fn with_roots(mut self, roots: Vec<PathBuf>) -> PermissionPolicy {
         self.roots = roots;
         self
+    }
+
+    /// Whether commands run inside the sandbox (see [`lode_sandbox::Sandbox::is_confined`]).
+    pub fn with_sandbox(mut self, confined: bool) -> PermissionPolicy {
+        self.sandboxed = confined;
+        self
+    }
+
+    pub fn sandboxed(&self) -> bool {
+        self.sandboxed
     }
 
     /// Remembered answers to consult and to record into.
@@ -325,7 +345,10 @@ impl PermissionPolicy {
     fn by_default(action: Action, tool: &str, always_pattern: String) -> Decision {
         match action {
             Action::Allow => Decision::Allow,
-            Action::Ask => Decision::Ask { always_pattern },
+            Action::Ask => Decision::Ask {
+                always_pattern,
+                offer_network: false,
+            },
             Action::Deny => Decision::Deny {
                 reason: format!("`{tool}` is denied by the permission defaults"),
             },
@@ -339,7 +362,10 @@ impl PermissionPolicy {
         }
         let always_pattern = "*".to_owned();
         if verdict.ask {
-            return Decision::Ask { always_pattern };
+            return Decision::Ask {
+                always_pattern,
+                offer_network: false,
+            };
         }
         if verdict.allow {
             return Decision::Allow;
@@ -375,7 +401,10 @@ impl PermissionPolicy {
             _ => relative.first().cloned().unwrap_or_else(|| "*".to_owned()),
         };
         if relative.is_empty() {
-            return Decision::Ask { always_pattern };
+            return Decision::Ask {
+                always_pattern,
+                offer_network: false,
+            };
         }
         let mut all_allowed = true;
         let mut any_ask = false;
@@ -388,7 +417,10 @@ impl PermissionPolicy {
             all_allowed &= verdict.allow;
         }
         if any_ask {
-            return Decision::Ask { always_pattern };
+            return Decision::Ask {
+                always_pattern,
+                offer_network: false,
+            };
         }
         if all_allowed {
             return Decision::Allow;
@@ -426,32 +458,49 @@ impl PermissionPolicy {
             }
             verdicts.push(verdict);
         }
+        let builtin = |segment: &shell::Segment| {
+            self.config.builtin_allowlist
+                && match shell::allowlisted(segment, self.sandboxed) {
+                    None => false,
+                    Some(shell::Access::Harmless) => true,
+                    // The sandbox refuses reads outside the workspace; without it, the
+                    // arguments must all resolve inside.
+                    Some(shell::Access::ReadsPaths) => {
+                        self.sandboxed || !outside::reads_outside(segment, &self.roots)
+                    }
+                    Some(shell::Access::RunsCode) => self.sandboxed,
+                }
+        };
         let allowed = |index: usize| {
             let segment = &analysis.segments[index];
             let verdict = &verdicts[index];
-            segment.writes_to.is_empty()
-                && !verdict.ask
-                && (verdict.allow
-                    || (self.config.builtin_allowlist && shell::segment_is_allowlisted(segment)))
+            segment.writes_to.is_empty() && !verdict.ask && (verdict.allow || builtin(segment))
         };
         let first_unallowed = (0..analysis.segments.len()).find(|&index| !allowed(index));
         let always_pattern = match first_unallowed {
             Some(index) => command_always_pattern(&analysis.segments[index]),
             None => command_always_pattern(&analysis.segments[0]),
         };
+        let ask = Decision::Ask {
+            always_pattern: always_pattern.clone(),
+            offer_network: self.sandboxed && analysis.segments.iter().any(network::needs_network),
+        };
         if analysis.needs_ask.is_some() {
-            return Decision::Ask { always_pattern };
+            return ask;
         }
         if whole_verdict.ask || verdicts.iter().any(|v| v.ask) {
-            return Decision::Ask { always_pattern };
+            return ask;
         }
         if analysis.segments.iter().any(|s| !s.writes_to.is_empty()) {
-            return Decision::Ask { always_pattern };
+            return ask;
         }
         if first_unallowed.is_none() {
             return Decision::Allow;
         }
-        Self::by_default(self.config.command, tool, always_pattern)
+        match Self::by_default(self.config.command, tool, always_pattern) {
+            Decision::Ask { .. } => ask,
+            other => other,
+        }
     }
 
     /// Why a command line must be asked about even when rules allow it, if it must.

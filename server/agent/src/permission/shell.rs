@@ -35,6 +35,8 @@ pub struct Segment {
     pub words: Vec<String>,
     /// Files written by `>`, `>>`, `&>`… (not `/dev/null` or fd duplications).
     pub writes_to: Vec<String>,
+    /// Files read by `<` (not here-documents).
+    pub reads_from: Vec<String>,
     /// Whether any word of the command has a `$` expansion.
     pub has_expansion: bool,
     command_expansion: bool,
@@ -505,6 +507,7 @@ struct Lexer {
     ask_reasons: Vec<String>,
     words: Vec<Word>,
     writes_to: Vec<String>,
+    reads_from: Vec<String>,
     joiner: Joiner,
     word: Option<Word>,
     /// The next word is the target of a redirect: `Some(true)` for a write.
@@ -525,6 +528,7 @@ impl Lexer {
             ask_reasons: Vec::new(),
             words: Vec::new(),
             writes_to: Vec::new(),
+            reads_from: Vec::new(),
             joiner: Joiner::Sequence,
             word: None,
             pending_redirect: None,
@@ -565,6 +569,8 @@ impl Lexer {
             Some(false) => {
                 if let Some(strip_tabs) = self.pending_heredoc.take() {
                     self.heredocs.push((word.text, strip_tabs));
+                } else {
+                    self.reads_from.push(word.text);
                 }
             }
             None => {
@@ -584,6 +590,7 @@ impl Lexer {
         }
         let words = std::mem::take(&mut self.words);
         let writes_to = std::mem::take(&mut self.writes_to);
+        let reads_from = std::mem::take(&mut self.reads_from);
         if !words.is_empty() || !writes_to.is_empty() {
             let assignments = words.iter().take_while(|w| is_assignment(&w.text)).count();
             let command_expansion = words.get(assignments).is_some_and(|w| w.expansion);
@@ -600,6 +607,7 @@ impl Lexer {
                     .map(|w| w.text.clone())
                     .collect(),
                 writes_to,
+                reads_from,
             });
         }
         self.joiner = next;
@@ -949,6 +957,20 @@ impl Lexer {
     }
 }
 
+/// What an allowlisted command touches, which decides when it may run without a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads nothing of note (`echo`, `pwd`, `which`).
+    Harmless,
+    /// Reads the files its arguments name: without the sandbox only when they all resolve
+    /// inside the workspace.
+    ReadsPaths,
+    /// Runs the workspace's code or programs its configuration names (`cargo test` runs
+    /// `build.rs` and tests; git runs hooks, filters and `core.fsmonitor`): without a prompt
+    /// only inside the sandbox.
+    RunsCode,
+}
+
 /// One entry of the built-in allowlist: a command prefix (words) and what disqualifies it.
 struct AllowEntry {
     prefix: &'static [&'static str],
@@ -956,6 +978,9 @@ struct AllowEntry {
     forbidden: &'static [&'static str],
     /// Arguments that must be present.
     required: &'static [&'static str],
+    access: Access,
+    /// Arguments that follow symbolic links out of the workspace: refused without the sandbox.
+    unconfined_forbidden: &'static [&'static str],
 }
 
 const ALLOWLIST: &[AllowEntry] = &[
@@ -963,126 +988,176 @@ const ALLOWLIST: &[AllowEntry] = &[
         prefix: &["cargo", "check"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "test"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "build"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "clippy"],
         forbidden: &["--fix"],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "fmt"],
         forbidden: &[],
         required: &["--check"],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "metadata"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cargo", "tree"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "status"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "diff"],
         forbidden: &["--output", "--output=", "--ext-diff"],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "log"],
         forbidden: &["--output", "--output=", "--ext-diff"],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "show"],
         forbidden: &["--output", "--output=", "--ext-diff"],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "blame"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "ls-files"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["git", "rev-parse"],
         forbidden: &[],
         required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["ls"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &["-L", "--dereference"],
     },
     AllowEntry {
         prefix: &["pwd"],
         forbidden: &[],
         required: &[],
+        access: Access::Harmless,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["rg"],
         forbidden: &["--pre", "--pre=", "--pre-glob", "--pre-glob="],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &["-L", "--follow"],
     },
     AllowEntry {
         prefix: &["grep"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &["-R", "--dereference-recursive"],
     },
     AllowEntry {
         prefix: &["wc"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["head"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["tail"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["cat"],
         forbidden: &[],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["echo"],
         forbidden: &[],
         required: &[],
+        access: Access::Harmless,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["which"],
         forbidden: &[],
         required: &[],
+        access: Access::Harmless,
+        unconfined_forbidden: &[],
     },
     AllowEntry {
         prefix: &["tree"],
         forbidden: &["-o"],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &["-l"],
     },
     AllowEntry {
         prefix: &["find"],
@@ -1091,6 +1166,197 @@ const ALLOWLIST: &[AllowEntry] = &[
             "-fls",
         ],
         required: &[],
+        access: Access::ReadsPaths,
+        unconfined_forbidden: &["-L", "-follow", "-H"],
+    },
+    AllowEntry {
+        prefix: &["cargo", "nextest", "run"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "bench"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["cargo", "doc"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npm", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npm", "run", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npm", "run", "build"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npm", "run", "check"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npm", "run", "typecheck"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["pnpm", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["pnpm", "run", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["pnpm", "run", "build"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["yarn", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["yarn", "build"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["npx", "tsc"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["tsc"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["go", "test"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["go", "build"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["go", "vet"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["pytest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["python", "-m", "pytest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["python3", "-m", "pytest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["python", "-m", "unittest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["python3", "-m", "unittest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["mypy"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["ruff", "check"],
+        forbidden: &["--fix"],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["make"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
+    },
+    AllowEntry {
+        prefix: &["ctest"],
+        forbidden: &[],
+        required: &[],
+        access: Access::RunsCode,
+        unconfined_forbidden: &[],
     },
 ];
 
@@ -1102,31 +1368,37 @@ pub fn allowlist_prefixes() -> Vec<String> {
         .collect()
 }
 
-/// Whether one segment is on the built-in allowlist: its words start with an allowed prefix,
-/// with no forbidden argument, no environment assignments, no expansions and no writes.
-pub fn segment_is_allowlisted(segment: &Segment) -> bool {
+/// Whether one segment is on the built-in allowlist, and what it touches: its words start with
+/// an allowed prefix, with no forbidden argument, no environment assignments, no expansions and
+/// no writes. `confined`: commands run in the sandbox (else symlink-following flags refuse too).
+pub fn allowlisted(segment: &Segment, confined: bool) -> Option<Access> {
     if !segment.env.is_empty() || segment.has_expansion || !segment.writes_to.is_empty() {
-        return false;
+        return None;
     }
-    ALLOWLIST.iter().any(|entry| {
-        entry.prefix.len() <= segment.words.len()
-            && entry
-                .prefix
-                .iter()
-                .zip(&segment.words)
-                .all(|(want, word)| want == word)
-            && !segment.words[entry.prefix.len()..].iter().any(|arg| {
-                entry.forbidden.iter().any(|bad| {
-                    if bad.ends_with('=') {
-                        arg.starts_with(bad)
-                    } else {
-                        arg == bad
-                    }
+    let has = |bad: &&str, arg: &String| {
+        if bad.ends_with('=') {
+            arg.starts_with(bad)
+        } else {
+            arg == bad
+        }
+    };
+    ALLOWLIST
+        .iter()
+        .find(|entry| {
+            entry.prefix.len() <= segment.words.len()
+                && entry
+                    .prefix
+                    .iter()
+                    .zip(&segment.words)
+                    .all(|(want, word)| want == word)
+                && !segment.words[entry.prefix.len()..].iter().any(|arg| {
+                    entry.forbidden.iter().any(|bad| has(bad, arg))
+                        || (!confined && entry.unconfined_forbidden.iter().any(|bad| has(bad, arg)))
                 })
-            })
-            && entry
-                .required
-                .iter()
-                .all(|need| segment.words.iter().any(|arg| arg == need))
-    })
+                && entry
+                    .required
+                    .iter()
+                    .all(|need| segment.words.iter().any(|arg| arg == need))
+        })
+        .map(|entry| entry.access)
 }

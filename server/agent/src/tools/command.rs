@@ -143,18 +143,49 @@ fn kill_group(pid: u32) {
     }
 }
 
-/// Runs `sh -c line` in `cwd` as the leader of a new process group, collecting output until it
-/// exits, the timeout passes, or `cancel` fires (then the whole group is killed).
+/// How a command line is confined: through the sandbox's launcher when it can confine, else
+/// as it is (the policy has then asked the user before any command that runs workspace code).
+#[derive(Clone, Copy)]
+pub struct Confinement<'a> {
+    pub sandbox: &'a lode_sandbox::Sandbox,
+    pub roots: &'a [PathBuf],
+    pub network: bool,
+}
+
+impl<'a> Confinement<'a> {
+    /// The confinement of a tool call: its sandbox, roots and network grant.
+    pub fn of(context: &'a ToolContext) -> Confinement<'a> {
+        Confinement {
+            sandbox: &context.sandbox,
+            roots: &context.roots,
+            network: context.network,
+        }
+    }
+
+    /// The program and arguments that run `sh -c line`.
+    pub fn shell(&self, line: &str) -> (std::ffi::OsString, Vec<std::ffi::OsString>) {
+        let shell = ["-c", line];
+        match self.sandbox.wrap(self.roots, self.network, "sh", shell) {
+            Some(wrapped) => (wrapped.program.into_os_string(), wrapped.args),
+            None => ("sh".into(), shell.iter().map(Into::into).collect()),
+        }
+    }
+}
+
+/// Runs `sh -c line` (confined as `confinement` says) in `cwd` as the leader of a new process
+/// group, collecting output until it exits, the timeout passes, or `cancel` fires (then the
+/// whole group is killed).
 pub async fn run_shell(
     line: &str,
     cwd: &Path,
     timeout: Duration,
     cancel: &CancellationToken,
     output_bytes: usize,
+    confinement: Confinement<'_>,
 ) -> Result<ProcessResult, ToolError> {
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(line)
+    let (program, args) = confinement.shell(line);
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -319,6 +350,7 @@ impl Tool for RunCommandTool {
             timeout,
             &context.cancel,
             self.limits.output_cap * 4,
+            Confinement::of(context),
         )
         .await?;
         finish(result, self.limits, timeout, Vec::new())
@@ -382,9 +414,14 @@ async fn run_in_terminal(
     context: &ToolContext,
     limits: CommandLimits,
 ) -> Result<ToolOutput, ToolError> {
+    // The editor's terminal runs the same confined command line as a local spawn would.
+    let (program, args) = Confinement::of(context).shell(line);
     let command = TerminalCommand {
-        command: "sh".into(),
-        args: vec!["-c".into(), line.into()],
+        command: program.to_string_lossy().into_owned(),
+        args: args
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect(),
         cwd: cwd.to_path_buf(),
         env: Vec::new(),
         output_byte_limit: Some((limits.output_cap * 4) as u64),

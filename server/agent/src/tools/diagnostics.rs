@@ -213,6 +213,7 @@ impl Tool for DiagnosticsTool {
             CHECK_TIMEOUT,
             &context.cancel,
             64 * 1024 * 1024,
+            super::command::Confinement::of(context),
         )
         .await?;
         match result.ending {

@@ -129,6 +129,10 @@ pub struct ToolContext {
     pub host: Arc<dyn SessionHost>,
     pub call_id: String,
     pub cancel: CancellationToken,
+    /// Confines the commands tools run (`run_command`, checkers).
+    pub sandbox: Arc<lode_sandbox::Sandbox>,
+    /// The user granted this call network access ("allow once with network").
+    pub network: bool,
 }
 
 /// One tool the model can call.

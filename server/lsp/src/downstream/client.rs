@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::BufReader;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStdin};
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 use tower_lsp_server::UriExt;
@@ -99,6 +99,7 @@ impl LanguageServerClient {
         args: &[String],
         root: &Path,
         settings: ClientSettings,
+        confinement: super::Confinement<'_>,
     ) -> Result<LanguageServerClient, DiagnosticsError> {
         let command = std::iter::once(program.to_string())
             .chain(args.iter().cloned())
@@ -108,8 +109,9 @@ impl LanguageServerClient {
             command: command.clone(),
             source,
         })?;
-        let mut child = Command::new(program)
-            .args(args)
+        let arguments: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = confinement
+            .command(program, &arguments)
             .current_dir(&root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -8,9 +8,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::process::Command;
 
-use super::{Diagnostic, DiagnosticsError, Severity, sort_diagnostics};
+use super::{Confinement, Diagnostic, DiagnosticsError, Severity, sort_diagnostics};
 
 /// The longest a checker command may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
@@ -40,13 +39,14 @@ async fn run(
     program: &str,
     args: &[&str],
     dir: &Path,
+    confinement: Confinement<'_>,
 ) -> Result<(String, String), DiagnosticsError> {
     let command = std::iter::once(program)
         .chain(args.iter().copied())
         .collect::<Vec<_>>()
         .join(" ");
-    let child = Command::new(program)
-        .args(args)
+    let child = confinement
+        .command(program, args)
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -74,11 +74,22 @@ async fn run(
 }
 
 /// `cargo check --message-format=json` in the crate (or workspace) containing the files.
-pub async fn cargo_check(crate_dir: &Path) -> Result<ByFile, DiagnosticsError> {
+/// It runs the crate's build scripts and proc macros: without the sandbox it is refused.
+pub async fn cargo_check(
+    crate_dir: &Path,
+    confinement: Confinement<'_>,
+) -> Result<ByFile, DiagnosticsError> {
+    if let Some(reason) = super::refuse_unconfined(confinement.sandbox, "cargo check") {
+        return Err(DiagnosticsError::Command {
+            command: "cargo check".into(),
+            message: reason,
+        });
+    }
     let (stdout, stderr) = run(
         "cargo",
         &["check", "--message-format=json", "--quiet", "--all-targets"],
         crate_dir,
+        confinement,
     )
     .await?;
     let found = parse_cargo_messages(&stdout, crate_dir);
@@ -178,6 +189,7 @@ pub async fn pyright(
     program: &str,
     dir: &Path,
     files: &[PathBuf],
+    confinement: Confinement<'_>,
 ) -> Result<ByFile, DiagnosticsError> {
     let names: Vec<String> = files
         .iter()
@@ -185,7 +197,7 @@ pub async fn pyright(
         .collect();
     let mut args = vec!["--outputjson"];
     args.extend(names.iter().map(String::as_str));
-    let (stdout, stderr) = run(program, &args, dir).await?;
+    let (stdout, stderr) = run(program, &args, dir, confinement).await?;
     parse_pyright_json(&stdout).ok_or_else(|| DiagnosticsError::Command {
         command: format!("{program} --outputjson"),
         message: format!("unreadable output: {}", stderr.lines().next().unwrap_or("")),
@@ -240,6 +252,7 @@ pub async fn tsc(
     dir: &Path,
     files: &[PathBuf],
     has_config: bool,
+    confinement: Confinement<'_>,
 ) -> Result<ByFile, DiagnosticsError> {
     let names: Vec<String> = files
         .iter()
@@ -249,7 +262,7 @@ pub async fn tsc(
     if !has_config {
         args.extend(names.iter().map(String::as_str));
     }
-    let (stdout, _) = run(program, &args, dir).await?;
+    let (stdout, _) = run(program, &args, dir, confinement).await?;
     Ok(parse_tsc_output(&stdout, dir))
 }
 

@@ -12,6 +12,48 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use client::{ClientSettings, LanguageServerClient};
+
+/// Where a checker or language server runs: confined to `root` by `sandbox` when it can
+/// confine, else as it is.
+#[derive(Clone, Copy)]
+pub struct Confinement<'a> {
+    pub sandbox: &'a lode_sandbox::Sandbox,
+    pub root: &'a Path,
+}
+
+impl Confinement<'_> {
+    /// `program args…`, wrapped to run through the sandbox's launcher when it confines.
+    pub fn command(&self, program: &str, args: &[&str]) -> tokio::process::Command {
+        let roots = [self.root.to_path_buf()];
+        match self
+            .sandbox
+            .wrap(&roots, false, program, args.iter().copied())
+        {
+            Some(wrapped) => {
+                let mut command = tokio::process::Command::new(wrapped.program);
+                command.args(wrapped.args);
+                command
+            }
+            None => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                command
+            }
+        }
+    }
+}
+
+/// Why a checker that runs the workspace's own code (build scripts, proc macros) is not started
+/// when commands cannot be confined, or `None` when it may run.
+pub fn refuse_unconfined(sandbox: &lode_sandbox::Sandbox, checker: &str) -> Option<String> {
+    (!sandbox.is_confined()).then(|| {
+        format!(
+            "{checker} runs the workspace's build scripts and proc macros, and lode does not run \
+             them unasked without its sandbox ({})",
+            sandbox.status().describe()
+        )
+    })
+}
 pub use provider::{DiagnosticsConfig, DiagnosticsProvider};
 
 /// How serious a diagnostic is.

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use super::client::{ClientSettings, LanguageServerClient};
 use super::commands::{self, ByFile};
-use super::{DiagnosticsSource, FileDiagnostics, find_on_path, language_family, language_id};
+use super::{
+    Confinement, DiagnosticsSource, FileDiagnostics, find_on_path, language_family, language_id,
+};
 
 /// Which checkers to use.
 #[derive(Clone, Debug)]
@@ -21,6 +23,9 @@ pub struct DiagnosticsConfig {
     /// Fall back to checker commands (`cargo check`, `pyright`, `tsc`).
     pub commands: bool,
     pub client: ClientSettings,
+    /// Confines the servers and commands (by default it cannot: the Rust ones are then not
+    /// started, since they run the workspace's build scripts).
+    pub sandbox: Arc<lode_sandbox::Sandbox>,
 }
 
 impl Default for DiagnosticsConfig {
@@ -30,6 +35,9 @@ impl Default for DiagnosticsConfig {
             default_servers: true,
             commands: true,
             client: ClientSettings::default(),
+            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable(
+                "no sandbox launcher was given to the diagnostics provider",
+            )),
         }
     }
 }
@@ -231,6 +239,12 @@ impl DiagnosticsProvider {
             );
             return None;
         };
+        if family == "rust"
+            && let Some(reason) = super::refuse_unconfined(&self.config.sandbox, program)
+        {
+            servers.insert(family, Slot::Unavailable(reason));
+            return None;
+        }
         if find_on_path(program).is_none() {
             servers.insert(
                 family,
@@ -238,7 +252,16 @@ impl DiagnosticsProvider {
             );
             return None;
         }
-        match LanguageServerClient::start(program, args, &self.root, self.config.client).await {
+        let confinement = self.confinement();
+        match LanguageServerClient::start(
+            program,
+            args,
+            &self.root,
+            self.config.client,
+            confinement,
+        )
+        .await
+        {
             Ok(client) => {
                 let client = Arc::new(client);
                 servers.insert(family, Slot::Running(client.clone()));
@@ -264,7 +287,7 @@ impl DiagnosticsProvider {
                 let dir = commands::project_dir(first, &self.root, "Cargo.toml")?;
                 Some((
                     "cargo check --message-format=json".into(),
-                    commands::cargo_check(&dir).await,
+                    commands::cargo_check(&dir, self.confinement()).await,
                 ))
             }
             "python" => {
@@ -272,7 +295,7 @@ impl DiagnosticsProvider {
                 let program = program.to_string_lossy().into_owned();
                 Some((
                     "pyright --outputjson".into(),
-                    commands::pyright(&program, &self.root, files).await,
+                    commands::pyright(&program, &self.root, files, self.confinement()).await,
                 ))
             }
             "typescript" => {
@@ -282,7 +305,14 @@ impl DiagnosticsProvider {
                 let dir = config_dir.clone().unwrap_or_else(|| self.root.clone());
                 Some((
                     "tsc --noEmit".into(),
-                    commands::tsc(&program, &dir, files, config_dir.is_some()).await,
+                    commands::tsc(
+                        &program,
+                        &dir,
+                        files,
+                        config_dir.is_some(),
+                        self.confinement(),
+                    )
+                    .await,
                 ))
             }
             _ => None,
@@ -296,6 +326,13 @@ impl DiagnosticsProvider {
             if let Slot::Running(client) = slot {
                 client.shutdown().await;
             }
+        }
+    }
+
+    fn confinement(&self) -> Confinement<'_> {
+        Confinement {
+            sandbox: &self.config.sandbox,
+            root: &self.root,
         }
     }
 
