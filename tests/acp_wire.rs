@@ -207,10 +207,29 @@ async fn a_client_terminal_is_released_only_after_the_final_update_that_shows_it
     };
     let created = position(&|m| m["method"] == "terminal/create", "terminal/create");
     let create = &sent[created]["params"];
-    assert_eq!(create["command"], "sh", "{create}");
+    // The editor's terminal runs the command through lode's sandbox launcher, confined to the
+    // session's workspace, exactly as a local spawn would.
     assert_eq!(
-        create["args"],
-        json!(["-c", "cargo test --offline"]),
+        create["command"],
+        json!(support::lode().display().to_string()),
+        "{create}"
+    );
+    let args: Vec<&str> = create["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| arg.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "sandbox-exec", "{create}");
+    let root_text = root.display().to_string();
+    assert!(
+        args.windows(2)
+            .any(|pair| pair == ["--root", root_text.as_str()]),
+        "{create}"
+    );
+    assert_eq!(
+        args[args.len() - 4..],
+        ["--", "sh", "-c", "cargo test --offline"],
         "{create}"
     );
     let shown = position(

@@ -313,6 +313,7 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
         let interactive = std::io::stdin().is_terminal();
         if interactive {
             eprintln!("lode chat: session {session}. /help for commands, Ctrl-D to leave.");
+            eprintln!("lode chat: {}", agent.sandbox().status().describe());
         }
         loop {
             if interactive {
