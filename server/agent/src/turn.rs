@@ -731,7 +731,13 @@ async fn run_tool_call(
     let (allowed, decision_text) = match decision {
         Decision::Allow => (Ok(()), "allow".to_owned()),
         // A trusted skill selected for this turn pre-approved the tool (`allowed-tools`).
-        Decision::Ask { .. } if turn.granted_tools.iter().any(|name| name == &call.name) => {
+        // Never for a command when commands run unconfined: then every command that runs the
+        // workspace's code is the user's to approve.
+        Decision::Ask { .. }
+            if turn.granted_tools.iter().any(|name| name == &call.name)
+                && (shared.sandbox.is_confined()
+                    || !matches!(target, crate::tools::PermissionTarget::Command { .. })) =>
+        {
             (Ok(()), "allow:skill".to_owned())
         }
         Decision::Deny { reason } => (Err(reason), "deny".to_owned()),
