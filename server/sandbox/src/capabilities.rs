@@ -15,8 +15,8 @@ pub struct Capabilities {
     pub landlock_abi: Option<u32>,
     /// seccomp filters can be installed (they confine the network).
     pub seccomp: bool,
-    /// An unprivileged user and mount namespace can be made (they keep `.git/` and `.lode/`
-    /// read-only inside a writable workspace).
+    /// An unprivileged user and mount namespace can be made (a read-only view of everything but
+    /// the writable paths, and `.git/`, `.lode/` read-only inside a writable workspace).
     pub user_namespaces: bool,
 }
 
@@ -48,9 +48,10 @@ impl Capabilities {
         if !self.seccomp {
             missing.push("seccomp filters");
         }
-        if mode == SandboxMode::WorkspaceWrite && !self.user_namespaces {
+        if !self.user_namespaces {
             missing.push(
-                "unprivileged user namespaces (needed to keep .git/ and .lode/ read-only; \
+                "unprivileged user namespaces (needed for a read-only view of the file system \
+                 outside the writable paths and of .git/ and .lode/; \
                  `sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu \
                  `kernel.apparmor_restrict_unprivileged_userns=0`)",
             );
@@ -116,15 +117,11 @@ mod tests {
             .missing_for(SandboxMode::ReadOnly)
             .unwrap();
         assert!(no_seccomp.contains("seccomp"), "{no_seccomp}");
-        // Read-only needs no namespace; workspace-write does.
-        assert_eq!(
-            linux(Some(7), true, false).missing_for(SandboxMode::ReadOnly),
-            None
-        );
-        let no_userns = linux(Some(7), true, false)
-            .missing_for(SandboxMode::WorkspaceWrite)
-            .unwrap();
-        assert!(no_userns.contains("user namespaces"), "{no_userns}");
+        // Both modes need the namespace: its read-only mounts refuse metadata changes.
+        for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+            let no_userns = linux(Some(7), true, false).missing_for(mode).unwrap();
+            assert!(no_userns.contains("user namespaces"), "{no_userns}");
+        }
         let mac = Capabilities {
             os: "macos",
             ..linux(None, false, false)

@@ -64,6 +64,12 @@ const HOME_READ: &[&str] = &[
     ".gitconfig",
     ".config/git",
 ];
+/// Toolchain directories (under `$HOME`, or named by `CARGO_HOME`) whose top level may also hold
+/// the user's credentials: `~/.cargo/credentials.toml` (a crates.io token) and git's credential
+/// store `~/.config/git/credentials`. They are granted entry by entry, less [`CREDENTIAL_FILES`].
+const HOLDS_CREDENTIALS: &[&str] = &[".cargo", ".config/git"];
+/// Never readable inside a [`HOLDS_CREDENTIALS`] directory.
+const CREDENTIAL_FILES: &[&str] = &["credentials", "credentials.toml"];
 /// Variables naming toolchain directories outside the usual places.
 const TOOLCHAIN_VARS: &[&str] = &[
     "CARGO_HOME",
@@ -121,6 +127,32 @@ impl Plan {
                 .filter(|path| path.is_absolute()),
         );
         read_paths.extend(path_toolchains(lookup("PATH").as_deref(), home));
+        // However a credential-holding directory got here (`~/.cargo` from HOME_READ, from
+        // CARGO_HOME, or as the installation of `~/.cargo/bin` on PATH), it is granted entry by
+        // entry, less its credential files.
+        let credential_dirs: Vec<PathBuf> = home
+            .map(|home| {
+                HOLDS_CREDENTIALS
+                    .iter()
+                    .map(|dir| home.join(dir))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+            .into_iter()
+            .chain(lookup("CARGO_HOME").filter(|path| path.is_absolute()))
+            .map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+            .collect();
+        let mut read_paths: Vec<PathBuf> = read_paths
+            .into_iter()
+            .flat_map(|path| {
+                let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                if credential_dirs.contains(&canonical) {
+                    entries_without_credentials(&path)
+                } else {
+                    vec![path]
+                }
+            })
+            .collect();
         read_paths.extend(profile.read.iter().cloned());
         let mut write_paths: Vec<PathBuf> = DEVICE_WRITE.iter().map(PathBuf::from).collect();
         write_paths.push(temp_dir.clone());
@@ -185,6 +217,24 @@ fn path_toolchains(path: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
         dirs.push(dir);
     }
     dirs
+}
+
+/// The entries of `dir` less its credential files, to grant one by one instead of `dir`. A
+/// missing `dir` is returned as it is (it grants nothing); an unreadable one yields nothing.
+fn entries_without_credentials(dir: &Path) -> Vec<PathBuf> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .flatten()
+            .filter(|entry| {
+                !CREDENTIAL_FILES
+                    .iter()
+                    .any(|name| entry.file_name() == std::ffi::OsStr::new(name))
+            })
+            .map(|entry| entry.path())
+            .collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => vec![dir.to_path_buf()],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// `.git` (when present) and `.lode` (created when missing, so a command cannot create it) of
@@ -369,6 +419,47 @@ mod tests {
                 PathBuf::from("/bin"),
             ]
         );
+    }
+
+    #[test]
+    fn credential_files_in_toolchain_dirs_are_not_granted() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = temp.path().join("home");
+        let cargo_home = temp.path().join("cargo-home");
+        for dir in [
+            home.join(".cargo"),
+            home.join(".config/git"),
+            cargo_home.clone(),
+        ] {
+            std::fs::create_dir_all(dir.join("registry")).unwrap();
+            std::fs::create_dir_all(dir.join("bin")).unwrap();
+            std::fs::write(dir.join("config.toml"), "").unwrap();
+            std::fs::write(dir.join("credentials.toml"), "token").unwrap();
+            std::fs::write(dir.join("credentials"), "token").unwrap();
+        }
+        let plan = Plan::build(
+            &profile(SandboxMode::ReadOnly, &temp.path().join("ws")),
+            Some(&home),
+            vec![
+                ("CARGO_HOME".into(), cargo_home.clone().into()),
+                (
+                    "PATH".into(),
+                    format!("{}/.cargo/bin:/usr/bin", home.display()).into(),
+                ),
+            ],
+            temp.path(),
+        )
+        .unwrap();
+        for dir in [home.join(".cargo"), home.join(".config/git"), cargo_home] {
+            assert!(plan.read_paths.contains(&dir.join("registry")), "{dir:?}");
+            assert!(
+                plan.read_paths.contains(&dir.join("config.toml")),
+                "{dir:?}"
+            );
+            assert!(!plan.read_paths.contains(&dir), "{dir:?} is granted whole");
+            assert!(!plan.read_paths.contains(&dir.join("credentials.toml")));
+            assert!(!plan.read_paths.contains(&dir.join("credentials")));
+        }
     }
 
     #[test]

@@ -31,9 +31,14 @@ pub fn restrict(plan: &Plan) -> Result<(), SandboxError> {
             .map_err(landlock_error)?;
     }
     let mut created = ruleset.create().map_err(landlock_error)?;
+    // Device nodes are made nowhere, not even where the command writes: a command holding
+    // CAP_MKNOD (root without a user namespace, were capabilities not dropped too) could
+    // otherwise make `$TMPDIR/disk` for the disk or `$TMPDIR/kmsg` and write through it what
+    // Landlock refuses on the original.
+    let devices = AccessFs::MakeChar | AccessFs::MakeBlock;
     let grants = [
         (&plan.read_paths, AccessFs::from_read(TARGET_ABI)),
-        (&plan.write_paths, AccessFs::from_all(TARGET_ABI)),
+        (&plan.write_paths, AccessFs::from_all(TARGET_ABI) & !devices),
     ];
     for (paths, access) in grants {
         for path in paths {

@@ -1,5 +1,10 @@
-//! A private user and mount namespace in which chosen paths are bind-mounted read-only over
-//! themselves: the rest of a writable workspace stays writable, `.git/` and `.lode/` do not.
+//! A private user and mount namespace in which the whole file system is read-only but for the
+//! paths the command may write, and in which `.git/` and `.lode/` are read-only again inside a
+//! writable workspace.
+//!
+//! Landlock decides who may open, create and remove files; it does not cover chmod, chown,
+//! utimes or extended attributes. A read-only mount refuses those too, so outside the writable
+//! paths a command cannot change a file's mode or owner any more than its content.
 //!
 //! The user namespace maps the caller's own uid and gid, so files keep their owners. Once the
 //! command is executed it holds no capability, and Landlock forbids it to change mounts, so the
@@ -59,6 +64,7 @@ fn locked_flags(path: &CString) -> Result<libc::c_ulong, SandboxError> {
         ));
     }
     let pairs = [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
@@ -72,9 +78,99 @@ fn locked_flags(path: &CString) -> Result<libc::c_ulong, SandboxError> {
         .fold(0, |flags, (_, mount_flag)| flags | mount_flag))
 }
 
-/// Enters a new user and mount namespace and makes each of `paths` read-only. Must run while
-/// the process has a single thread.
-pub fn protect_read_only(paths: &[&Path]) -> Result<(), SandboxError> {
+/// `struct mount_attr` of mount_setattr(2).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Makes every mount of this namespace read-only (mount_setattr, Linux 5.12; Landlock needs
+/// 5.13, so wherever the sandbox runs, this exists).
+fn everything_read_only() -> Result<(), SandboxError> {
+    let root = c_path(Path::new("/"))?;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `root` is NUL-terminated and `attr` a valid mount_attr of the size passed; the
+    // kernel only reads both.
+    let changed = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            root.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if changed != 0 {
+        return Err(SandboxError::setup(
+            "making the file system read-only",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Enters a new user and mount namespace in which only `writable` can be written (and, inside
+/// them, not `read_only`). Paths that do not exist are skipped. Must run while the process has
+/// a single thread.
+pub fn confine_mounts(writable: &[&Path], read_only: &[&Path]) -> Result<(), SandboxError> {
+    enter_namespace()?;
+    // Devices stay writable on a read-only mount, and a second devpts mount over /dev/pts
+    // would keep /dev/ptmx from finding its instance: only directories and regular files are
+    // mounted again.
+    let writable: Vec<&Path> = writable
+        .iter()
+        .copied()
+        .filter(|path| {
+            *path != Path::new("/dev/pts")
+                && std::fs::metadata(path)
+                    .is_ok_and(|meta| meta.is_dir() || meta.file_type().is_file())
+        })
+        .collect();
+    // Each writable path becomes a mount of its own, so it can be made writable again below.
+    for path in &writable {
+        let target = c_path(path)?;
+        mount(
+            Some(&target),
+            &target,
+            libc::MS_BIND | libc::MS_REC,
+            &format!("bind-mounting {}", path.display()),
+        )?;
+    }
+    everything_read_only()?;
+    for path in &writable {
+        let target = c_path(path)?;
+        let keep = locked_flags(&target)? & !libc::MS_RDONLY;
+        mount(
+            None,
+            &target,
+            libc::MS_BIND | libc::MS_REMOUNT | keep,
+            &format!("making {} writable", path.display()),
+        )?;
+    }
+    protect_read_only(read_only)?;
+    // The working directory still points into the mount it was entered on, under the new ones:
+    // enter it again by name, so relative paths resolve through the writable mounts.
+    let cwd = std::env::current_dir()
+        .map_err(|error| SandboxError::setup("reading the working directory", error))?;
+    std::env::set_current_dir(&cwd)
+        .map_err(|error| SandboxError::setup(format!("re-entering {}", cwd.display()), error))
+}
+
+/// A user namespace mapping the caller's own ids, and a mount namespace whose mounts no longer
+/// propagate to the parent's.
+fn enter_namespace() -> Result<(), SandboxError> {
     // SAFETY: getuid/getgid cannot fail and have no side effects.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // SAFETY: unshare(2) with namespace flags only; the launcher is single-threaded here.
@@ -93,7 +189,11 @@ pub fn protect_read_only(paths: &[&Path]) -> Result<(), SandboxError> {
         &root,
         libc::MS_REC | libc::MS_PRIVATE,
         "making mounts private",
-    )?;
+    )
+}
+
+/// Bind-mounts each of `paths` read-only over itself.
+fn protect_read_only(paths: &[&Path]) -> Result<(), SandboxError> {
     for path in paths {
         let target = c_path(path)?;
         mount(

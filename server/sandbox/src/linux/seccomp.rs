@@ -1,6 +1,8 @@
 //! The seccomp filter: no sockets but Unix sockets (unless the command was granted network), no
 //! tracing or reading other processes' memory, no io_uring (it bypasses seccomp), no kernel
-//! keyrings, BPF or module loading, and no TIOCSTI (typing into the user's terminal).
+//! keyrings, BPF or module loading, no TIOCSTI (typing into the user's terminal), and no
+//! prlimit on another process (an RLIMIT_CPU of one second is a deferred SIGKILL of the agent,
+//! which Landlock's signal scoping does not see).
 //!
 //! The program is written here as classic BPF, with the architecture checked first and the x32
 //! system-call numbers on x86-64 refused, so a call cannot slip past under another number.
@@ -94,6 +96,7 @@ enum Label {
     DenyPermission,
     DenySocket,
     NotIoctl,
+    NotPrlimit,
 }
 
 enum Op {
@@ -190,6 +193,14 @@ pub fn program(network: bool) -> Result<Vec<libc::sock_filter>, SandboxError> {
             Label::Next,
         ));
     }
+    // prlimit64(pid, …) on any process but the caller (pid 0, as setrlimit and getrlimit call
+    // it): the kernel lets a process set the limits of every other process of its user.
+    ops.extend([
+        Op::JumpIfEqual(number(libc::SYS_prlimit64), Label::Next, Label::NotPrlimit),
+        Op::Load(OFFSET_ARG0),
+        Op::JumpIfEqual(0, Label::Allow, Label::DenyPermission),
+        Op::Mark(Label::NotPrlimit),
+    ]);
     // ioctl(fd, TIOCSTI, …) pushes characters into a terminal's input.
     ops.extend([
         Op::JumpIfEqual(number(libc::SYS_ioctl), Label::Next, Label::NotIoctl),
