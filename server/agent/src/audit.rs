@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::event::{ToolCallUpdate, ToolStatus};
-use crate::redact::{redact_json, redact_text};
+use crate::redact::redact_json;
 
 /// One audit line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,15 +60,16 @@ impl AuditLog {
         &self.path
     }
 
-    /// Appends one record, redacting its arguments (callers cannot forget to).
+    /// Appends one record. This is the log's only write, and it redacts the whole record (every
+    /// field, not only the arguments) with the one redaction filter before the line is built, so
+    /// callers cannot forget to and a field added later is covered.
     pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        let mut record = record.clone();
-        record.arguments = redact_json(&record.arguments);
-        record.decision = redact_text(&record.decision);
-        let mut line = serde_json::to_string(&record).map_err(|error| AuditError {
+        let encode_error = |error: serde_json::Error| AuditError {
             path: self.path.clone(),
             source: std::io::Error::other(error),
-        })?;
+        };
+        let record = serde_json::to_value(record).map_err(encode_error)?;
+        let mut line = serde_json::to_string(&redact_json(&record)).map_err(encode_error)?;
         line.push('\n');
         let error = |source| AuditError {
             path: self.path.clone(),

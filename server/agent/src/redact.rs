@@ -1,13 +1,19 @@
-//! Redaction of secrets in text and JSON before anything is written to a log, an audit line or
-//! long-term memory.
+//! Redaction of secrets in text and JSON before anything is written to disk: the session store
+//! (`.lode/agent.sqlite`), long-term memory, the audit log, `lode config`.
 //!
-//! The patterns are deliberately broad (a false positive costs a few characters of a log line, a
-//! false negative leaks a key). The list is documented in `docs/permissions.md`; keep the two in
+//! The patterns are deliberately broad (a false positive costs a few characters of a stored line,
+//! a false negative leaks a key). The list is documented in `docs/permissions.md`; keep the two in
 //! step. Redaction is idempotent: redacting redacted text changes nothing.
+//!
+//! SQLite writes of the session store and of memory go through [`execute_redacted`], which
+//! redacts every text value bound to the statement, so a column added later is covered without
+//! anyone remembering to call the filter.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::Regex;
+use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue, ValueRef};
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -24,7 +30,7 @@ static PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
     let sources: &[(&str, &str)] = &[
         (
             "pem_private_key",
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
         ),
         ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{8,}"),
         (
@@ -35,8 +41,20 @@ static PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
             "github_token",
             r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
         ),
+        (
+            "gitlab_token",
+            r"\bgl(?:pat|dt|rt|ptt|ft|cbt|imt|soat|oas)-[A-Za-z0-9_\-]{20,}",
+        ),
+        ("npm_token", r"\bnpm_[A-Za-z0-9]{36,}"),
+        (
+            "stripe_key",
+            r"\b(?:[spr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
+        ),
         ("aws_access_key_id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-        ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+        (
+            "slack_token",
+            r"\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
+        ),
         ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
         (
             "jwt",
@@ -44,15 +62,19 @@ static PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
         ),
         (
             "bearer_token",
-            r"(?i)(?P<keep>\bbearer\s+|\bauthorization:\s*(?:token|basic)\s+)[A-Za-z0-9_\-\.=+/~]{12,}",
+            r#"(?i)(?P<keep>\bbearer\s+|\bauthorization["']?\s*[:=]\s*["']?(?:token|basic)\s+)[A-Za-z0-9_\-\.=+/~]{12,}"#,
         ),
         (
             "url_credentials",
             r"(?P<keep>\b[a-z][a-z0-9+\-.]*://[^\s:/@]+:)[^\s@/]+@",
         ),
         (
+            "env_secret",
+            r#"(?P<keep>\b(?:(?:[A-Z0-9_]*_)?(?:KEYS?|PASS|PWD|PAT|DSN|AUTH|SALT|CREDENTIALS?)|[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE))[ \t]*=[ \t]*["']?)[^\s"']{3,}"#,
+        ),
+        (
             "secret_assignment",
-            r#"(?i)(?P<keep>\b[A-Za-z0-9_\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?)[^\s"',;&]{3,}"#,
+            r#"(?i)(?P<keep>\b[A-Za-z0-9_\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?)[^\s"',;&]{3,}"#,
         ),
     ];
     sources
@@ -73,34 +95,76 @@ pub fn pattern_names() -> Vec<&'static str> {
 /// Replaces every secret in `text` with [`REDACTED`] (keeping the key of `key=value`
 /// assignments and the scheme word of `Bearer …`).
 pub fn redact_text(text: &str) -> String {
+    if is_base64_blob(text) {
+        return text.to_owned();
+    }
     let mut out = text.to_owned();
     for pattern in PATTERNS.iter() {
-        if !pattern.regex.is_match(&out) {
-            continue;
+        if pattern.regex.is_match(&out) {
+            out = replace_secrets(pattern, &out);
         }
-        out = pattern
-            .regex
-            .replace_all(&out, |captures: &Captures<'_>| {
-                let whole = captures.get(0).map_or("", |m| m.as_str());
-                // Already redacted (idempotence): leave it alone.
-                if whole.ends_with(REDACTED) || whole.contains(REDACTED) {
-                    return whole.to_owned();
-                }
-                match captures.name("keep") {
-                    Some(keep) => {
-                        let suffix = if pattern.name == "url_credentials" {
-                            "@"
-                        } else {
-                            ""
-                        };
-                        format!("{}{REDACTED}{suffix}", keep.as_str())
-                    }
-                    None => REDACTED.to_owned(),
-                }
-            })
-            .into_owned();
     }
     out
+}
+
+/// Replaces every match of `pattern` in `text`.
+///
+/// Not `Regex::replace_all`: an assignment whose "value" is the key of the next assignment
+/// (`aws-secret:\naws_secret_access_key = …`, `secret: DB_PASSWORD=…`) must not swallow that key,
+/// or the real value after it would be skipped. Such a match is passed over and the search goes
+/// on from its value.
+fn replace_secrets(pattern: &SecretPattern, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(captures) = pattern.regex.captures_at(text, from) {
+        let Some(whole) = captures.get(0) else { break };
+        if whole.is_empty() {
+            // No pattern matches the empty string; stop rather than loop should one ever do.
+            break;
+        }
+        let keep = captures.name("keep");
+        // Already redacted (idempotence): leave it alone.
+        if whole.as_str().contains(REDACTED) {
+            from = whole.end();
+            continue;
+        }
+        if let Some(keep) = keep
+            && pattern
+                .regex
+                .find_at(text, keep.end())
+                .is_some_and(|next| next.start() == keep.end())
+        {
+            from = keep.end();
+            continue;
+        }
+        out.push_str(&text[copied..whole.start()]);
+        match keep {
+            Some(keep) => {
+                out.push_str(keep.as_str());
+                out.push_str(REDACTED);
+                if pattern.name == "url_credentials" {
+                    out.push('@');
+                }
+            }
+            None => out.push_str(REDACTED),
+        }
+        copied = whole.end();
+        from = whole.end();
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Whether `text` is one long run of base64 (an image's data, a thinking block's signature): no
+/// pattern describes a secret hidden in such a blob, and a chance match inside it (`AIza…` in
+/// random base64) would corrupt data that must go back to the provider unchanged.
+fn is_base64_blob(text: &str) -> bool {
+    const BLOB_MIN_LEN: usize = 512;
+    text.len() >= BLOB_MIN_LEN
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'='))
 }
 
 /// Whether `text` contains anything [`redact_text`] would replace.
@@ -114,6 +178,7 @@ fn is_secret_key(key: &str) -> bool {
     [
         "password",
         "passwd",
+        "passphrase",
         "secret",
         "token",
         "api_key",
@@ -128,8 +193,9 @@ fn is_secret_key(key: &str) -> bool {
     .any(|needle| key.ends_with(needle))
 }
 
-/// Redacts a JSON value: every string is passed through [`redact_text`], and the values of
-/// secret-looking keys (`password`, `token`, `api_key`, `authorization`, …) are replaced whole.
+/// Redacts a JSON value: every string (object keys included) is passed through [`redact_text`],
+/// and the values of secret-looking keys (`password`, `token`, `api_key`, `authorization`, …) are
+/// replaced whole.
 pub fn redact_json(value: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
@@ -144,12 +210,82 @@ pub fn redact_json(value: &serde_json::Value) -> serde_json::Value {
                         }
                         other => redact_json(other),
                     };
-                    (key.clone(), redacted)
+                    (redact_text(key), redacted)
                 })
                 .collect(),
         ),
         other => other.clone(),
     }
+}
+
+/// Redacts a value about to be stored as text. A JSON document (an object or an array, as the
+/// session store keeps message parts, tool arguments and display content) is redacted as JSON
+/// with [`redact_json`], so the stored text stays valid JSON; anything else with
+/// [`redact_text`]. Text without a secret comes back unchanged, byte for byte.
+pub fn redact_stored_text(text: &str) -> Cow<'_, str> {
+    let trimmed = text.trim_start();
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && let Ok(value) = serde_json::from_str::<serde_json::Value>(text)
+    {
+        let redacted = redact_json(&value);
+        if redacted == value {
+            return Cow::Borrowed(text);
+        }
+        return match serde_json::to_string(&redacted) {
+            Ok(json) => Cow::Owned(json),
+            // Serialising a `Value` cannot fail (its keys are strings); should it, store the
+            // text redacted as text rather than in clear.
+            Err(_) => Cow::Owned(redact_text(text)),
+        };
+    }
+    let redacted = redact_text(text);
+    if redacted == text {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(redacted)
+    }
+}
+
+/// A statement parameter whose text, if it is text, is redacted with [`redact_stored_text`] as it
+/// is bound. Integers, reals, blobs and NULL pass through untouched.
+struct RedactedParam<'a>(&'a dyn ToSql);
+
+impl ToSql for RedactedParam<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        let output = self.0.to_sql()?;
+        let text = match &output {
+            ToSqlOutput::Borrowed(ValueRef::Text(bytes)) => String::from_utf8_lossy(bytes),
+            ToSqlOutput::Owned(SqlValue::Text(text)) => Cow::Borrowed(text.as_str()),
+            _ => return Ok(output),
+        };
+        let replacement = match redact_stored_text(&text) {
+            Cow::Owned(redacted) => Some(redacted),
+            Cow::Borrowed(_) => None,
+        };
+        Ok(match replacement {
+            Some(redacted) => ToSqlOutput::Owned(SqlValue::Text(redacted)),
+            None => output,
+        })
+    }
+}
+
+/// Runs one SQLite statement that writes stored content, with every text parameter redacted
+/// first.
+///
+/// This is the one door through which the session store (`sessions`, `messages`, `tool_calls`)
+/// and long-term memory (`memories`) write: secrets are never persisted, whatever the column.
+/// Redacting every bound text value, rather than chosen fields at each call site, means a column
+/// added later is covered without anyone remembering to call the filter. Keys bound in `WHERE`
+/// clauses pass through the same filter; ids lode makes (UUIDs, seqs) and the model's call ids
+/// never look like secrets, and a write and its later update redact the same id alike.
+pub(crate) fn execute_redacted(
+    connection: &rusqlite::Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+) -> rusqlite::Result<usize> {
+    let redacted: Vec<RedactedParam<'_>> =
+        params.iter().map(|param| RedactedParam(*param)).collect();
+    connection.execute(sql, rusqlite::params_from_iter(redacted.iter()))
 }
 
 #[cfg(test)]
@@ -186,6 +322,181 @@ mod tests {
             redact_text("password=hunter2hunter2"),
             format!("password={REDACTED}")
         );
+    }
+
+    /// Secrets of the formats added for storage at rest. Token-shaped values are assembled with
+    /// `concat!` so the source holds no string a secret scanner would flag.
+    #[test]
+    fn more_formats_are_redacted() {
+        let cases: &[(&str, &str)] = &[
+            (
+                concat!("glpat-", "xYz12AbC34dEf56GhI78"),
+                "xYz12AbC34dEf56GhI78",
+            ),
+            (
+                concat!(
+                    "//registry.npmjs.org/:_authToken=npm_",
+                    "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"
+                ),
+                "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5",
+            ),
+            (
+                concat!("sk_", "live_", "51HxYzAbCdEfGhIjKlMnOpQr"),
+                "51HxYzAbCdEfGhIjKlMnOpQr",
+            ),
+            (
+                concat!("rk_", "live_", "51HxYzAbCdEfGhIjKlMnOpQr"),
+                "51HxYzAbCdEfGhIjKlMnOpQr",
+            ),
+            (
+                concat!("pk_", "live_", "51HxYzAbCdEfGhIjKlMnOpQr"),
+                "51HxYzAbCdEfGhIjKlMnOpQr",
+            ),
+            (
+                concat!("whsec_", "AbCdEfGhIjKlMnOpQrStUvWx12"),
+                "AbCdEfGhIjKlMnOpQrStUvWx12",
+            ),
+            (
+                concat!("xapp-1-", "A012BCDEFGH-1234567890123-abcdef"),
+                "1234567890123-abcdef",
+            ),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYq8Zr3kLm2Vx",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYq8Zr3kLm2Vx",
+            ),
+            (
+                "ENCRYPTION_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+                "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            ),
+            ("export DB_PASS='Xq7vR2pL9sKm'", "Xq7vR2pL9sKm"),
+            (
+                "SENTRY_DSN=https://abc123def456@o1.ingest.example.io/7",
+                "abc123def456",
+            ),
+            (
+                "@@ -0,0 +1 @@\n+SIGNING_KEY=c0ffee1234beef",
+                "c0ffee1234beef",
+            ),
+            ("STRIPE_KEY=a1b2c3d4 node server.js", "a1b2c3d4"),
+            (
+                r#"{"Authorization": "token 0123456789abcdef0123"}"#,
+                "0123456789abcdef0123",
+            ),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+                "b3BlbnNzaC1rZXktdjEAAAAA",
+            ),
+            (
+                "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBmQ2fK\n-----END EC PRIVATE KEY-----",
+                "MHcCAQEEIBmQ2fK",
+            ),
+            (
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGXabc\n-----END PGP PRIVATE KEY BLOCK-----",
+                "lQOYBGXabc",
+            ),
+        ];
+        for (case, secret) in cases {
+            let redacted = redact_text(case);
+            assert!(!redacted.contains(secret), "{case} -> {redacted}");
+            assert!(redacted.contains(REDACTED), "{case} -> {redacted}");
+            assert_eq!(redact_text(&redacted), redacted, "idempotent for {case}");
+        }
+        // An assignment whose value is the next assignment's key does not hide that one.
+        for text in [
+            "aws-secret:\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYq8Zr3kLm2Vx",
+            "secret: aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYq8Zr3kLm2Vx",
+        ] {
+            let redacted = redact_text(text);
+            assert!(
+                redacted.ends_with(&format!("aws_secret_access_key = {REDACTED}")),
+                "{text} -> {redacted}"
+            );
+            assert_eq!(redact_text(&redacted), redacted);
+        }
+        assert_eq!(
+            redact_text("ENCRYPTION_KEY=9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+            format!("ENCRYPTION_KEY={REDACTED}")
+        );
+    }
+
+    #[test]
+    fn environment_lines_that_are_not_secrets_are_left_alone() {
+        let text = "MAX_TOKENS=4096\nBYPASS=1\nMONKEY=banana\nPATH=/usr/bin:/bin\n\
+                    NEXTAUTH_URL=http://localhost:3000\nPAGE_SIZE=10\nKEYBOARD=us\n\
+                    max_tokens = 100\nlet key = compute(x);\nRUST_LOG=debug";
+        assert_eq!(redact_text(text), text);
+    }
+
+    #[test]
+    fn stored_json_stays_json_and_clean_text_is_borrowed() {
+        let clean = r#"[{"type":"text","text":"let max_tokens = 100;"}]"#;
+        assert!(matches!(redact_stored_text(clean), Cow::Borrowed(_)));
+        // A PEM block without its END line must not swallow the rest of the document.
+        let value = serde_json::json!([
+            {"text": "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc"},
+            {"text": "after", "api_key": "short"},
+            {"password=hunter2hunter2": 1}
+        ]);
+        let stored = redact_stored_text(&value.to_string()).into_owned();
+        let parsed: serde_json::Value = serde_json::from_str(&stored).unwrap();
+        assert_eq!(parsed[0]["text"], REDACTED);
+        assert_eq!(parsed[1]["text"], "after");
+        assert_eq!(parsed[1]["api_key"], REDACTED);
+        assert!(!stored.contains("hunter2"), "{stored}");
+        assert_eq!(redact_stored_text(&stored), stored);
+        // Not JSON after all: redacted as text.
+        assert_eq!(
+            redact_stored_text("[password=hunter2hunter2"),
+            format!("[password={REDACTED}")
+        );
+    }
+
+    #[test]
+    fn long_base64_blobs_are_not_touched() {
+        let blob = format!(
+            "{}AIzaSyD3x4mPl3K3yF0rL0d3T3st1ngAbCdEfGh{}",
+            "A/".repeat(300),
+            "+B".repeat(10)
+        );
+        assert_eq!(redact_text(&blob), blob);
+        assert!(redact_text("key AIzaSyD3x4mPl3K3yF0rL0d3T3st1ngAbCdEfGh").contains(REDACTED));
+    }
+
+    #[test]
+    fn every_text_bound_to_a_write_is_redacted() {
+        let connection = rusqlite::Connection::open_in_memory().unwrap();
+        connection
+            .execute_batch("CREATE TABLE t (a TEXT, b TEXT, c INTEGER, d BLOB, e TEXT)")
+            .unwrap();
+        let owned = String::from(r#"{"token":"abc","path":"x"}"#);
+        let blob = b"password=hunter2hunter2".to_vec();
+        execute_redacted(
+            &connection,
+            "INSERT INTO t (a, b, c, d, e) VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![
+                "password=hunter2hunter2",
+                owned,
+                7,
+                blob,
+                Option::<String>::None
+            ],
+        )
+        .unwrap();
+        let (a, b, c, d, e): (String, String, i64, Vec<u8>, Option<String>) = connection
+            .query_row("SELECT a, b, c, d, e FROM t", [], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })
+            .unwrap();
+        assert_eq!(a, format!("password={REDACTED}"));
+        let b: serde_json::Value = serde_json::from_str(&b).unwrap();
+        assert_eq!(b, serde_json::json!({"token": REDACTED, "path": "x"}));
+        assert_eq!((c, d, e), (7, blob, None));
     }
 
     #[test]

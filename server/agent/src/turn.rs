@@ -5,7 +5,7 @@
 //! model's answer (retrying what a retry can fix), store it, then run each tool call through the
 //! permission policy, emitting every step as an event and storing every result.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,11 +112,17 @@ pub(crate) async fn run_turn(
 
     let user_message = user_message(shared, input, provider.info().supports_images);
     let first_text = user_message.text();
-    shared
+    // The store redacts secrets before writing; what this turn appends is kept here in clear,
+    // by seq, so the model is sent what the user wrote, what it produced and what the tools
+    // returned. Later turns rebuild the history from the store and see it redacted.
+    let mut in_clear: BTreeMap<u64, Message> = BTreeMap::new();
+    let seq = shared
         .store
         .append_message(&info.id, &user_message, Visibility::Both)?;
+    in_clear.insert(seq, user_message);
     if info.title.is_none() && !first_text.trim().is_empty() {
-        let title = title_from(&first_text);
+        // Redacted before it is cut to length: a secret cut in half no longer matches a pattern.
+        let title = title_from(&crate::redact::redact_text(&first_text));
         shared.store.set_title(&info.id, &title)?;
         host.emit(AgentEvent::TitleChanged { title });
     }
@@ -124,7 +130,7 @@ pub(crate) async fn run_turn(
     tell_if_unconfined(shared, &info.id, host.as_ref());
     let mode = info.mode;
     let budget = ContextBudget::for_model(provider.info());
-    let mut turn_context = prepare_turn_context(shared, &info.id, budget).await?;
+    let mut turn_context = prepare_turn_context(shared, &info.id, &in_clear, budget).await?;
     attach_extensions(
         shared,
         &info.id,
@@ -151,6 +157,7 @@ pub(crate) async fn run_turn(
         let request = build_request(
             shared,
             &info.id,
+            &in_clear,
             mode,
             &specs,
             &turn_context,
@@ -192,6 +199,7 @@ pub(crate) async fn run_turn(
         let seq = shared
             .store
             .append_message(&info.id, &response.message, Visibility::Both)?;
+        in_clear.insert(seq, response.message.clone());
         if calls.is_empty() {
             if let Some(tracker) = edit_diagnostics.as_mut()
                 && !cancel.is_cancelled()
@@ -200,14 +208,14 @@ pub(crate) async fn run_turn(
                 host.emit(AgentEvent::Notice {
                     message: note.clone(),
                 });
-                shared.store.append_message(
-                    &info.id,
-                    &Message {
-                        role: Role::User,
-                        content: vec![ContentPart::Text { text: note }],
-                    },
-                    Visibility::Both,
-                )?;
+                let message = Message {
+                    role: Role::User,
+                    content: vec![ContentPart::Text { text: note }],
+                };
+                let note_seq = shared
+                    .store
+                    .append_message(&info.id, &message, Visibility::Both)?;
+                in_clear.insert(note_seq, message);
                 continue;
             }
             return Ok(stop_reason_for(response.finish));
@@ -251,14 +259,14 @@ pub(crate) async fn run_turn(
                     .to_owned(),
             });
         }
-        shared.store.append_message(
-            &info.id,
-            &Message {
-                role: Role::User,
-                content: results,
-            },
-            Visibility::Both,
-        )?;
+        let results = Message {
+            role: Role::User,
+            content: results,
+        };
+        let results_seq = shared
+            .store
+            .append_message(&info.id, &results, Visibility::Both)?;
+        in_clear.insert(results_seq, results);
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
@@ -432,9 +440,13 @@ async fn attach_extensions(
 async fn prepare_turn_context(
     shared: &Shared,
     session_id: &str,
+    in_clear: &BTreeMap<u64, Message>,
     budget: ContextBudget,
 ) -> Result<TurnContext, AgentError> {
-    let history = shared.store.load_history(session_id)?.model_messages();
+    let history = shared
+        .store
+        .load_history(session_id)?
+        .model_messages_with(in_clear);
     let root = shared.root.clone();
     let index = shared.index.clone();
     let shares = shared.config.agent.context.clone();
@@ -483,6 +495,7 @@ async fn prepare_turn_context(
 async fn build_request(
     shared: &Shared,
     session_id: &str,
+    in_clear: &BTreeMap<u64, Message>,
     mode: Mode,
     specs: &[crate::llm::ToolSpec],
     turn: &TurnContext,
@@ -506,7 +519,10 @@ async fn build_request(
             shares: &shared.config.agent.context,
         })
     };
-    let mut history = shared.store.load_history(session_id)?.model_messages();
+    let mut history = shared
+        .store
+        .load_history(session_id)?
+        .model_messages_with(in_clear);
     let mut assembled = assemble(&history);
     let threshold = shared.config.agent.compaction_threshold;
     if assembled.history_pressure() >= threshold {
@@ -516,7 +532,10 @@ async fn build_request(
     }
     if assembled.history_overflow() {
         compact(shared, session_id, provider, host, cancel).await?;
-        let mut history = shared.store.load_history(session_id)?.model_messages();
+        let mut history = shared
+            .store
+            .load_history(session_id)?
+            .model_messages_with(in_clear);
         compaction::prune_tool_outputs(&mut history, shared.config.agent.keep_recent_tool_outputs);
         assembled = assemble(&history);
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lode_index::embed::Embedder;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::redact::redact_text;
+use crate::redact::{execute_redacted, redact_stored_text, redact_text};
 use crate::skills::rank::{Bm25Index, HybridWeights, cosine, hybrid_scores};
 
 /// Longest memory saved with `memory_save`, in characters.
@@ -338,6 +338,10 @@ impl MemoryStore {
         )
     }
 
+    /// The one write of a memory. The text is redacted here (the callers redact too, to check
+    /// its length), and the `INSERT` goes through [`execute_redacted`], which redacts every text
+    /// value bound to it, so no column of `memories` ever holds a secret in clear, including one
+    /// added later. The embedding is computed from the redacted text.
     fn insert(
         &self,
         text: String,
@@ -346,6 +350,7 @@ impl MemoryStore {
         workspace: Option<PathBuf>,
         session_id: Option<String>,
     ) -> Result<Memory, MemoryError> {
+        let text = redact_stored_text(&text).into_owned();
         let workspace_text = workspace.as_ref().map(|w| w.to_string_lossy().into_owned());
         // Embed before taking the lock; a failing embedder stores the memory without a vector.
         let embedding = self.embedder.as_ref().and_then(|embedder| {
@@ -369,24 +374,24 @@ impl MemoryStore {
                     Some((blob, model)) => (Some(blob), Some(model)),
                     None => (None, None),
                 };
-                connection
-                    .execute(
-                        "INSERT INTO memories (text, source, source_detail, kind, workspace,
+                execute_redacted(
+                    &connection,
+                    "INSERT INTO memories (text, source, source_detail, kind, workspace,
                              session_id, created_at, embedding, embedding_model)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                        params![
-                            text,
-                            source.kind(),
-                            source.detail(),
-                            kind.as_str(),
-                            workspace_text,
-                            session_id,
-                            now,
-                            blob,
-                            model
-                        ],
-                    )
-                    .map_err(|e| self.error(e))?;
+                    params![
+                        text,
+                        source.kind(),
+                        source.detail(),
+                        kind.as_str(),
+                        workspace_text,
+                        session_id,
+                        now,
+                        blob,
+                        model
+                    ],
+                )
+                .map_err(|e| self.error(e))?;
                 connection.last_insert_rowid()
             }
         };
@@ -409,10 +414,12 @@ impl MemoryStore {
 
     /// Deletes a memory; returns whether it existed.
     pub fn delete(&self, id: i64) -> Result<bool, MemoryError> {
-        let removed = self
-            .lock()
-            .execute("DELETE FROM memories WHERE id = ?1", params![id])
-            .map_err(|e| self.error(e))?;
+        let removed = execute_redacted(
+            &self.lock(),
+            "DELETE FROM memories WHERE id = ?1",
+            params![id],
+        )
+        .map_err(|e| self.error(e))?;
         Ok(removed > 0)
     }
 

@@ -6,6 +6,11 @@
 //! state), and a [`SessionStore`] is `Send + Sync` so one `Arc<SessionStore>` serves all the
 //! sessions of a process.
 //!
+//! Nothing is stored in clear that the redaction filter ([`crate::redact`]) recognises as a
+//! secret: every write goes through one function, `write`, which redacts every text value bound to
+//! the statement. Loading a session therefore returns the redacted form (`[REDACTED]` where a
+//! secret stood).
+//!
 //! Every message has a [`Visibility`]: what the user sees when a session is replayed and what the
 //! model is sent are different views of the same rows. Compaction ([`SessionStore::mark_compacted`])
 //! never deletes: the turns it replaces become [`Visibility::UserOnly`] and the summary that
@@ -27,6 +32,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
@@ -205,6 +211,20 @@ impl History {
             .collect()
     }
 
+    /// [`History::model_messages`], except that a message whose seq is in `in_clear` is sent as
+    /// given there instead of as stored. The turn loop keeps the messages of the running turn
+    /// as the model wrote them and as the tools returned them, so the store's redaction never
+    /// changes what the model is sent within a turn; earlier turns come back redacted.
+    pub fn model_messages_with(&self, in_clear: &BTreeMap<u64, Message>) -> Vec<Message> {
+        self.model_entries()
+            .into_iter()
+            .map(|stored| match in_clear.get(&stored.seq) {
+                Some(message) => message.clone(),
+                None => stored.to_message(),
+            })
+            .collect()
+    }
+
     /// [`History::model_messages`] with their stored metadata (seq, summary marker).
     pub fn model_entries(&self) -> Vec<&StoredMessage> {
         let mut visible: Vec<&StoredMessage> = self
@@ -310,7 +330,8 @@ impl SessionStore {
             updated_at: now,
             closed: false,
         };
-        self.lock().execute(
+        write(
+            &self.lock(),
             "INSERT INTO sessions (id, cwd, title, mode, model, created_at, updated_at, closed)
              VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?5, 0)",
             params![
@@ -422,7 +443,8 @@ impl SessionStore {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_session(&transaction, session_id)?;
         let now = timestamp(Utc::now());
-        transaction.execute(
+        write(
+            &transaction,
             "INSERT OR REPLACE INTO tool_calls
                  (session_id, id, message_seq, tool, raw_input, status, output, display, locations,
                   started_at, finished_at)
@@ -454,7 +476,8 @@ impl SessionStore {
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = timestamp(Utc::now());
         let changed = if finish.locations.is_empty() {
-            transaction.execute(
+            write(
+                &transaction,
                 "UPDATE tool_calls SET status = ?3, output = ?4, display = ?5, finished_at = ?6
                  WHERE session_id = ?1 AND id = ?2",
                 params![
@@ -467,7 +490,8 @@ impl SessionStore {
                 ],
             )?
         } else {
-            transaction.execute(
+            write(
+                &transaction,
                 "UPDATE tool_calls SET status = ?3, output = ?4, display = ?5, finished_at = ?6,
                         locations = ?7
                  WHERE session_id = ?1 AND id = ?2",
@@ -508,7 +532,8 @@ impl SessionStore {
     /// Marks a session closed (it stays listed and loadable).
     pub fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
         let connection = self.lock();
-        let changed = connection.execute(
+        let changed = write(
+            &connection,
             "UPDATE sessions SET closed = 1, updated_at = ?2 WHERE id = ?1",
             params![session_id, timestamp(Utc::now())],
         )?;
@@ -522,16 +547,21 @@ impl SessionStore {
     pub fn delete_session(&self, session_id: &str) -> Result<bool, StoreError> {
         let mut connection = self.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        transaction.execute(
+        write(
+            &transaction,
             "DELETE FROM tool_calls WHERE session_id = ?1",
             params![session_id],
         )?;
-        transaction.execute(
+        write(
+            &transaction,
             "DELETE FROM messages WHERE session_id = ?1",
             params![session_id],
         )?;
-        let deleted =
-            transaction.execute("DELETE FROM sessions WHERE id = ?1", params![session_id])?;
+        let deleted = write(
+            &transaction,
+            "DELETE FROM sessions WHERE id = ?1",
+            params![session_id],
+        )?;
         transaction.commit()?;
         Ok(deleted > 0)
     }
@@ -563,17 +593,20 @@ impl SessionStore {
                 seq: up_to_seq,
             });
         }
-        transaction.execute(
+        write(
+            &transaction,
             "UPDATE messages SET visibility = 'archived'
              WHERE session_id = ?1 AND visibility = 'model_only' AND summary_of IS NOT NULL",
             params![session_id],
         )?;
-        transaction.execute(
+        write(
+            &transaction,
             "UPDATE messages SET visibility = 'user_only'
              WHERE session_id = ?1 AND seq <= ?2 AND visibility = 'both'",
             params![session_id, to_i64(up_to_seq)],
         )?;
-        transaction.execute(
+        write(
+            &transaction,
             "UPDATE messages SET visibility = 'archived'
              WHERE session_id = ?1 AND seq <= ?2 AND visibility = 'model_only'",
             params![session_id, to_i64(up_to_seq)],
@@ -597,7 +630,8 @@ impl SessionStore {
     ) -> Result<(), StoreError> {
         let connection = self.lock();
         // `column` is one of a fixed set of names chosen by the callers above, never user input.
-        let changed = connection.execute(
+        let changed = write(
+            &connection,
             &format!("UPDATE sessions SET {column} = ?2, updated_at = ?3 WHERE id = ?1"),
             params![session_id, value, timestamp(Utc::now())],
         )?;
@@ -606,6 +640,18 @@ impl SessionStore {
         }
         Ok(())
     }
+}
+
+/// Runs a statement that changes the store. Every `INSERT`, `UPDATE` and `DELETE` of this module
+/// goes through here, and this goes through [`crate::redact::execute_redacted`], which redacts
+/// every text value bound to the statement (message parts, raw tool input, output, display
+/// content, locations, titles, and any column added later) before SQLite sees it: secrets are
+/// never persisted, and there is no per-column call to forget. Do not call `execute` on the
+/// connection directly. The turn loop keeps the current turn's messages in clear in memory, so
+/// the model is still sent what it wrote and what the tools returned within that turn; from the
+/// next turn on, it sees the redacted history (see docs/permissions.md, "Redaction").
+fn write(connection: &Connection, sql: &str, params: &[&dyn ToSql]) -> Result<usize, StoreError> {
+    Ok(crate::redact::execute_redacted(connection, sql, params)?)
 }
 
 fn insert_message(
@@ -623,7 +669,8 @@ fn insert_message(
     )?;
     let seq = last + 1;
     let now = timestamp(Utc::now());
-    connection.execute(
+    write(
+        connection,
         "INSERT INTO messages (session_id, seq, role, parts, visibility, summary_of, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -655,7 +702,8 @@ fn require_session(connection: &Connection, session_id: &str) -> Result<(), Stor
 }
 
 fn touch(connection: &Connection, session_id: &str, now: &str) -> Result<(), StoreError> {
-    connection.execute(
+    write(
+        connection,
         "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
         params![session_id, now],
     )?;
