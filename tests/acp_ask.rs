@@ -1,7 +1,8 @@
 //! `lode ask` end to end: the real binary as an ACP client of a real `lode acp --http`, whose
 //! model is the scripted LLM server (in-process). Named sessions continue across calls, stdin is
 //! attached as context, edits are denied unless `--yes-to` allows them, and a missing server, a
-//! wrong token and a forgotten session fail with clear messages.
+//! wrong token and a forgotten session fail with clear messages. Without flags, `lode ask` finds
+//! the token `lode acp --http` generated in the same `$XDG_RUNTIME_DIR`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -72,8 +73,16 @@ fn root_of(dir: &tempfile::TempDir) -> PathBuf {
     std::fs::canonicalize(dir.path()).unwrap()
 }
 
+/// A fresh `$XDG_RUNTIME_DIR` (0700) shared by a test's server and `lode ask` calls.
+fn runtime_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
 /// `lode acp --http 127.0.0.1:0` in `root`, with the endpoint URL it printed.
-async fn serve(root: &Path, extra: &[&str]) -> (tokio::process::Child, String) {
+async fn serve(root: &Path, runtime: &Path, extra: &[&str]) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(lode())
         .arg("--root")
         .arg(root)
@@ -82,6 +91,7 @@ async fn serve(root: &Path, extra: &[&str]) -> (tokio::process::Child, String) {
         .env_remove("LODE_CONFIG")
         .env_remove("LODE_ACP_TOKEN")
         .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
+        .env("XDG_RUNTIME_DIR", runtime)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -105,7 +115,7 @@ async fn serve(root: &Path, extra: &[&str]) -> (tokio::process::Child, String) {
 }
 
 /// Runs `lode ask ARGS` in `root` with `stdin` piped in (empty: a closed pipe, not a terminal).
-async fn ask(root: &Path, args: &[&str], stdin: &str) -> Output {
+async fn ask(root: &Path, runtime: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = tokio::process::Command::new(lode())
         .arg("--root")
         .arg(root)
@@ -113,6 +123,8 @@ async fn ask(root: &Path, args: &[&str], stdin: &str) -> Output {
         .args(args)
         .env_remove("LODE_ACP_URL")
         .env_remove("LODE_ACP_TOKEN")
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -152,10 +164,12 @@ async fn a_named_session_continues_across_calls_and_stdin_is_attached() {
     let llm = scripted().await;
     let dir = workspace(&llm);
     let root = root_of(&dir);
-    let (_server, url) = serve(&root, &[]).await;
+    let runtime = runtime_dir();
+    let (_server, url) = serve(&root, runtime.path(), &[]).await;
 
     let first = ask(
         &root,
+        runtime.path(),
         &[
             "--connect",
             &url,
@@ -178,6 +192,7 @@ async fn a_named_session_continues_across_calls_and_stdin_is_attached() {
 
     let second = ask(
         &root,
+        runtime.path(),
         &["--connect", &url, "--session", "s1", "what was the word?"],
         "",
     )
@@ -198,6 +213,7 @@ async fn a_named_session_continues_across_calls_and_stdin_is_attached() {
     // Helix `:pipe` selection) reaches it as context.
     let selection = ask(
         &root,
+        runtime.path(),
         &["--connect", &url, "explain the selection"],
         "fn shout_marker() { println!(\"HEY\"); }\n",
     )
@@ -211,6 +227,7 @@ async fn a_named_session_continues_across_calls_and_stdin_is_attached() {
     // --new-session starts the name over.
     let fresh = ask(
         &root,
+        runtime.path(),
         &[
             "--connect",
             &url,
@@ -237,10 +254,17 @@ async fn edits_are_denied_unless_yes_to_allows_them() {
     let llm = scripted().await;
     let dir = workspace(&llm);
     let root = root_of(&dir);
-    let (_server, url) = serve(&root, &[]).await;
+    let runtime = runtime_dir();
+    let (_server, url) = serve(&root, runtime.path(), &[]).await;
     let original = std::fs::read_to_string(root.join("src/main.rs")).unwrap();
 
-    let denied = ask(&root, &["--connect", &url, "say goodbye"], "").await;
+    let denied = ask(
+        &root,
+        runtime.path(),
+        &["--connect", &url, "say goodbye"],
+        "",
+    )
+    .await;
     assert_eq!(denied.status.code(), Some(0), "{}", describe(&denied));
     assert_eq!(
         text(&denied.stdout),
@@ -260,6 +284,7 @@ async fn edits_are_denied_unless_yes_to_allows_them() {
     // A glob that matches something else allows nothing.
     let other = ask(
         &root,
+        runtime.path(),
         &["--connect", &url, "--yes-to", "tests/**", "say goodbye"],
         "",
     )
@@ -272,6 +297,7 @@ async fn edits_are_denied_unless_yes_to_allows_them() {
 
     let allowed = ask(
         &root,
+        runtime.path(),
         &["--connect", &url, "--yes-to", "src/**", "say goodbye"],
         "",
     )
@@ -297,9 +323,10 @@ async fn failures_are_explained() {
     let llm = scripted().await;
     let dir = workspace(&llm);
     let root = root_of(&dir);
+    let runtime = runtime_dir();
 
     // No server given.
-    let nowhere = ask(&root, &["hello"], "").await;
+    let nowhere = ask(&root, runtime.path(), &["hello"], "").await;
     assert_eq!(nowhere.status.code(), Some(3), "{}", describe(&nowhere));
     assert!(
         text(&nowhere.stderr).contains("LODE_ACP_URL"),
@@ -311,7 +338,13 @@ async fn failures_are_explained() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead_url = format!("http://{}/acp", closed.local_addr().unwrap());
     drop(closed);
-    let unreachable = ask(&root, &["--connect", &dead_url, "hello"], "").await;
+    let unreachable = ask(
+        &root,
+        runtime.path(),
+        &["--connect", &dead_url, "hello"],
+        "",
+    )
+    .await;
     assert_eq!(
         unreachable.status.code(),
         Some(3),
@@ -324,16 +357,45 @@ async fn failures_are_explained() {
         describe(&unreachable)
     );
 
-    let (_server, url) = serve(&root, &["--token", "open-sesame"]).await;
-    let missing = ask(&root, &["--connect", &url, "explain the selection"], "").await;
+    let (_server, url) = serve(&root, runtime.path(), &["--token", "open-sesame"]).await;
+    let missing = ask(
+        &root,
+        runtime.path(),
+        &["--connect", &url, "explain the selection"],
+        "",
+    )
+    .await;
     assert_eq!(missing.status.code(), Some(3), "{}", describe(&missing));
     assert!(
         text(&missing.stderr).contains("requires a token"),
         "{}",
         describe(&missing)
     );
+    // A token file left by another server is sent, refused, and named.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = runtime.path().join("lode/acp-token");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "stale-token\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let stale = ask(
+            &root,
+            runtime.path(),
+            &["--connect", &url, "explain the selection"],
+            "",
+        )
+        .await;
+        assert_eq!(stale.status.code(), Some(3), "{}", describe(&stale));
+        assert!(
+            text(&stale.stderr).contains(&format!("refused the token in {}", file.display())),
+            "{}",
+            describe(&stale)
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
     let wrong = ask(
         &root,
+        runtime.path(),
         &[
             "--connect",
             &url,
@@ -352,6 +414,7 @@ async fn failures_are_explained() {
     );
     let right = ask(
         &root,
+        runtime.path(),
         &[
             "--connect",
             &url,
@@ -368,6 +431,7 @@ async fn failures_are_explained() {
     // A turn that ends for another reason than finishing its answer exits 4, like `lode run`.
     let cut = ask(
         &root,
+        runtime.path(),
         &["--connect", &url, "--token", "open-sesame", "write a novel"],
         "",
     )
@@ -388,6 +452,7 @@ async fn failures_are_explained() {
     .unwrap();
     let forgotten = ask(
         &root,
+        runtime.path(),
         &[
             "--connect",
             &url,
@@ -408,7 +473,13 @@ async fn failures_are_explained() {
     );
 
     // Nothing to ask.
-    let empty = ask(&root, &["--connect", &url, "--token", "open-sesame"], "").await;
+    let empty = ask(
+        &root,
+        runtime.path(),
+        &["--connect", &url, "--token", "open-sesame"],
+        "",
+    )
+    .await;
     assert_eq!(empty.status.code(), Some(3), "{}", describe(&empty));
     assert!(
         text(&empty.stderr).contains("nothing to ask"),

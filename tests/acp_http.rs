@@ -1,6 +1,6 @@
 //! `lode acp --http` end to end: the real binary serving the HTTP/WebSocket transport, driven by
 //! the SDK's `HttpClient` (HTTP + SSE, and WebSocket) through a full turn, and the bearer token
-//! guarding it.
+//! guarding it. The Host, Origin and token checks case by case are in `acp_http_security.rs`.
 
 #[path = "acp_support/mod.rs"]
 mod support;
@@ -9,10 +9,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     InitializeRequest, NewSessionRequest, PromptRequest, StopReason,
 };
-use agent_client_protocol_http::HttpClient;
-use support::{Seen, Workspace, agent_text, with_client};
+use support::{Seen, Workspace, agent_text, authorized_client, with_client};
 
-async fn one_turn(client: HttpClient, workspace: &Workspace) -> (StopReason, String) {
+async fn one_turn(
+    client: agent_client_protocol_http::HttpClient,
+    workspace: &Workspace,
+) -> (StopReason, String) {
     let seen = Seen::default();
     let root = workspace.root();
     let stop = with_client(client, "reject_once", seen.clone(), async |cx| {
@@ -50,11 +52,9 @@ async fn http_and_websocket_clients_run_turns_against_one_server() {
     let health = reqwest::get(format!("http://{addr}/health")).await.unwrap();
     assert!(health.status().is_success());
 
-    let (stop, text) = one_turn(
-        HttpClient::new(format!("http://{addr}")).unwrap(),
-        &workspace,
-    )
-    .await;
+    // No --token: lode generated one (kept in its runtime directory), and clients send it.
+    let client = authorized_client(&format!("http://{addr}"), &server.token);
+    let (stop, text) = one_turn(client, &workspace).await;
     assert_eq!(stop, StopReason::EndTurn);
     assert_eq!(
         text,
@@ -76,17 +76,15 @@ async fn a_token_is_required_when_set() {
         .unwrap();
     assert_eq!(refused.status(), 401);
 
-    let client = HttpClient::builder(format!("ws://{addr}"))
-        .configure_http(|http| {
-            let mut headers = reqwest::header::HeaderMap::new();
-            headers.insert(
-                reqwest::header::AUTHORIZATION,
-                reqwest::header::HeaderValue::from_static("Bearer open-sesame"),
-            );
-            http.default_headers(headers)
-        })
-        .build()
-        .unwrap();
+    assert_eq!(
+        refused.text().await.unwrap(),
+        "missing or wrong bearer token: send `Authorization: Bearer TOKEN` with the --token lode \
+         was started with, or else the token in the acp-token file it named at start"
+    );
+    // An explicit token is used as is: no token file is made.
+    assert!(!server.runtime_dir.path().join("lode/acp-token").exists());
+
+    let client = authorized_client(&format!("ws://{addr}"), "open-sesame");
     let (stop, _) = one_turn(client, &workspace).await;
     assert_eq!(stop, StopReason::EndTurn);
 }
@@ -94,11 +92,14 @@ async fn a_token_is_required_when_set() {
 #[tokio::test]
 async fn a_public_address_without_a_token_is_refused() {
     let workspace = Workspace::new("hello.json");
+    let runtime = support::runtime_dir();
     let output = tokio::process::Command::new(support::lode())
         .arg("--root")
         .arg(workspace.root())
         .args(["acp", "--http", "0.0.0.0:0"])
         .env_remove("LODE_ACP_TOKEN")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .env("XDG_CONFIG_HOME", runtime.path().join("config"))
         .output()
         .await
         .unwrap();
@@ -109,4 +110,6 @@ async fn a_public_address_without_a_token_is_refused() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(output.stdout.is_empty());
+    // A generated token does not count, and none is made.
+    assert!(!runtime.path().join("lode").exists());
 }

@@ -85,6 +85,7 @@ fn step<'a>(lines: &'a [Value], name: &str, output: &Output) -> &'a Value {
 }
 
 /// One approved edit through `transport`: the whole exchange as the SDK saw it, and the file.
+/// Without `token`, the server uses the token it generated.
 async fn approved_edit(transport: &str, token: Option<&str>) {
     let Some(tools) = tools() else { return };
     let workspace = Workspace::new("acp_edit.json");
@@ -93,7 +94,8 @@ async fn approved_edit(transport: &str, token: Option<&str>) {
         None => workspace.serve_http(&[]).await,
     };
     let url = format!("{transport}://{}/acp", server.addr);
-    let (output, lines) = run_client(&tools, transport, &url, &workspace, token).await;
+    let (output, lines) =
+        run_client(&tools, transport, &url, &workspace, Some(&server.token)).await;
     assert!(output.status.success(), "{}", explain(&output));
     let steps: Vec<&str> = lines.iter().filter_map(|l| l["step"].as_str()).collect();
     assert_eq!(
@@ -152,7 +154,7 @@ async fn approved_edit(transport: &str, token: Option<&str>) {
 }
 
 #[tokio::test]
-async fn the_http_client_edits_a_file_after_a_permission_round_trip() {
+async fn the_http_client_edits_a_file_after_a_permission_round_trip_with_the_generated_token() {
     approved_edit("http", None).await;
 }
 

@@ -130,13 +130,49 @@ impl Workspace {
     }
 }
 
-/// A running `lode acp --http`: its address and what it has written to stderr so far (read by a
-/// background task, so the pipe never fills); killed when dropped.
+/// A running `lode acp --http`: its address, its bearer token and what it has written to stderr
+/// so far (read by a background task, so the pipe never fills); killed when dropped.
 pub struct HttpServer {
     pub child: tokio::process::Child,
     /// `host:port`.
     pub addr: String,
+    /// The token clients must send: the `--token` given, else the one lode generated.
+    pub token: String,
+    /// The server's `$XDG_RUNTIME_DIR`, where a generated token is kept (`lode/acp-token`).
+    pub runtime_dir: tempfile::TempDir,
     pub stderr: Arc<Mutex<Vec<String>>>,
+}
+
+/// A fresh directory to serve as `$XDG_RUNTIME_DIR` (mode 0700, like the real one).
+pub fn runtime_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    dir
+}
+
+/// The token `lode acp --http` generated and keeps under `runtime_dir`.
+pub fn generated_token(runtime_dir: &Path) -> String {
+    std::fs::read_to_string(runtime_dir.join("lode/acp-token"))
+        .expect("lode acp --http wrote its token file")
+        .trim()
+        .to_string()
+}
+
+/// An SDK client of `url` (`http://` or `ws://`) that sends `Authorization: Bearer TOKEN`.
+pub fn authorized_client(url: &str, token: &str) -> agent_client_protocol_http::HttpClient {
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+    agent_client_protocol_http::HttpClient::builder(url)
+        .configure_http(move |http| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+            http.default_headers(headers)
+        })
+        .build()
+        .unwrap()
 }
 
 impl HttpServer {
@@ -161,9 +197,11 @@ impl HttpServer {
 }
 
 impl Workspace {
-    /// Starts `lode acp --http` (plus `extra` arguments) on a free loopback port.
+    /// Starts `lode acp --http` (plus `extra` arguments) on a free loopback port, with its own
+    /// `$XDG_RUNTIME_DIR` (where it keeps the token it generates without `--token`).
     pub async fn serve_http(&self, extra: &[&str]) -> HttpServer {
         use tokio::io::AsyncBufReadExt;
+        let runtime_dir = runtime_dir();
         let mut child = tokio::process::Command::new(lode())
             .arg("--root")
             .arg(self.root())
@@ -172,6 +210,7 @@ impl Workspace {
             .env_remove("LODE_CONFIG")
             .env_remove("LODE_ACP_TOKEN")
             .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
+            .env("XDG_RUNTIME_DIR", runtime_dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -198,9 +237,15 @@ impl Workspace {
             .await
             .expect("lode acp --http printed its address in time")
             .expect("lode acp --http exited without printing its address");
+        let token = match extra.iter().position(|arg| *arg == "--token") {
+            Some(at) => extra[at + 1].to_string(),
+            None => generated_token(runtime_dir.path()),
+        };
         HttpServer {
             child,
             addr,
+            token,
+            runtime_dir,
             stderr,
         }
     }

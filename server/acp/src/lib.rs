@@ -11,14 +11,17 @@
 //! - `connection` — one ACP v1 connection and its method handlers.
 //! - [`ext_diagnostics`] — the `_lode/diagnostics` extension notification (editor-pushed
 //!   diagnostics).
-//! - [`transport`] — stdio and HTTP/WebSocket.
+//! - [`transport`] — stdio and HTTP/WebSocket; `http_guard` — the Host, Origin and bearer-token
+//!   checks of every HTTP request; [`token_file`] — the generated token and where it is kept.
 
 mod agent_backend;
 pub mod backend;
 mod client_host;
 mod connection;
 pub mod ext_diagnostics;
+mod http_guard;
 pub mod mapping;
+pub mod token_file;
 pub mod transport;
 
 pub use backend::{

@@ -19,6 +19,7 @@ use tokio::net::TcpListener;
 
 use crate::backend::AgentBackend;
 use crate::connection::{ConnectionOptions, agent_connection};
+use crate::http_guard::Guard;
 
 /// The largest JSON-RPC message lode accepts, in bytes (1 MiB).
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
@@ -38,6 +39,14 @@ pub enum TransportError {
          (pass --token or set LODE_ACP_TOKEN)"
     )]
     TokenRequired(SocketAddr),
+    #[error("the ACP HTTP endpoint needs a bearer token, and the one given is empty")]
+    EmptyToken,
+    #[error("{option} {value:?}: expected {expected}")]
+    BadOption {
+        option: &'static str,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 /// Serves one ACP connection on stdin/stdout until the client closes stdin.
@@ -123,22 +132,44 @@ where
 }
 
 /// Settings of `lode acp --http`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Requests must carry `Authorization: Bearer <token>` (all routes but `/health`).
-    pub token: Option<String>,
+    /// Every request but `GET /health` must carry `Authorization: Bearer <token>`; never empty.
+    pub token: String,
+    /// Whether the token was given explicitly (`--token`): a non-loopback address needs one.
+    pub token_given: bool,
+    /// Browser origins (`scheme://host[:port]`) whose requests are served, with CORS headers;
+    /// requests with any other `Origin` get 403.
+    pub allow_origins: Vec<String>,
+    /// Host names (`name` or `name:port`) accepted in `Host` besides the bound address.
+    pub allow_hosts: Vec<String>,
     /// What every connection gets.
     pub connection: ConnectionOptions,
 }
 
-/// Binds `addr`, refusing a non-loopback address without a token.
+impl HttpOptions {
+    /// Options with `token`, given explicitly, and nothing else allowed.
+    pub fn new(token: impl Into<String>) -> HttpOptions {
+        HttpOptions {
+            token: token.into(),
+            token_given: true,
+            allow_origins: Vec::new(),
+            allow_hosts: Vec::new(),
+            connection: ConnectionOptions::default(),
+        }
+    }
+}
+
+/// Binds `addr` after checking the options: a non-loopback address needs a token given
+/// explicitly, and the token, origins and host names must be well formed.
 pub async fn bind_http(
     addr: SocketAddr,
     options: &HttpOptions,
 ) -> Result<TcpListener, TransportError> {
-    if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+    if !addr.ip().is_loopback() && !options.token_given {
         return Err(TransportError::TokenRequired(addr));
     }
+    guard_for(addr, options)?;
     Ok(TcpListener::bind(addr).await?)
 }
 
@@ -149,31 +180,45 @@ pub async fn serve_http(
     listener: TcpListener,
     options: HttpOptions,
 ) -> Result<(), TransportError> {
-    axum::serve(listener, http_router(backend, options)).await?;
+    let router = http_router(backend, listener.local_addr()?, options)?;
+    axum::serve(listener, router).await?;
     Ok(())
 }
 
-/// The HTTP router: the ACP endpoint behind the size limit and the bearer-token check.
-/// WebSocket upgrades of the endpoint are served by [`serve_websocket`] (the library's own
-/// WebSocket server accepts messages of up to 64 MiB and cannot be told otherwise); HTTP + SSE
-/// by `agent-client-protocol-http`.
-pub fn http_router(backend: Arc<dyn AgentBackend>, options: HttpOptions) -> axum::Router {
+fn guard_for(bound: SocketAddr, options: &HttpOptions) -> Result<Guard, TransportError> {
+    Guard::new(
+        bound,
+        &options.token,
+        &options.allow_origins,
+        &options.allow_hosts,
+    )
+}
+
+/// The HTTP router of a server bound to `bound`: the ACP endpoint behind the size limit and the
+/// [`http_guard`](crate::http_guard) checks (Host, Origin, bearer token), which cover every
+/// route, the WebSocket upgrade and `/health` included (`/health` needs no token). WebSocket
+/// upgrades of the endpoint are served by [`serve_websocket`] (the library's own WebSocket
+/// server accepts messages of up to 64 MiB and cannot be told otherwise); HTTP + SSE by
+/// `agent-client-protocol-http`.
+pub fn http_router(
+    backend: Arc<dyn AgentBackend>,
+    bound: SocketAddr,
+    options: HttpOptions,
+) -> Result<axum::Router, TransportError> {
+    let guard = Arc::new(guard_for(bound, &options)?);
     let factory = backend.clone();
     let connection = options.connection.clone();
     let acp = AcpHttpServer::new(move || agent_connection(factory.clone(), connection.clone()))
         .with_options(ServerOptions::default())
         .into_router();
-    let token: Option<Arc<str>> = options
-        .token
-        .filter(|token| !token.is_empty())
-        .map(Arc::from);
-    acp.layer(axum::middleware::from_fn(limit_body))
+    Ok(acp
+        .layer(axum::middleware::from_fn(limit_body))
         .layer(axum::middleware::from_fn(move |request, next| {
             upgrade_websocket(backend.clone(), options.connection.clone(), request, next)
         }))
         .layer(axum::middleware::from_fn(move |request, next| {
-            check_token(token.clone(), request, next)
-        }))
+            crate::http_guard::guard(guard.clone(), request, next)
+        })))
 }
 
 /// The path of the ACP endpoint (`agent-client-protocol-http`'s default).
@@ -275,30 +320,6 @@ async fn serve_websocket(
     }
 }
 
-async fn check_token(token: Option<Arc<str>>, request: Request, next: Next) -> Response {
-    let Some(token) = token else {
-        return next.run(request).await;
-    };
-    if request.uri().path() == "/health" {
-        return next.run(request).await;
-    }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    if presented == Some(&*token) {
-        next.run(request).await
-    } else {
-        (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "missing or wrong bearer token",
-        )
-            .into_response()
-    }
-}
-
 /// Refuses POST bodies over [`MAX_MESSAGE_BYTES`] with 413, whether declared or streamed.
 async fn limit_body(request: Request, next: Next) -> Response {
     let declared = request
@@ -360,13 +381,25 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn binding_a_public_address_needs_a_token() {
+    async fn binding_a_public_address_needs_a_token_given_explicitly() {
         let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
-        let error = bind_http(public, &HttpOptions::default())
-            .await
-            .unwrap_err();
+        let generated = HttpOptions {
+            token_given: false,
+            ..HttpOptions::new("generated")
+        };
+        let error = bind_http(public, &generated).await.unwrap_err();
         assert!(matches!(error, TransportError::TokenRequired(_)), "{error}");
         let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        assert!(bind_http(loopback, &HttpOptions::default()).await.is_ok());
+        assert!(bind_http(loopback, &generated).await.is_ok());
+        let empty = bind_http(loopback, &HttpOptions::new(""))
+            .await
+            .unwrap_err();
+        assert!(matches!(empty, TransportError::EmptyToken), "{empty}");
+        let origin = HttpOptions {
+            allow_origins: vec!["null".to_string()],
+            ..HttpOptions::new("t")
+        };
+        let bad = bind_http(loopback, &origin).await.unwrap_err();
+        assert!(bad.to_string().contains("--allow-origin"), "{bad}");
     }
 }

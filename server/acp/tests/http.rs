@@ -1,6 +1,7 @@
 //! The HTTP/WebSocket transport with real clients: the SDK's own `HttpClient` over HTTP + SSE and
-//! over WebSocket against `http_router` on 127.0.0.1, plus the bearer token, `/health` and the
-//! size limit checked with plain HTTP requests.
+//! over WebSocket against `serve_http` on 127.0.0.1, plus the bearer token, `/health` and the
+//! size limit checked with plain HTTP requests. (The Host and Origin checks, case by case, are
+//! in the repository's `tests/acp_http_security.rs`, against the real binary.)
 
 mod support;
 
@@ -17,6 +18,28 @@ use agent_client_protocol::{Client, ConnectTo};
 use agent_client_protocol_http::HttpClient;
 use lode_acp::HttpOptions;
 use support::ScriptedBackend;
+
+/// The bearer token of every server here.
+const TOKEN: &str = "s3cret";
+
+fn options() -> HttpOptions {
+    HttpOptions::new(TOKEN)
+}
+
+/// An SDK client of `url` that sends the token.
+fn client(url: String) -> HttpClient {
+    HttpClient::builder(url)
+        .configure_http(|http| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(
+                reqwest::header::AUTHORIZATION,
+                reqwest::header::HeaderValue::from_static("Bearer s3cret"),
+            );
+            http.default_headers(headers)
+        })
+        .build()
+        .unwrap()
+}
 
 async fn start(options: HttpOptions) -> (String, Arc<ScriptedBackend>) {
     let backend = Arc::new(ScriptedBackend::default());
@@ -102,9 +125,8 @@ fn message_text(updates: &[SessionUpdate]) -> String {
 
 #[tokio::test]
 async fn http_and_sse_carry_a_full_turn_and_a_permission_round_trip() {
-    let (addr, backend) = start(HttpOptions::default()).await;
-    let client = HttpClient::new(format!("http://{addr}")).unwrap();
-    let (reasons, updates) = drive(client).await;
+    let (addr, backend) = start(options()).await;
+    let (reasons, updates) = drive(client(format!("http://{addr}"))).await;
     assert_eq!(reasons, [StopReason::EndTurn, StopReason::EndTurn]);
     assert_eq!(message_text(&updates), "Hello worldanswer: reject_once");
     assert!(
@@ -117,9 +139,8 @@ async fn http_and_sse_carry_a_full_turn_and_a_permission_round_trip() {
 
 #[tokio::test]
 async fn websocket_carries_the_same_exchange() {
-    let (addr, backend) = start(HttpOptions::default()).await;
-    let client = HttpClient::new(format!("ws://{addr}")).unwrap();
-    let (reasons, updates) = drive(client).await;
+    let (addr, backend) = start(options()).await;
+    let (reasons, updates) = drive(client(format!("ws://{addr}"))).await;
     assert_eq!(reasons, [StopReason::EndTurn, StopReason::EndTurn]);
     assert_eq!(message_text(&updates), "Hello worldanswer: reject_once");
     assert_eq!(*backend.answers.lock().unwrap(), ["reject_once"]);
@@ -127,11 +148,7 @@ async fn websocket_carries_the_same_exchange() {
 
 #[tokio::test]
 async fn a_token_guards_the_endpoint_but_not_health() {
-    let options = HttpOptions {
-        token: Some("s3cret".into()),
-        ..HttpOptions::default()
-    };
-    let (addr, _backend) = start(options).await;
+    let (addr, _backend) = start(options()).await;
     let http = reqwest::Client::new();
     let initialize =
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#;
@@ -159,30 +176,79 @@ async fn a_token_guards_the_endpoint_but_not_health() {
         .unwrap();
     assert!(health.status().is_success());
 
-    let client = HttpClient::builder(format!("http://{addr}"))
-        .configure_http(|http| {
-            let mut headers = reqwest::header::HeaderMap::new();
-            headers.insert(
-                reqwest::header::AUTHORIZATION,
-                reqwest::header::HeaderValue::from_static("Bearer s3cret"),
-            );
-            http.default_headers(headers)
-        })
-        .build()
-        .unwrap();
-    let (reasons, _) = drive(client).await;
+    let (reasons, _) = drive(client(format!("http://{addr}"))).await;
     assert_eq!(reasons, [StopReason::EndTurn, StopReason::EndTurn]);
 }
 
 #[tokio::test]
+async fn host_and_origin_are_checked_on_every_route_before_the_token() {
+    let (addr, backend) = start(HttpOptions {
+        allow_origins: vec!["http://localhost:5173".into()],
+        ..options()
+    })
+    .await;
+    let port = addr.rsplit_once(':').unwrap().1.to_string();
+    let http = reqwest::Client::new();
+    let upgrade = |host: &str, origin: Option<&str>| {
+        let mut request = http
+            .get(format!("http://{addr}/acp"))
+            .header("host", host)
+            .header("connection", "upgrade")
+            .header("upgrade", "websocket")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+            .bearer_auth(TOKEN);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let local = format!("localhost:{port}");
+    let cases = [
+        (
+            upgrade(&local, Some("http://evil.example")).await.unwrap(),
+            403,
+        ),
+        (upgrade("evil.example", None).await.unwrap(), 421),
+        (
+            upgrade(&local, Some("http://localhost:5173"))
+                .await
+                .unwrap(),
+            101,
+        ),
+        (upgrade(&local, None).await.unwrap(), 101),
+        (
+            http.get(format!("http://{addr}/health"))
+                .header("host", "evil.example")
+                .send()
+                .await
+                .unwrap(),
+            421,
+        ),
+        (
+            http.get(format!("http://{addr}/health"))
+                .send()
+                .await
+                .unwrap(),
+            200,
+        ),
+    ];
+    let statuses: Vec<u16> = cases.iter().map(|(r, _)| r.status().as_u16()).collect();
+    let expected: Vec<u16> = cases.iter().map(|(_, s)| *s).collect();
+    assert_eq!(statuses, expected);
+    assert!(backend.answers.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
 async fn bodies_over_one_mebibyte_are_refused() {
-    let (addr, _backend) = start(HttpOptions::default()).await;
+    let (addr, _backend) = start(options()).await;
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"pad":"{}"}}}}"#,
         "x".repeat(lode_acp::MAX_MESSAGE_BYTES)
     );
     let response = reqwest::Client::new()
         .post(format!("http://{addr}/acp"))
+        .bearer_auth(TOKEN)
         .header("content-type", "application/json")
         .body(body)
         .send()
@@ -193,12 +259,13 @@ async fn bodies_over_one_mebibyte_are_refused() {
 
 #[tokio::test]
 async fn streamed_bodies_over_one_mebibyte_are_refused_too() {
-    let (addr, _backend) = start(HttpOptions::default()).await;
+    let (addr, _backend) = start(options()).await;
     // No Content-Length: the body arrives in chunks and is counted as it comes.
     let chunk = bytes_of(64 * 1024);
     let chunks = (0..20).map(move |_| Ok::<_, std::io::Error>(chunk.clone()));
     let response = reqwest::Client::new()
         .post(format!("http://{addr}/acp"))
+        .bearer_auth(TOKEN)
         .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
         .send()
@@ -225,7 +292,8 @@ impl RawSocket {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let request = format!(
             "GET /acp HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Authorization: Bearer {TOKEN}\r\n\r\n"
         );
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut reader = tokio::io::BufReader::new(&mut stream);
@@ -294,7 +362,7 @@ impl RawSocket {
 
 #[tokio::test]
 async fn a_websocket_message_over_one_mebibyte_closes_that_socket_with_1009_only() {
-    let (addr, _backend) = start(HttpOptions::default()).await;
+    let (addr, _backend) = start(options()).await;
     let mut bystander = RawSocket::connect(&addr).await;
     let mut sender = RawSocket::connect(&addr).await;
 
@@ -327,6 +395,6 @@ async fn a_websocket_message_over_one_mebibyte_closes_that_socket_with_1009_only
     assert_eq!(opcode, 0x1);
     let answer: serde_json::Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
-    let (stop, _) = drive(HttpClient::new(format!("ws://{addr}")).unwrap()).await;
+    let (stop, _) = drive(client(format!("ws://{addr}"))).await;
     assert_eq!(stop, [StopReason::EndTurn, StopReason::EndTurn]);
 }

@@ -20,7 +20,9 @@ pub struct AcpArgs {
     /// free port; the bound address is printed on stderr).
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
     pub http: Option<SocketAddr>,
-    /// Bearer token HTTP clients must send (required on a non-loopback address).
+    /// Bearer token HTTP clients must send (required on a non-loopback address). Without it,
+    /// lode uses the token it keeps in $XDG_RUNTIME_DIR/lode/acp-token (or else
+    /// <config dir>/lode/acp-token), made on first start.
     #[arg(
         long,
         value_name = "TOKEN",
@@ -28,6 +30,17 @@ pub struct AcpArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// Print the bearer token on stderr once at start (never on stdout).
+    #[arg(long, requires = "http")]
+    pub print_token: bool,
+    /// Serve requests from this browser origin (scheme://host[:port], repeatable); requests
+    /// carrying any other Origin header are refused.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub allow_origin: Vec<String>,
+    /// Accept this name in the Host header besides the bound address (NAME or NAME:PORT,
+    /// repeatable), e.g. behind a reverse proxy; other names are refused.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    pub allow_host: Vec<String>,
     /// Do not watch the workspace for changes on disk (the index is then refreshed once, before
     /// the first turn, and by the agent's own edits).
     #[arg(long)]
@@ -40,6 +53,14 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
         model: None,
     };
     let agent_args = crate::agent_cli::agent_args(workspace, flags)?;
+    // The token is settled before anything starts, so a bad token file stops lode at once.
+    let http = match args.http {
+        None => None,
+        Some(addr) if !addr.ip().is_loopback() && args.token.is_none() => {
+            return Err(lode_acp::TransportError::TokenRequired(addr).into());
+        }
+        Some(addr) => Some((addr, http_token(args.token.clone(), &agent_args.root)?)),
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("lode-acp")
@@ -69,17 +90,23 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
             }
         };
         let backend: Arc<dyn AgentBackend> = Arc::new(agent);
-        match args.http {
+        match http {
             None => lode_acp::serve_stdio(backend, connection).await?,
-            Some(addr) => {
+            Some((addr, (token, token_given))) => {
                 let options = HttpOptions {
-                    token: args.token,
+                    token,
+                    token_given,
+                    allow_origins: args.allow_origin,
+                    allow_hosts: args.allow_host,
                     connection,
                 };
                 let listener = lode_acp::bind_http(addr, &options).await?;
                 let bound = listener
                     .local_addr()
                     .context("cannot read the bound address")?;
+                if args.print_token {
+                    eprintln!("lode acp: bearer token: {}", options.token);
+                }
                 eprintln!(
                     "lode acp: listening on http://{bound}/acp (WebSocket: ws://{bound}/acp)"
                 );
@@ -92,6 +119,27 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
     // are already cancelled: do not wait for either.
     runtime.shutdown_timeout(Duration::from_millis(200));
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// The bearer token of `lode acp --http`, and whether it was given: `--token` /
+/// `$LODE_ACP_TOKEN`, else the one kept in the token file (made on first start).
+fn http_token(given: Option<String>, root: &std::path::Path) -> anyhow::Result<(String, bool)> {
+    if let Some(token) = given {
+        anyhow::ensure!(
+            !token.trim().is_empty(),
+            "--token / $LODE_ACP_TOKEN is empty"
+        );
+        return Ok((token, true));
+    }
+    let path = lode_acp::token_file::default_token_path()
+        .ok_or(lode_acp::token_file::TokenFileError::NoLocation)?;
+    let (token, created) = lode_acp::token_file::load_or_create_token(&path, root)?;
+    eprintln!(
+        "lode acp: bearer token {} {} (`lode ask` reads it; --print-token shows it)",
+        if created { "saved in" } else { "read from" },
+        path.display()
+    );
+    Ok((token, false))
 }
 
 /// Sessions idle this long are released from memory unless `[acp] idle_session_timeout_secs`

@@ -51,7 +51,9 @@ pub struct AskArgs {
     /// Start a new session under --session NAME, forgetting the one remembered.
     #[arg(long, requires = "session")]
     pub new_session: bool,
-    /// Bearer token of the server.
+    /// Bearer token of the server. Without it, a server on this machine (127.0.0.1, [::1],
+    /// localhost) gets the token `lode acp --http` keeps in $XDG_RUNTIME_DIR/lode/acp-token (or
+    /// else <config dir>/lode/acp-token).
     #[arg(
         long,
         value_name = "TOKEN",
@@ -232,8 +234,48 @@ fn endpoint(url: &str) -> anyhow::Result<String> {
     })
 }
 
+/// The token to send and where it came from.
+struct Token {
+    value: String,
+    /// The token file it was read from; `None` when given with --token / $LODE_ACP_TOKEN.
+    file: Option<PathBuf>,
+}
+
+/// `--token` / `$LODE_ACP_TOKEN`; else, for a server on this machine, the token file that
+/// `lode acp --http` keeps. Never sends the local token to another host.
+fn resolve_token(given: Option<String>, endpoint: &str) -> anyhow::Result<Option<Token>> {
+    if let Some(value) = given {
+        return Ok(Some(Token { value, file: None }));
+    }
+    if !is_local(endpoint) {
+        return Ok(None);
+    }
+    let Some(path) = lode_acp::token_file::default_token_path() else {
+        return Ok(None);
+    };
+    Ok(lode_acp::token_file::read_token(&path)?.map(|value| Token {
+        value,
+        file: Some(path),
+    }))
+}
+
+/// Whether the endpoint's host is this machine: a loopback address or `localhost`.
+fn is_local(endpoint: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(endpoint) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Checks that the server answers and accepts the token, so failures read clearly.
-async fn preflight(endpoint: &str, token: Option<&str>) -> anyhow::Result<()> {
+async fn preflight(endpoint: &str, token: Option<&Token>) -> anyhow::Result<()> {
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()
@@ -250,30 +292,60 @@ async fn preflight(endpoint: &str, token: Option<&str>) -> anyhow::Result<()> {
             )
         })?;
     if !health.status().is_success() {
+        let status = health.status();
+        let body = health.text().await.unwrap_or_default();
         bail!(
-            "{base}/health answered {}: is this a `lode acp --http` server?",
-            health.status()
+            "{base}/health answered {status}{}: is this a `lode acp --http` server?",
+            explained(&body)
         );
     }
     let mut probe = http.get(endpoint);
     if let Some(token) = token {
-        probe = probe.bearer_auth(token);
+        probe = probe.bearer_auth(&token.value);
     }
     let probe = probe
         .send()
         .await
         .with_context(|| format!("cannot reach lode at {endpoint}"))?;
-    if probe.status() == reqwest::StatusCode::UNAUTHORIZED {
-        if token.is_some() {
-            bail!(
+    let status = probe.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        match token {
+            Some(Token { file: None, .. }) => bail!(
                 "the server at {endpoint} refused the token (401): check --token / $LODE_ACP_TOKEN"
-            );
+            ),
+            Some(Token {
+                file: Some(path), ..
+            }) => bail!(
+                "the server at {endpoint} refused the token in {} (401): if it was started \
+                 with --token, pass the same --token or set $LODE_ACP_TOKEN",
+                path.display()
+            ),
+            None => bail!(
+                "the server at {endpoint} requires a token (401): pass --token or set $LODE_ACP_TOKEN"
+            ),
         }
+    }
+    if matches!(
+        status,
+        reqwest::StatusCode::FORBIDDEN | reqwest::StatusCode::MISDIRECTED_REQUEST
+    ) {
+        let body = probe.text().await.unwrap_or_default();
         bail!(
-            "the server at {endpoint} requires a token (401): pass --token or set $LODE_ACP_TOKEN"
+            "the server at {endpoint} refused the request ({status}){}",
+            explained(&body)
         );
     }
     Ok(())
+}
+
+/// `: BODY` for a short plain-text error body, else nothing.
+fn explained(body: &str) -> String {
+    let body = body.trim();
+    if body.is_empty() || body.len() > 500 {
+        String::new()
+    } else {
+        format!(": {body}")
+    }
 }
 
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
@@ -341,16 +413,16 @@ pub fn run_ask(workspace: &WorkspaceArgs, args: AskArgs) -> anyhow::Result<ExitC
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let token = args.token.clone();
+    let token = resolve_token(args.token.clone(), &endpoint)?;
     let session_name = args.session.clone();
     let session_root = root.clone();
     let (endpoint, (session_id, stop)) = runtime.block_on(async move {
-        preflight(&endpoint, token.as_deref()).await?;
+        preflight(&endpoint, token.as_ref()).await?;
         // WebSocket: one ordered stream, so every update is printed before the response lands.
         let ws_endpoint = endpoint.replacen("http", "ws", 1);
         let mut builder = HttpClient::builder_with_endpoint(&ws_endpoint);
         if let Some(token) = &token {
-            let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+            let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.value))
                 .context("the token contains characters not allowed in a header")?;
             builder = builder.configure_http(move |http| {
                 let mut headers = reqwest::header::HeaderMap::new();
@@ -513,6 +585,28 @@ mod tests {
         );
         assert!(endpoint("127.0.0.1:7878").is_err());
         assert!(endpoint("ftp://host/acp").is_err());
+    }
+
+    #[test]
+    fn only_this_machine_gets_the_local_token() {
+        for local in [
+            "http://127.0.0.1:7878/acp",
+            "http://127.1.2.3:7878/acp",
+            "http://localhost:7878/acp",
+            "http://LocalHost:7878/acp",
+            "http://[::1]:7878/acp",
+        ] {
+            assert!(is_local(local), "{local}");
+        }
+        for remote in [
+            "http://192.0.2.7:7878/acp",
+            "http://localhost.example:7878/acp",
+            "http://127.0.0.1.nip.io:7878/acp",
+            "https://lode.example/acp",
+            "not a url",
+        ] {
+            assert!(!is_local(remote), "{remote}");
+        }
     }
 
     fn question(title: &str, pattern: &str) -> RequestPermissionRequest {
