@@ -410,12 +410,25 @@ fn configured_rules_allow_ask_and_deny_by_pattern() {
         &edit("../elsewhere.txt"),
         code
     )));
-    // Agent state and git internals are always asked about.
-    assert!(is_ask(&policy.decide(
-        "write_file",
-        &edit(".git/hooks/pre-commit"),
-        code
-    )));
+    // Agent state and git internals are always asked about, at every depth, even where a rule
+    // allows the directory around them.
+    for protected in [
+        ".git/hooks/pre-commit",
+        ".git/config",
+        "src/vendored/.git/hooks/post-checkout",
+        "src/sub/.lode/config.toml",
+        ".lode/agent.sqlite",
+        "./src/../.git/hooks/pre-push",
+    ] {
+        assert!(
+            is_ask(&policy.decide("edit_file", &edit(protected), code)),
+            "{protected}"
+        );
+    }
+    assert_eq!(
+        policy.decide("edit_file", &edit("src/gitignore.rs"), code),
+        Decision::Allow
+    );
     assert!(is_deny(&policy.decide(
         "fetch",
         &PermissionTarget::Other,

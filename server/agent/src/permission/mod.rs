@@ -509,12 +509,12 @@ impl PermissionPolicy {
     }
 }
 
-/// Edits under these directories are always asked about: `.git/hooks` runs code, `.lode` holds
-/// the agent's own state.
+/// Edits under these directories are always asked about, at any depth and in every root: a
+/// `.git/hooks` runs code (also in a nested repository or a vendored one), `.lode` holds the
+/// agent's own state and configuration.
 fn is_protected_path(path: &str) -> bool {
-    [".git", ".lode"]
-        .iter()
-        .any(|dir| path == *dir || path.starts_with(&format!("{dir}/")))
+    path.split(['/', '\\'])
+        .any(|part| part == ".git" || part == ".lode")
 }
 
 /// "Always" for an edit covers the file's directory (`src/**`), or the file itself at the root.
