@@ -82,8 +82,7 @@ impl Sandbox {
     pub fn new(launcher: PathBuf, settings: SandboxSettings, secret_env: Vec<String>) -> Sandbox {
         let status = match settings.mode {
             SandboxMode::Off => SandboxStatus::Off,
-            mode if std::env::var_os(FORCE_UNAVAILABLE_VAR).is_some_and(|v| v == "1") => {
-                let _ = mode;
+            _ if std::env::var_os(FORCE_UNAVAILABLE_VAR).is_some_and(|v| v == "1") => {
                 SandboxStatus::Unavailable(format!("{FORCE_UNAVAILABLE_VAR}=1 is set"))
             }
             mode => match Capabilities::probe().missing_for(mode) {
