@@ -84,28 +84,10 @@ fn streamed_text(events: &[Value]) -> String {
 
 /// (tool, final status) of each finished tool call, in order.
 fn finished_tools(events: &[Value]) -> Vec<(String, String)> {
-    let mut names = std::collections::HashMap::new();
-    let mut finished = Vec::new();
-    for event in events {
-        match event["event"].as_str() {
-            Some("tool_call_started") => {
-                names.insert(
-                    event["id"].as_str().unwrap().to_owned(),
-                    event["tool"].as_str().unwrap().to_owned(),
-                );
-            }
-            Some("tool_call_updated")
-                if matches!(event["status"].as_str(), Some("completed" | "failed")) =>
-            {
-                finished.push((
-                    names[event["id"].as_str().unwrap()].clone(),
-                    event["status"].as_str().unwrap().to_owned(),
-                ));
-            }
-            _ => {}
-        }
-    }
-    finished
+    support::finished_tool_calls(events)
+        .into_iter()
+        .map(|(tool, status, _)| (tool, status))
+        .collect()
 }
 
 #[test]

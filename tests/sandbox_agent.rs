@@ -152,29 +152,10 @@ fn events(output: &Output) -> Vec<Value> {
 
 /// The text each finished tool call returned to the model, with its tool and status.
 fn tool_results(events: &[Value]) -> Vec<(String, String, String)> {
-    let mut names = std::collections::HashMap::new();
-    let mut results = Vec::new();
-    for event in events {
-        match event["event"].as_str() {
-            Some("tool_call_started") => {
-                names.insert(
-                    event["id"].as_str().unwrap().to_owned(),
-                    event["tool"].as_str().unwrap().to_owned(),
-                );
-            }
-            Some("tool_call_updated")
-                if matches!(event["status"].as_str(), Some("completed" | "failed")) =>
-            {
-                results.push((
-                    names[event["id"].as_str().unwrap()].clone(),
-                    event["status"].as_str().unwrap().to_owned(),
-                    event.to_string(),
-                ));
-            }
-            _ => {}
-        }
-    }
-    results
+    support::finished_tool_calls(events)
+        .into_iter()
+        .map(|(tool, status, event)| (tool, status, event.to_string()))
+        .collect()
 }
 
 fn attack_script(port: u16) -> String {

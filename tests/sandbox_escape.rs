@@ -25,6 +25,19 @@
 //! Positive controls (not counted as attacks) prove the canaries work and that the sandbox does
 //! not break ordinary work: writing the workspace and `$TMPDIR`, Unix sockets, `cargo build`,
 //! `cargo test` and `cargo check` of a crate with a build script.
+//!
+//! Then every case runs again through the agent, in the same scratch world: `lode run --json
+//! --yes-to '*'` (the user approves everything) against the scripted LLM over real HTTP, whose
+//! model asks for each case's script as a `run_command` call (`call_<case>`), all of a class in
+//! one answer, one run per sandbox configuration (`[sandbox] mode` and `read` in a `--config`
+//! file). lode wraps each command as it wraps any; lode itself is the script's parent (a probe
+//! call checks it) and holds the planted keys (the provider's key in the variable whose name
+//! looks like nothing, so lode hands it to the launcher as a secret). Each
+//! call must have run as a command (a result with an exit status, not a refusal by the policy)
+//! and pass the case's own checks; after each run the world's checks hold as above, lode's
+//! output (its JSON events carry the commands' output) shows no secret, and lode's session store
+//! and audit log in `.lode/` are intact. A few attacks stay out of this path, each with its
+//! reason ([`NOT_THROUGH_THE_AGENT`]).
 
 mod support;
 
@@ -233,7 +246,10 @@ macro_rules! py {
 
 /// A script whose body runs in a detached process (`setsid`, a second fork) that first waits
 /// for the command itself to exit, then writes its output to `$MARKER.log` and renames it to
-/// `$MARKER`; the test waits for that marker (a bounded poll, not a fixed sleep).
+/// `$MARKER`; the test waits for that marker (a bounded poll, not a fixed sleep). `setsid` runs
+/// in the foreground and returns once the process is in its own session, so the command cannot
+/// exit before its leftover has left the command's process group (which the agent's
+/// `run_command` kills when the command exits).
 macro_rules! detached {
     ($($body:tt)+) => {
         concat!(
@@ -241,7 +257,7 @@ macro_rules! detached {
             $($body)+,
             "\nLATE\n",
             "P=$$ L=\"$TMPDIR/late-$$.sh\" setsid bash -c '( while kill -0 \"$P\" 2>/dev/null; do sleep 0.05; done; ",
-            "bash \"$L\" >\"$MARKER.log\" 2>&1; mv \"$MARKER.log\" \"$MARKER\" ) &' </dev/null >/dev/null 2>&1 &\n",
+            "bash \"$L\" >\"$MARKER.log\" 2>&1; mv \"$MARKER.log\" \"$MARKER\" ) &' </dev/null >/dev/null 2>&1\n",
             "echo \"left a detached process behind\"\n"
         )
     };
@@ -630,7 +646,8 @@ echo started"#).detached(),
     Case::new("python_daemon", "outside written by a Python double-fork daemon",
         py!(r#"
 ORIGINAL = os.getpid()
-if os.fork() == 0:
+first = os.fork()
+if first == 0:
     os.setsid()
     if os.fork() == 0:
         while True:
@@ -653,6 +670,8 @@ if os.fork() == 0:
         log.close()
         os.rename(E['MARKER'] + '.log', E['MARKER'])
     os._exit(0)
+# The daemon is in its own session once the first child is gone.
+os.waitpid(first, 0)
 REFUSALS.append('forked')
 sys.exit(0)
 "#)).needs(PY).detached(),
@@ -1085,14 +1104,15 @@ fn main() {
               cat "$HOME/.ssh/id_rsa"
               exec 3<>"/dev/tcp/127.0.0.1/$TCP_PORT" && echo ESCAPED ) >"$MARKER.log" 2>&1
             mv "$MARKER.log" "$MARKER""#;
+        // `setsid bash` returns once the script runs in the background of its own session.
         let spawned = Command::new("setsid")
-            .args(["bash", "-c", script])
+            .args(["bash", "-c", &format!("(\n{script}\n) &")])
             .env("P", std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .spawn()
-            .map(|child| format!("detached pid {}", child.id()))
+            .status()
+            .map(|status| format!("detached ({status})"))
             .map_err(|e| e.to_string());
         results.push(format!("spawned: {spawned:?}"));
     }
@@ -1536,6 +1556,13 @@ struct Lab {
     toolchain: Option<Toolchain>,
     probe_dirs: Vec<PathBuf>,
     landlock_abi: u64,
+    /// lode's own state when the agent runs the cases (its index, its memory, an empty user
+    /// config directory): lode writes it, so it is left out of the snapshots like the logs.
+    lode_state: PathBuf,
+    /// The config files given to `lode run --config` (snapshotted: read, never written).
+    lode_config: PathBuf,
+    /// `lode run`s so far (each is one session in `.lode/agent.sqlite`).
+    agent_runs: usize,
 }
 
 struct Outcome {
@@ -1621,6 +1648,8 @@ impl Lab {
         let outside = root.join("outside");
         let logs = root.join("logs");
         let tmp_base = root.join("tmp");
+        let lode_state = root.join("lode-state");
+        let lode_config = root.join("lode-config");
         for dir in [&ws, &home, &outside, &logs, &tmp_base] {
             fs::create_dir_all(dir).expect("mkdir");
         }
@@ -1760,6 +1789,9 @@ impl Lab {
             toolchain,
             probe_dirs,
             landlock_abi,
+            lode_state,
+            lode_config,
+            agent_runs: 0,
         };
         lab.plant_links();
 
@@ -1812,7 +1844,9 @@ impl Lab {
         }
     }
 
-    fn base_env(&self, marker: &Path) -> Vec<(String, String)> {
+    /// The environment of the outside parent: the variables the scripts use and the planted
+    /// keys. `MARKER` is per case (through the agent, the command line sets it).
+    fn base_env(&self, marker: Option<&Path>) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = vec![
             // As a user's would, PATH starts with `~/.cargo/bin` (the fake home's).
             (
@@ -1841,8 +1875,10 @@ impl Lab {
             ("SLEEP_PID".into(), self.sleeper.id().to_string()),
             ("SIBLING_TMP".into(), self.sibling_tmp.display().to_string()),
             ("LODE".into(), lode_bin().display().to_string()),
-            ("MARKER".into(), marker.display().to_string()),
         ];
+        if let Some(marker) = marker {
+            env.push(("MARKER".into(), marker.display().to_string()));
+        }
         if let Some(port) = self.canaries.tcp6 {
             env.push(("TCP6_PORT".into(), port.to_string()));
         }
@@ -1890,8 +1926,6 @@ impl Lab {
         log: &Path,
         marker: &Path,
     ) -> Outcome {
-        let stdout_path = log.with_extension("out");
-        let stderr_path = log.with_extension("err");
         let mut launcher = Command::new("/bin/sh");
         launcher
             .args(["-c", "\"$@\"; exit $?", "sh"])
@@ -1905,32 +1939,14 @@ impl Lab {
             .arg("--")
             .args(command)
             .env_clear()
-            .envs(self.base_env(marker))
+            .envs(self.base_env(Some(marker)))
             .current_dir(&self.ws)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&stdout_path).expect("stdout log"))
-            .stderr(fs::File::create(&stderr_path).expect("stderr log"))
-            .process_group(0);
-        let mut child = launcher.spawn().expect("the launcher starts");
-        let deadline = Instant::now() + Duration::from_secs(300);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .status();
-                break child.wait().expect("wait after kill");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let output = format!(
-            "{}{}",
-            fs::read_to_string(&stdout_path).unwrap_or_default(),
-            fs::read_to_string(&stderr_path).unwrap_or_default()
-        );
-        Outcome { status, output }
+            .stdin(Stdio::null());
+        let logged = run_logged(launcher, log);
+        Outcome {
+            status: logged.status,
+            output: format!("{}{}", logged.stdout, logged.stderr),
+        }
     }
 
     fn unmet(&self, needs: u8) -> Option<&'static str> {
@@ -1959,7 +1975,11 @@ impl Lab {
     }
 
     fn snapshot(&self, mode: Mode) -> Snapshot {
-        let mut skip = vec![self.logs.clone(), self.private_tmp.clone()];
+        let mut skip = vec![
+            self.logs.clone(),
+            self.private_tmp.clone(),
+            self.lode_state.clone(),
+        ];
         let mut map = Snapshot::new();
         match mode {
             Mode::WorkspaceWrite => {
@@ -2035,6 +2055,115 @@ impl Lab {
         problems
     }
 
+    /// The `--read` paths a case needs: the `lode` binary for nested launchers, a Python that
+    /// lives outside the system directories.
+    fn extra_reads(&self, needs: u8) -> Vec<String> {
+        let mut read = Vec::new();
+        if needs & LODE != 0 {
+            read.push(lode_bin().display().to_string());
+        }
+        if needs & PY != 0
+            && let Some(prefix) = self.python.as_ref().and_then(|python| python.read.as_ref())
+        {
+            read.push(prefix.display().to_string());
+        }
+        read
+    }
+
+    /// Waits (bounded) for a detached process's marker and appends what it wrote to `output`.
+    fn wait_for_marker(marker: &Path, output: &mut String, problems: &mut Vec<String>) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !marker.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        match fs::read_to_string(marker) {
+            Ok(late) => output.push_str(&format!("\n[detached process]\n{late}")),
+            Err(_) => problems.push("the detached process never wrote its marker".to_owned()),
+        }
+    }
+
+    /// What a command's exit code (`None`: killed by a signal) and output say went wrong.
+    fn command_problems(&self, case: &Case, code: Option<i32>, output: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        if code == Some(125) && output.contains("lode sandbox:") {
+            problems.push("the launcher refused to start the command: the attack never ran".into());
+        }
+        let succeeded = code == Some(0);
+        if case.shows.is_empty() {
+            if case.fails && succeeded {
+                problems.push("the command succeeded (exit 0): expected a refusal".into());
+            }
+            if !case.refused.is_empty() && !case.refused.iter().any(|text| output.contains(text)) {
+                problems.push(format!(
+                    "the output shows none of the expected refusals {:?}",
+                    case.refused
+                ));
+            }
+        } else {
+            if !succeeded {
+                problems.push(format!("the control failed: exit code {code:?}"));
+            }
+            if !output.contains(case.shows) {
+                problems.push(format!(
+                    "the control's output does not show {:?}",
+                    case.shows
+                ));
+            }
+        }
+        if output.contains("ESCAPED") {
+            problems.push("the command reports an ESCAPED operation".into());
+        }
+        for secret in &self.secrets {
+            if output.contains(secret.as_str()) {
+                problems.push(format!("the output shows the secret {secret}"));
+            }
+        }
+        problems
+    }
+
+    /// Canary secrets copied into the workspace or the private temporary directory.
+    fn copied_secrets(&self) -> Vec<String> {
+        let mut leaked = Vec::new();
+        files_with_canaries(&self.ws, &self.secrets, &[], &mut leaked);
+        files_with_canaries(&self.private_tmp, &self.secrets, &[], &mut leaked);
+        leaked
+            .into_iter()
+            .map(|found| format!("secret copied: {found}"))
+            .collect()
+    }
+
+    /// What changed in the world since `before` and `hits_before`: canary hits (unless
+    /// `reaches_canary`, when there must be some), outside files, stray files, the sleeper.
+    /// `agent`: the snapshot leaves lode's own files out ([`Lab::agent_snapshot`]).
+    fn world_problems(
+        &mut self,
+        reaches_canary: bool,
+        hits_before: usize,
+        before: &Snapshot,
+        mode: Mode,
+        agent: bool,
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        self.canaries.sync();
+        let hits = self.canaries.hits_since(hits_before);
+        if reaches_canary {
+            if hits.is_empty() {
+                problems.push("the control never reached the canary".into());
+            }
+        } else {
+            problems.extend(hits.into_iter().map(|hit| format!("the canary saw {hit}")));
+        }
+        let after = if agent {
+            self.agent_snapshot(mode)
+        } else {
+            self.snapshot(mode)
+        };
+        problems.extend(diff(before, &after));
+        problems.extend(self.stray_files());
+        problems.extend(self.sleeper_problems());
+        problems
+    }
+
     /// Runs one case and files what went wrong (or that it held, or why it was skipped).
     fn check(&mut self, index: usize, case: &Case, report: &mut Report) {
         if let Some(reason) = self.unmet(case.needs) {
@@ -2057,13 +2186,8 @@ impl Lab {
                     .replace("{OUT}", &self.outside.display().to_string())
             })
             .collect();
-        if case.needs & LODE != 0 {
-            extra.extend(["--read".to_owned(), lode_bin().display().to_string()]);
-        }
-        if case.needs & PY != 0
-            && let Some(read) = self.python.as_ref().and_then(|python| python.read.clone())
-        {
-            extra.extend(["--read".to_owned(), read.display().to_string()]);
+        for path in self.extra_reads(case.needs) {
+            extra.extend(["--read".to_owned(), path]);
         }
         let started = Instant::now();
         let outcome = self.launch(
@@ -2080,76 +2204,24 @@ impl Lab {
         let mut output = outcome.output.clone();
         let mut problems = Vec::new();
         if case.detached {
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while !marker.exists() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            match fs::read_to_string(&marker) {
-                Ok(late) => output.push_str(&format!("\n[detached process]\n{late}")),
-                Err(_) => problems.push("the detached process never wrote its marker".to_owned()),
-            }
+            Lab::wait_for_marker(&marker, &mut output, &mut problems);
         }
         let elapsed = started.elapsed();
 
-        if outcome.status.code() == Some(125) && output.contains("lode sandbox:") {
-            problems.push("the launcher refused to start the command: the attack never ran".into());
-        }
         if let Some(signal) = outcome.status.signal() {
             problems.push(format!(
                 "the outside parent shell was killed by signal {signal}"
             ));
         }
-        if case.shows.is_empty() {
-            if case.fails && outcome.status.success() {
-                problems.push("the command succeeded (exit 0): expected a refusal".into());
-            }
-            if !case.refused.is_empty() && !case.refused.iter().any(|text| output.contains(text)) {
-                problems.push(format!(
-                    "the output shows none of the expected refusals {:?}",
-                    case.refused
-                ));
-            }
-        } else {
-            if !outcome.status.success() {
-                problems.push(format!("the control failed: {:?}", outcome.status));
-            }
-            if !output.contains(case.shows) {
-                problems.push(format!(
-                    "the control's output does not show {:?}",
-                    case.shows
-                ));
-            }
-        }
-        if output.contains("ESCAPED") {
-            problems.push("the command reports an ESCAPED operation".into());
-        }
-        for secret in &self.secrets {
-            if output.contains(secret.as_str()) {
-                problems.push(format!("the output shows the secret {secret}"));
-            }
-        }
-        let mut leaked = Vec::new();
-        files_with_canaries(&self.ws, &self.secrets, &[], &mut leaked);
-        files_with_canaries(&self.private_tmp, &self.secrets, &[], &mut leaked);
-        problems.extend(
-            leaked
-                .into_iter()
-                .map(|found| format!("secret copied: {found}")),
-        );
-
-        self.canaries.sync();
-        let hits = self.canaries.hits_since(hits_before);
-        if case.reaches_canary {
-            if hits.is_empty() {
-                problems.push("the control never reached the canary".into());
-            }
-        } else {
-            problems.extend(hits.into_iter().map(|hit| format!("the canary saw {hit}")));
-        }
-        let after = self.snapshot(case.mode);
-        problems.extend(diff(&before, &after));
-        problems.extend(self.stray_files());
-        problems.extend(self.sleeper_problems());
+        problems.extend(self.command_problems(case, outcome.status.code(), &output));
+        problems.extend(self.copied_secrets());
+        problems.extend(self.world_problems(
+            case.reaches_canary,
+            hits_before,
+            &before,
+            case.mode,
+            false,
+        ));
 
         report.ran += 1;
         if problems.is_empty() {
@@ -2213,24 +2285,42 @@ fn indent(text: &str) -> String {
 
 #[derive(Default)]
 struct Report {
+    /// Cases run through the launcher.
     ran: usize,
+    /// Cases run through `lode run`.
+    through_agent: usize,
     held: Vec<String>,
     skipped: Vec<String>,
+    /// Attack cases listed in [`NOT_THROUGH_THE_AGENT`], with the reason.
+    not_through_agent: Vec<String>,
+    /// One line per `lode run`: its rows and how long it took.
+    agent_runs: Vec<String>,
     failures: Vec<String>,
 }
 
 impl Report {
     fn finish(self, class: &str, started: Instant) {
         eprintln!(
-            "sandbox_escape::{class}: {} cases ran in {:.1}s, {} held, {} failed{}",
+            "sandbox_escape::{class}: {} cases ran in {:.1}s, {} of them again through the agent \
+             ({}), {} held, {} failed{}{}",
             self.ran,
             started.elapsed().as_secs_f64(),
+            self.through_agent,
+            self.agent_runs.join("; "),
             self.held.len(),
             self.failures.len(),
             if self.skipped.is_empty() {
                 String::new()
             } else {
                 format!(", skipped: {}", self.skipped.join(", "))
+            },
+            if self.not_through_agent.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", not through the agent: {}",
+                    self.not_through_agent.join(", ")
+                )
             }
         );
         assert!(
@@ -2242,12 +2332,541 @@ impl Report {
     }
 }
 
+/// Every case of a class through the launcher, then again through the agent.
 fn run_class(class: &'static str, cases: &[Case]) {
     let started = Instant::now();
     let Some(mut lab) = Lab::new(class) else {
         return;
     };
-    lab.run_table(cases).finish(class, started);
+    let mut report = lab.run_table(cases);
+    lab.run_through_agent(cases, &mut report);
+    report.finish(class, started);
+}
+
+/// A finished process: its pid, how it ended, what it printed.
+struct Logged {
+    pid: u32,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `command` as the leader of a new process group, its stdout and stderr going to
+/// `<log>.out` and `<log>.err`; after five minutes the group is killed.
+fn run_logged(mut command: Command, log: &Path) -> Logged {
+    let stdout_path = log.with_extension("out");
+    let stderr_path = log.with_extension("err");
+    command
+        .stdout(fs::File::create(&stdout_path).expect("stdout log"))
+        .stderr(fs::File::create(&stderr_path).expect("stderr log"))
+        .process_group(0);
+    let mut child = command.spawn().expect("the command starts");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            break child.wait().expect("wait after kill");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Logged {
+        pid: child.id(),
+        status,
+        stdout: fs::read_to_string(&stdout_path).unwrap_or_default(),
+        stderr: fs::read_to_string(&stderr_path).unwrap_or_default(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same cases through the agent: `lode run` against a scripted model (real HTTP) that asks
+// for each case's script as a `run_command` call, every call approved (`--yes-to '*'`, the
+// worst case), each command wrapped in the sandbox by lode as it wraps any command.
+
+/// Attack cases that do not run through the agent, each with the reason: (class, case, why).
+const NOT_THROUGH_THE_AGENT: &[(&str, &str, &str)] = &[(
+    "detached_processes",
+    "nohup_background",
+    "its background job stays in the command's process group, which run_command kills as soon \
+     as the command exits, so the late write is never attempted and its marker never comes; \
+     the setsid cases, whose leftovers leave the group, cover late writes through the agent",
+)];
+/// How many attack cases may stay out of the agent path.
+const MAX_NOT_THROUGH_THE_AGENT: usize = 10;
+
+fn not_through_the_agent(class: &str, name: &str) -> Option<&'static str> {
+    NOT_THROUGH_THE_AGENT
+        .iter()
+        .find(|(listed_class, listed_name, _)| *listed_class == class && *listed_name == name)
+        .map(|(_, _, reason)| *reason)
+}
+
+/// The first call of every `lode run`, through the same wrapper as the cases: the script's
+/// parent (`$PPID`, what the `/proc/$PPID/…`, `kill $PPID` and `WRAPPER_PID` cases aim at) must
+/// be lode itself, the process that holds the planted keys.
+const PARENT_PROBE: Case = Case::control("lode_is_the_parent", "parent=", r#"echo "parent=$PPID""#);
+
+/// What the user asks `lode run`, and what the scripted model's first turn waits for.
+const AGENT_PROMPT: &str = "Run the escape attempts";
+/// What lode itself writes in the workspace's `.lode/` (left out of the snapshots; the session
+/// store and the audit log are checked on their own instead, [`Lab::lode_store_problems`]).
+const LODE_OWN_FILES: &[&str] = &[
+    "agent.sqlite",
+    "agent.sqlite-journal",
+    "agent.sqlite-wal",
+    "agent.sqlite-shm",
+    "audit.jsonl",
+];
+
+/// Cases that share a sandbox configuration, run by one `lode run`.
+struct AgentGroup<'a> {
+    mode: Mode,
+    /// `[sandbox] read`: what the launcher got as `--read`.
+    read: Vec<String>,
+    /// (index in the table, case).
+    rows: Vec<(usize, &'a Case)>,
+}
+
+/// The scripted model of one `lode run`, served on 127.0.0.1.
+struct ScriptServer {
+    handle: lode_llm_script::ScriptedServerHandle,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl ScriptServer {
+    fn start(script: &str) -> ScriptServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let script = lode_llm_script::Script::from_json(script).expect("a valid script");
+        let handle = runtime
+            .block_on(lode_llm_script::ScriptedServer::start(script))
+            .expect("the scripted server starts");
+        ScriptServer {
+            handle,
+            _runtime: runtime,
+        }
+    }
+}
+
+fn call_id(case: &Case) -> String {
+    format!("call_{}", case.name)
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The command line the model asks for: the case's script run by bash, as through the launcher.
+/// `sh -c` (what run_command runs) sets the case's marker and execs bash, so the script's
+/// parent (`$PPID`, `WRAPPER_PID`) is lode itself, which holds the planted keys.
+fn agent_command_line(case: &Case, marker: &Path) -> String {
+    format!(
+        "export MARKER={}\nexec bash -c {}",
+        shell_quote(&marker.display().to_string()),
+        shell_quote(&format!("export WRAPPER_PID=$PPID\n{}", case.script))
+    )
+}
+
+/// A finished tool call as `lode run --json` reported it.
+struct CallResult {
+    status: String,
+    /// What the model was given: `exit code N` and the output.
+    text: String,
+    /// Whether run_command ran the command to its end (its result has an exit status).
+    exited: bool,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+}
+
+/// What `lode run --json` printed.
+#[derive(Default)]
+struct AgentEvents {
+    started: usize,
+    results: BTreeMap<String, CallResult>,
+    /// The turn ended with the model's answer.
+    finished: bool,
+    problems: Vec<String>,
+}
+
+fn agent_events(stdout: &str) -> AgentEvents {
+    let mut events = AgentEvents::default();
+    for line in stdout.lines().filter(|line| !line.trim().is_empty()) {
+        let event: serde_json::Value = match serde_json::from_str(line) {
+            Ok(event) => event,
+            Err(error) => {
+                events.problems.push(format!(
+                    "lode printed a line that is not a JSON event ({error}): {}",
+                    truncate(line, 300)
+                ));
+                continue;
+            }
+        };
+        match event["event"].as_str() {
+            Some("tool_call_started") => events.started += 1,
+            Some("tool_call_updated")
+                if matches!(event["status"].as_str(), Some("completed" | "failed")) =>
+            {
+                let text = event["content"]
+                    .as_array()
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .filter_map(|part| part["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                let raw = &event["raw_output"];
+                let number = |field: &str| raw[field].as_i64().and_then(|n| i32::try_from(n).ok());
+                events.results.insert(
+                    event["id"].as_str().unwrap_or_default().to_owned(),
+                    CallResult {
+                        status: event["status"].as_str().unwrap_or_default().to_owned(),
+                        text,
+                        exited: raw.get("exit_code").is_some(),
+                        exit_code: number("exit_code"),
+                        signal: number("signal"),
+                    },
+                );
+            }
+            Some("turn_finished") => events.finished = event["stop_reason"] == "end_turn",
+            _ => {}
+        }
+    }
+    events
+}
+
+impl Lab {
+    /// [`Lab::snapshot`] less what lode writes in `.lode/` while it runs: its own files and the
+    /// times of the directory that holds them (anything else made, changed or removed there
+    /// still shows).
+    fn agent_snapshot(&self, mode: Mode) -> Snapshot {
+        let mut map = self.snapshot(mode);
+        let lode_dir = self.ws.join(".lode");
+        map.retain(|path, _| {
+            !LODE_OWN_FILES
+                .iter()
+                .any(|name| *path == lode_dir.join(name))
+        });
+        if let Some(entry) = map.get_mut(&lode_dir) {
+            entry.mtime = (0, 0);
+            entry.ctime = (0, 0);
+        }
+        map
+    }
+
+    /// lode's session store and audit log after a run: they still open, hold every session so
+    /// far and every call of the last one (a case that overwrote them would show here).
+    fn lode_store_problems(&self, ids: &[String]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let path = self.ws.join(".lode/agent.sqlite");
+        match lode_agent::store::SessionStore::open(&path) {
+            Err(error) => problems.push(format!(
+                "lode's session store {} does not open: {error}",
+                path.display()
+            )),
+            Ok(store) => match store.list_sessions(None) {
+                Err(error) => problems.push(format!("lode's session store: {error}")),
+                Ok(sessions) => {
+                    if sessions.len() != self.agent_runs {
+                        problems.push(format!(
+                            "lode's session store holds {} sessions after {} runs",
+                            sessions.len(),
+                            self.agent_runs
+                        ));
+                    }
+                    // Session ids are UUID v7: the greatest is the newest.
+                    if let Some(newest) = sessions.iter().max_by(|a, b| a.id.cmp(&b.id)) {
+                        match store.load_history(&newest.id) {
+                            Err(error) => problems.push(format!("lode's session store: {error}")),
+                            Ok(history) => problems.extend(
+                                ids.iter()
+                                    .filter(|id| !history.tool_calls.contains_key(*id))
+                                    .map(|id| format!("lode's session store lost the call {id}")),
+                            ),
+                        }
+                    }
+                }
+            },
+        }
+        let audit = self.ws.join(".lode/audit.jsonl");
+        match fs::read_to_string(&audit) {
+            Err(error) => problems.push(format!("lode's audit log {}: {error}", audit.display())),
+            Ok(text) => problems.extend(
+                text.lines()
+                    .filter(|line| serde_json::from_str::<serde_json::Value>(line).is_err())
+                    .map(|line| format!("lode's audit log holds a foreign line: {line:?}")),
+            ),
+        }
+        problems
+    }
+
+    /// The config file of one `lode run`: the scripted provider (its key in the variable whose
+    /// name looks like nothing, so lode passes it to the launcher as a secret) and `[sandbox]`.
+    fn agent_config(base_url: &str, group: &AgentGroup) -> String {
+        let quoted = |text: &str| serde_json::to_string(text).expect("a JSON string");
+        let read: Vec<String> = group.read.iter().map(|path| quoted(path)).collect();
+        format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = {}\n\
+             model = \"scripted-model\"\ncontext_window = 1000000\napi_key_env = {}\n\n\
+             [sandbox]\nmode = {}\nread = [{}]\n",
+            quoted(base_url),
+            quoted(CUSTOM_SECRET_NAME),
+            quoted(group.mode.as_str()),
+            read.join(", ")
+        )
+    }
+
+    /// Runs `cases` through the agent: one `lode run` per sandbox configuration (mode, extra
+    /// readable paths), whose model asks for every case of it in one answer, one `run_command`
+    /// call each (`call_<case>`), then says "Done.". The cases' own checks hold for each call's
+    /// result; the world's (snapshot, canaries, stray files, the sleeper, secrets anywhere in
+    /// lode's output) for each run.
+    fn run_through_agent(&mut self, cases: &[Case], report: &mut Report) {
+        if self.agent_runs == 0 {
+            // lode keeps its sessions in `.lode/agent.sqlite`: the planted sentinel gives way to
+            // lode's own database, which the cases aimed at it now aim at.
+            let _ = fs::remove_file(self.ws.join(".lode/agent.sqlite"));
+        }
+        for dir in ["index", "config", "data"] {
+            fs::create_dir_all(self.lode_state.join(dir)).expect("lode state dir");
+        }
+        let mut groups: Vec<AgentGroup> = Vec::new();
+        for (index, case) in cases.iter().enumerate() {
+            if let Some(reason) = self.unmet(case.needs) {
+                report
+                    .skipped
+                    .push(format!("{} through the agent ({reason})", case.name));
+                continue;
+            }
+            if let Some(reason) = not_through_the_agent(self.class, case.name) {
+                report
+                    .not_through_agent
+                    .push(format!("{} ({reason})", case.name));
+                continue;
+            }
+            if !case.extra.is_empty() {
+                if case.shows.is_empty() {
+                    report.failures.push(format!(
+                        "[{}::{} through the agent] its launcher arguments {:?} have no \
+                         `[sandbox]` setting: list it in NOT_THROUGH_THE_AGENT with the reason",
+                        self.class, case.name, case.extra
+                    ));
+                } else {
+                    report.skipped.push(format!(
+                        "{} through the agent (it needs {:?}; `lode run --yes-to` never grants \
+                         network)",
+                        case.name, case.extra
+                    ));
+                }
+                continue;
+            }
+            let read = self.extra_reads(case.needs);
+            match groups
+                .iter_mut()
+                .find(|group| group.mode == case.mode && group.read == read)
+            {
+                Some(group) => group.rows.push((index, case)),
+                None => groups.push(AgentGroup {
+                    mode: case.mode,
+                    read,
+                    rows: vec![(index, case)],
+                }),
+            }
+        }
+        for group in &groups {
+            self.run_agent_group(group, report);
+        }
+    }
+
+    fn run_agent_group(&mut self, group: &AgentGroup, report: &mut Report) {
+        self.agent_runs += 1;
+        let label = format!("agent-{:02}", self.agent_runs);
+        let rows: Vec<(&Case, PathBuf)> = group
+            .rows
+            .iter()
+            .map(|(index, case)| {
+                let marker = self
+                    .private_tmp
+                    .join(format!("{label}-marker-{index:03}-{}", case.name));
+                (*case, marker)
+            })
+            .collect();
+        let probe_marker = self.private_tmp.join(format!("{label}-marker-probe"));
+        let calls: Vec<serde_json::Value> = std::iter::once((&PARENT_PROBE, probe_marker))
+            .chain(rows.iter().cloned())
+            .map(|(case, marker)| {
+                serde_json::json!({
+                    "id": call_id(case),
+                    "name": "run_command",
+                    "arguments": {"command": agent_command_line(case, &marker)},
+                })
+            })
+            .collect();
+        let call_count = calls.len();
+        let script = serde_json::json!({
+            "description": "A model that asks for every escape attempt of a class at once.",
+            "turns": [
+                {
+                    "name": "attempts",
+                    "match": {"last_user_text_contains": AGENT_PROMPT},
+                    "respond": {"tool_calls": calls, "chunk_chars": 1 << 20}
+                },
+                {
+                    "name": "done",
+                    "match": {"last_tool_result_of": "run_command"},
+                    "respond": {"text": "Done."}
+                }
+            ]
+        });
+        let server = ScriptServer::start(&script.to_string());
+        let config = self.lode_config.join(format!("{label}.toml"));
+        write_file(
+            &config,
+            &Lab::agent_config(&server.handle.openai_base_url(), group),
+        );
+        self.plant_links();
+        let before = self.agent_snapshot(group.mode);
+        let hits_before = self.canaries.count();
+        let started = Instant::now();
+        let mut lode = Command::new(lode_bin());
+        lode.arg("run")
+            .arg("--config")
+            .arg(&config)
+            .arg("--index-dir")
+            .arg(self.lode_state.join("index"))
+            .args(["--json", "--yes-to", "*"])
+            .arg(format!("{AGENT_PROMPT} of sandbox_escape::{}.", self.class))
+            // The outside parent's environment, planted keys included.
+            .env_clear()
+            .envs(self.base_env(None))
+            .env("XDG_CONFIG_HOME", self.lode_state.join("config"))
+            .env("XDG_DATA_HOME", self.lode_state.join("data"))
+            .current_dir(&self.ws)
+            .stdin(Stdio::null());
+        let Logged {
+            pid,
+            status,
+            stdout,
+            stderr,
+        } = run_logged(lode, &self.logs.join(&label));
+        let mut events = agent_events(&stdout);
+
+        for (case, marker) in &rows {
+            let id = call_id(case);
+            let mut problems = Vec::new();
+            let (mut output, code, signal) = match events.results.get(&id) {
+                None => {
+                    problems.push("lode reported no result for its call: it never ran".into());
+                    (String::new(), None, None)
+                }
+                Some(result) if result.status != "completed" || !result.exited => {
+                    problems.push(format!(
+                        "the call did not run to the end as a command (status {})",
+                        result.status
+                    ));
+                    (result.text.clone(), None, None)
+                }
+                Some(result) => (result.text.clone(), result.exit_code, result.signal),
+            };
+            if problems.is_empty() {
+                if case.detached {
+                    Lab::wait_for_marker(marker, &mut output, &mut problems);
+                }
+                problems.extend(self.command_problems(case, code, &output));
+            }
+            report.through_agent += 1;
+            if problems.is_empty() {
+                if case.shows.is_empty() {
+                    report
+                        .held
+                        .push(format!("{} (through the agent)", case.name));
+                }
+            } else {
+                report.failures.push(format!(
+                    "[{}::{} through the agent, {label}] target: {}\n  mode: {}\n  script: {}\n  \
+                     exit code: {code:?}, signal: {signal:?}\n  problems:\n    - {}\n  output:\n{}",
+                    self.class,
+                    case.name,
+                    case.target,
+                    case.mode.as_str(),
+                    case.script.lines().next().unwrap_or_default(),
+                    problems.join("\n    - "),
+                    indent(&truncate(&output, 3000)),
+                ));
+            }
+        }
+
+        let mut problems = std::mem::take(&mut events.problems);
+        let parent = events
+            .results
+            .get(&call_id(&PARENT_PROBE))
+            .map(|result| result.text.clone())
+            .unwrap_or_default();
+        if !parent.lines().any(|line| line == format!("parent={pid}")) {
+            problems.push(format!(
+                "the commands' parent is not lode (pid {pid}): the probe says {parent:?}"
+            ));
+        }
+        if let Some(signal) = status.signal() {
+            problems.push(format!(
+                "lode, the commands' outside parent, was killed by signal {signal}"
+            ));
+        } else if status.code() != Some(0) {
+            problems.push(format!("`lode run` exited {:?}", status.code()));
+        }
+        if !events.finished {
+            problems.push("the turn did not end with the model's answer".into());
+        }
+        if events.started != call_count {
+            problems.push(format!(
+                "lode started {} tool calls; the model asked for {call_count}",
+                events.started,
+            ));
+        }
+        for secret in &self.secrets {
+            if stdout.contains(secret.as_str()) || stderr.contains(secret.as_str()) {
+                problems.push(format!("lode's output shows the secret {secret}"));
+            }
+        }
+        problems.extend(self.copied_secrets());
+        problems.extend(self.world_problems(false, hits_before, &before, group.mode, true));
+        let ids: Vec<String> = std::iter::once(call_id(&PARENT_PROBE))
+            .chain(rows.iter().map(|(case, _)| call_id(case)))
+            .collect();
+        problems.extend(self.lode_store_problems(&ids));
+        let unused = server.handle.unused_turns();
+        if !unused.is_empty() {
+            problems.push(format!("the scripted model never served {unused:?}"));
+        }
+        let names: Vec<&str> = rows.iter().map(|(case, _)| case.name).collect();
+        report.agent_runs.push(format!(
+            "{label}: {} {} case(s) in {:.1}s",
+            rows.len(),
+            group.mode.as_str(),
+            started.elapsed().as_secs_f64()
+        ));
+        if !problems.is_empty() {
+            report.failures.push(format!(
+                "[{}: `lode run` {label} ({} mode, read {:?}) of {}]\n  lode: {status:?}\n  \
+                 problems:\n    - {}\n  lode's stderr:\n{}",
+                self.class,
+                group.mode.as_str(),
+                group.read,
+                names.join(", "),
+                problems.join("\n    - "),
+                indent(&truncate(&stderr, 3000)),
+            ));
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2290,6 +2909,43 @@ fn the_table_has_at_least_sixty_attacks() {
             .map(|(class, cases)| format!("{class} {}", cases.len()))
             .collect::<Vec<_>>()
             .join(", ")
+    );
+}
+
+/// The agent path leaves out only a few attacks, each for a stated reason, and can express every
+/// other one (no attack needs launcher arguments beyond `--read`).
+#[test]
+fn few_attacks_stay_out_of_the_agent_path() {
+    assert!(
+        NOT_THROUGH_THE_AGENT.len() <= MAX_NOT_THROUGH_THE_AGENT,
+        "{} attacks do not run through the agent (at most {MAX_NOT_THROUGH_THE_AGENT})",
+        NOT_THROUGH_THE_AGENT.len()
+    );
+    for (class, name, reason) in NOT_THROUGH_THE_AGENT {
+        let cases = ALL_ATTACKS
+            .iter()
+            .find(|(listed, _)| listed == class)
+            .map(|(_, cases)| *cases)
+            .unwrap_or_else(|| panic!("NOT_THROUGH_THE_AGENT names the unknown class {class}"));
+        assert!(
+            cases.iter().any(|case| case.name == *name),
+            "NOT_THROUGH_THE_AGENT names {class}::{name}, which is not in the table"
+        );
+        assert!(!reason.trim().is_empty(), "{class}::{name} needs a reason");
+    }
+    for (class, cases) in ALL_ATTACKS {
+        for case in *cases {
+            assert!(
+                case.extra.is_empty(),
+                "{class}::{} needs launcher arguments the agent cannot give",
+                case.name
+            );
+        }
+    }
+    let total: usize = ALL_ATTACKS.iter().map(|(_, cases)| cases.len()).sum();
+    eprintln!(
+        "sandbox_escape: {} of {total} escape attempts also run through the agent",
+        total - NOT_THROUGH_THE_AGENT.len()
     );
 }
 
@@ -2359,7 +3015,8 @@ fn positive_controls() {
 }
 
 /// The slow class: two crates, compiled once, then attacked through build scripts and test
-/// runners; the controls (build, test, check of an ordinary crate) run first.
+/// runners; the controls (build, test, check of an ordinary crate) run first. Then all again
+/// through the agent.
 #[test]
 fn cargo() {
     let started = Instant::now();
@@ -2391,5 +3048,8 @@ fn cargo() {
             "the cargo controls failed: the sandbox breaks cargo".to_owned(),
         );
     }
+    // The crates are built now: through the agent, controls first again.
+    let both = [CARGO_CONTROLS, CARGO_ATTACKS].concat();
+    lab.run_through_agent(&both, &mut report);
     report.finish("cargo", started);
 }

@@ -143,3 +143,34 @@ pub fn edit_behind_the_stat_check(path: &Path, new_text: &str) {
         .set_modified(mtime)
         .unwrap();
 }
+
+/// Each finished tool call in `lode run --json` events, in order: its tool, its final status
+/// (`completed` or `failed`) and the finishing event itself.
+pub fn finished_tool_calls(
+    events: &[serde_json::Value],
+) -> Vec<(String, String, serde_json::Value)> {
+    let mut names = std::collections::HashMap::new();
+    let mut finished = Vec::new();
+    for event in events {
+        match event["event"].as_str() {
+            Some("tool_call_started") => {
+                names.insert(
+                    event["id"].as_str().unwrap_or_default().to_owned(),
+                    event["tool"].as_str().unwrap_or_default().to_owned(),
+                );
+            }
+            Some("tool_call_updated")
+                if matches!(event["status"].as_str(), Some("completed" | "failed")) =>
+            {
+                let id = event["id"].as_str().unwrap_or_default();
+                finished.push((
+                    names.get(id).cloned().unwrap_or_default(),
+                    event["status"].as_str().unwrap_or_default().to_owned(),
+                    event.clone(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    finished
+}

@@ -30,6 +30,16 @@ impl Capabilities {
         PROBED.get_or_init(probe_now)
     }
 
+    /// What the launcher checks before it confines itself: Landlock and seccomp (two system
+    /// calls), but not user namespaces, which would cost a fork of the whole process: the
+    /// launcher's own `unshare` answers that, and its failure is reported as unavailability.
+    pub fn probe_without_namespaces() -> Capabilities {
+        Capabilities {
+            user_namespaces: true,
+            ..probe_cheap()
+        }
+    }
+
     /// Why `mode` cannot be enforced here, if it cannot (`Off` always can).
     pub fn missing_for(&self, mode: SandboxMode) -> Option<String> {
         if mode == SandboxMode::Off {
@@ -70,18 +80,37 @@ impl Capabilities {
     }
 }
 
-#[cfg(target_os = "linux")]
 fn probe_now() -> Capabilities {
+    let cheap = probe_cheap();
+    Capabilities {
+        user_namespaces: cheap.os == "linux" && user_namespaces(),
+        ..cheap
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn user_namespaces() -> bool {
+    crate::linux::probe::user_namespaces()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn user_namespaces() -> bool {
+    false
+}
+
+/// Everything but user namespaces.
+#[cfg(target_os = "linux")]
+fn probe_cheap() -> Capabilities {
     Capabilities {
         os: std::env::consts::OS,
         landlock_abi: crate::linux::probe::landlock_abi(),
         seccomp: crate::linux::probe::seccomp_filters(),
-        user_namespaces: crate::linux::probe::user_namespaces(),
+        user_namespaces: false,
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn probe_now() -> Capabilities {
+fn probe_cheap() -> Capabilities {
     Capabilities {
         os: std::env::consts::OS,
         landlock_abi: None,

@@ -326,7 +326,7 @@ pub fn launcher_main(args: &[OsString]) -> SandboxError {
 
 fn confine_and_exec(args: &[OsString]) -> Result<Infallible, SandboxError> {
     let (profile, command) = Profile::parse_args(args)?;
-    if let Some(reason) = Capabilities::probe().missing_for(profile.mode) {
+    if let Some(reason) = Capabilities::probe_without_namespaces().missing_for(profile.mode) {
         return Err(SandboxError::Unavailable(reason));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);

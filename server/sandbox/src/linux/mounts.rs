@@ -140,13 +140,7 @@ pub fn confine_mounts(writable: &[&Path], read_only: &[&Path]) -> Result<(), San
         .collect();
     // Each writable path becomes a mount of its own, so it can be made writable again below.
     for path in &writable {
-        let target = c_path(path)?;
-        mount(
-            Some(&target),
-            &target,
-            libc::MS_BIND | libc::MS_REC,
-            &format!("bind-mounting {}", path.display()),
-        )?;
+        bind_onto_itself(path)?;
     }
     everything_read_only()?;
     for path in &writable {
@@ -175,10 +169,11 @@ fn enter_namespace() -> Result<(), SandboxError> {
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // SAFETY: unshare(2) with namespace flags only; the launcher is single-threaded here.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
-        return Err(SandboxError::setup(
-            "creating a user and mount namespace",
-            std::io::Error::last_os_error(),
-        ));
+        return Err(SandboxError::Unavailable(format!(
+            "cannot create an unprivileged user and mount namespace ({}); they are needed for \
+             a read-only view of the file system outside the writable paths",
+            std::io::Error::last_os_error()
+        )));
     }
     write_proc("/proc/self/setgroups", "deny")?;
     write_proc("/proc/self/uid_map", &format!("{uid} {uid} 1"))?;
@@ -192,16 +187,22 @@ fn enter_namespace() -> Result<(), SandboxError> {
     )
 }
 
+/// Makes `path` a mount of its own (a recursive bind mount onto itself); returns its C path.
+fn bind_onto_itself(path: &Path) -> Result<CString, SandboxError> {
+    let target = c_path(path)?;
+    mount(
+        Some(&target),
+        &target,
+        libc::MS_BIND | libc::MS_REC,
+        &format!("bind-mounting {}", path.display()),
+    )?;
+    Ok(target)
+}
+
 /// Bind-mounts each of `paths` read-only over itself.
 fn protect_read_only(paths: &[&Path]) -> Result<(), SandboxError> {
     for path in paths {
-        let target = c_path(path)?;
-        mount(
-            Some(&target),
-            &target,
-            libc::MS_BIND | libc::MS_REC,
-            &format!("bind-mounting {}", path.display()),
-        )?;
+        let target = bind_onto_itself(path)?;
         let keep = locked_flags(&target)?;
         mount(
             None,
