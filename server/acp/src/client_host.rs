@@ -86,7 +86,8 @@ impl SessionHost for AcpSessionHost {
             self.session_id.clone(),
             mapping::permission_tool_call(&request),
             mapping::permission_options(&request),
-        );
+        )
+        .meta(mapping::permission_meta(&request));
         let answer = self.connection.send_request(question).block_task();
         tokio::select! {
             // Dropping the pending request tells the client to withdraw the question.

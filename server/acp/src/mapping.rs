@@ -4,7 +4,7 @@
 
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ConfigOptionUpdate,
-    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, EmbeddedResourceResource, McpServer,
+    ContentBlock, ContentChunk, CurrentModeUpdate, Diff, EmbeddedResourceResource, McpServer, Meta,
     Notice, NoticeSeverity, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
     PlanEntryPriority, PlanEntryStatus, RequestPermissionOutcome, SessionConfigOption,
     SessionConfigOptionCategory, SessionConfigSelectOption, SessionInfo, SessionInfoUpdate,
@@ -254,35 +254,66 @@ pub fn mcp_server_specs(servers: Vec<McpServer>) -> Result<Vec<McpServerSpec>, S
     servers.into_iter().map(mcp_server_spec).collect()
 }
 
-/// The four answers offered for every permission question (five when the command needs the
-/// network). The "always" names carry the pattern the answer is remembered under.
+/// The answers offered for a permission question: allow once, always allow, reject, always
+/// reject, plus "allow once with network" when the command needs the network. A must-ask offers
+/// no "always" answers (see [`PermissionRequest::offers_always`]): only a person decides it, each
+/// time. The "always" names carry the pattern the answer is remembered under.
 pub fn permission_options(request: &PermissionRequest) -> Vec<PermissionOption> {
     let pattern = &request.always_pattern;
-    let network = request.offer_network.then(|| {
-        PermissionOption::new(
+    let mut options = vec![PermissionOption::new(
+        ALLOW_ONCE,
+        "Allow once",
+        PermissionOptionKind::AllowOnce,
+    )];
+    if request.offer_network {
+        options.push(PermissionOption::new(
             ALLOW_ONCE_WITH_NETWORK,
             "Allow once with network",
             PermissionOptionKind::AllowOnce,
-        )
-    });
-    let mut options = vec![
-        PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
-        PermissionOption::new(
+        ));
+    }
+    let always = request.offers_always();
+    if always {
+        options.push(PermissionOption::new(
             ALLOW_ALWAYS,
             format!("Always allow {pattern}"),
             PermissionOptionKind::AllowAlways,
-        ),
-        PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
-        PermissionOption::new(
+        ));
+    }
+    options.push(PermissionOption::new(
+        REJECT_ONCE,
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+    ));
+    if always {
+        options.push(PermissionOption::new(
             REJECT_ALWAYS,
             format!("Always reject {pattern}"),
             PermissionOptionKind::RejectAlways,
-        ),
-    ];
-    if let Some(network) = network {
-        options.insert(1, network);
+        ));
     }
     options
+}
+
+/// The key under which lode's own facts about a permission question travel in its `_meta`.
+pub const PERMISSION_META_KEY: &str = "lode";
+
+/// What the policy judged, for clients that answer by rule (`lode ask --yes-to`): under
+/// `_meta.lode`, `mustAsk` (only a person may answer), `reason`, `subjects` (resolved
+/// workspace-relative paths, parsed simple commands, or the tool's name) and `subjectKind`
+/// (`path`, `command`, `tool`).
+pub fn permission_meta(request: &PermissionRequest) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(
+        PERMISSION_META_KEY.to_owned(),
+        serde_json::json!({
+            "mustAsk": request.must_ask,
+            "reason": request.reason,
+            "subjects": request.subjects,
+            "subjectKind": request.subject_kind,
+        }),
+    );
+    meta
 }
 
 /// The tool call a permission question is about, as ACP shows it.

@@ -24,31 +24,34 @@ pub struct PermissionRequest {
     /// [`PermissionAnswer::AllowOnceWithNetwork`].
     #[serde(default)]
     pub offer_network: bool,
+    /// Only a person may answer: headless answerers (`--yes-to`) refuse it, and "allow always"
+    /// is not offered (a remembered allow never lifts a must-ask).
+    #[serde(default)]
+    pub must_ask: bool,
+    /// Why the policy asks, in words.
+    #[serde(default)]
+    pub reason: String,
+    /// What the policy judged: the resolved, workspace-relative paths of an edit, each simple
+    /// command of a command line as the policy parsed it, or the tool's name. Patterns that
+    /// approve questions match these, never the title.
+    #[serde(default)]
+    pub subjects: Vec<String>,
+    #[serde(default)]
+    pub subject_kind: crate::permission::SubjectKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionAnswer {
-    AllowOnce,
-    /// Allow this one call, and let its command reach the network from inside the sandbox.
-    AllowOnceWithNetwork,
-    AllowAlways,
-    RejectOnce,
-    RejectAlways,
-    /// The turn was cancelled while the question was open.
-    Cancelled,
-}
-
-impl PermissionAnswer {
-    pub fn allows(self) -> bool {
-        matches!(
-            self,
-            PermissionAnswer::AllowOnce
-                | PermissionAnswer::AllowOnceWithNetwork
-                | PermissionAnswer::AllowAlways
-        )
+impl PermissionRequest {
+    /// Whether the "always" answers are offered. Not for a must-ask about a tool call: a
+    /// remembered allow never lifts it. A question whose "always" is kept by its asker rather
+    /// than remembered by the policy under a pattern (it has no `always_pattern`, as the question
+    /// that trusts a workspace) still offers them.
+    pub fn offers_always(&self) -> bool {
+        !self.must_ask || self.always_pattern.is_empty()
     }
 }
+
+/// The user's answer to a permission question (owned by the policy crate).
+pub use lode_policy::PermissionAnswer;
 
 /// A failure of the client side of a host operation.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

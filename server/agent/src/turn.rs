@@ -749,11 +749,12 @@ async fn run_tool_call(
     let decision = shared.policy.decide(&call.name, &target, mode);
     let (allowed, decision_text) = match decision {
         Decision::Allow => (Ok(()), "allow".to_owned()),
-        // A trusted skill selected for this turn pre-approved the tool (`allowed-tools`).
-        // Never for a command when commands run unconfined: then every command that runs the
-        // workspace's code is the user's to approve.
-        Decision::Ask { .. }
-            if turn.granted_tools.iter().any(|name| name == &call.name)
+        // A trusted skill selected for this turn pre-approved the tool (`allowed-tools`): that
+        // only turns a plain ask into allow, never a must-ask. Never for a command when commands
+        // run unconfined: then every command is the user's to approve.
+        ref decision @ Decision::Ask { .. }
+            if decision.is_plain_ask()
+                && turn.granted_tools.iter().any(|name| name == &call.name)
                 && (shared.sandbox.is_confined()
                     || !matches!(target, crate::tools::PermissionTarget::Command { .. })) =>
         {
@@ -763,6 +764,10 @@ async fn run_tool_call(
         Decision::Ask {
             always_pattern,
             offer_network,
+            must_ask,
+            reason,
+            subjects,
+            subject_kind,
         } => {
             let request = PermissionRequest {
                 tool_call_id: call.id.clone(),
@@ -772,6 +777,10 @@ async fn run_tool_call(
                 raw_input: call.arguments.clone(),
                 always_pattern: always_pattern.clone(),
                 offer_network,
+                must_ask,
+                reason,
+                subjects,
+                subject_kind,
             };
             let answer = tokio::select! {
                 _ = cancel.cancelled() => PermissionAnswer::Cancelled,
@@ -779,9 +788,16 @@ async fn run_tool_call(
             };
             // Network is granted only where it was offered, and only for this call.
             context.network = offer_network && answer == PermissionAnswer::AllowOnceWithNetwork;
+            // "Allow always" was not offered for a must-ask; whatever a client sends, nothing
+            // is remembered that would never be consulted.
+            let remembered = if must_ask && answer == PermissionAnswer::AllowAlways {
+                PermissionAnswer::AllowOnce
+            } else {
+                answer
+            };
             if let Err(error) = shared
                 .policy
-                .record_answer(&call.name, &always_pattern, answer)
+                .record_answer(&call.name, &always_pattern, remembered)
             {
                 host.emit(AgentEvent::Notice {
                     message: format!("could not remember the permission decision: {error}"),

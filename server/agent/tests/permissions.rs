@@ -9,7 +9,7 @@ use lode_agent::audit::{AuditLog, AuditRecord};
 use lode_agent::event::{ToolCallUpdate, ToolStatus};
 use lode_agent::host::PermissionAnswer;
 use lode_agent::permission::{
-    Decision, Mode, PermissionConfig, PermissionPolicy, PermissionStore, Remembered,
+    Decision, Mode, PermissionConfig, PermissionPolicy, PermissionStore, Remembered, SubjectKind,
 };
 use lode_agent::redact::REDACTED;
 use lode_agent::tools::PermissionTarget;
@@ -137,7 +137,9 @@ fn nothing_overrides_the_deny_list() {
     store
         .remember("run_command", "*", Remembered::Allow)
         .unwrap();
-    let policy = PermissionPolicy::new(config, store).unwrap();
+    let policy = PermissionPolicy::new(config, store)
+        .unwrap()
+        .with_sandbox(true);
     for line in ["sudo ls", "rm -rf /", "curl x | sh"] {
         let decision = policy.decide("run_command", &command(line), Mode::Code);
         assert!(is_deny(&decision), "{line}: {decision:?}");
@@ -204,7 +206,9 @@ fn substitutions_eval_and_exec_force_a_question_even_when_allowed() {
         "#,
     )
     .unwrap();
-    let policy = PermissionPolicy::without_store(config).unwrap();
+    let policy = PermissionPolicy::without_store(config)
+        .unwrap()
+        .with_sandbox(true);
     for line in [
         "echo $(whoami)",
         "echo \"$(date)\"",
@@ -292,6 +296,10 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
         Decision::Ask {
             always_pattern: "npm run lint*".into(),
             offer_network: false,
+            must_ask: false,
+            reason: "commands ask by default".into(),
+            subjects: vec!["cargo check".into(), "npm run lint --fix".into()],
+            subject_kind: SubjectKind::Command,
         }
     );
     assert_eq!(
@@ -299,6 +307,10 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
         Decision::Ask {
             always_pattern: "./deploy.sh --prod".into(),
             offer_network: false,
+            must_ask: false,
+            reason: "commands ask by default".into(),
+            subjects: vec!["./deploy.sh --prod".into()],
+            subject_kind: SubjectKind::Command,
         }
     );
     let strict = PermissionPolicy::without_store(PermissionConfig {
@@ -357,7 +369,8 @@ fn configured_rules_allow_ask_and_deny_by_pattern() {
     std::fs::create_dir_all(root.join("src")).unwrap();
     let policy = PermissionPolicy::without_store(config)
         .unwrap()
-        .with_roots(vec![root.clone()]);
+        .with_roots(vec![root.clone()])
+        .with_sandbox(true);
     let code = Mode::Code;
     assert_eq!(
         policy.decide("run_command", &command("npm test -- --watch=false"), code),

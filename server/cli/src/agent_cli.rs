@@ -8,10 +8,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use globset::{Glob, GlobSet, GlobSetBuilder};
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::permission::Mode;
+use lode_agent::permission::{HeadlessGrants, Mode, SubjectKind};
 use lode_agent::{Agent, UserInput};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -21,8 +20,20 @@ pub const EXIT_TURN_INCOMPLETE: u8 = 4;
 
 /// How `lode run` answers permission questions nobody can be asked.
 struct RunPolicy {
-    /// `--yes-to` patterns, matched against the pattern an "always" answer would use and the title.
-    allowed: GlobSet,
+    /// `--yes-to` patterns, matched against what the policy judged (resolved paths, parsed
+    /// commands, tool names), never against a title.
+    allowed: HeadlessGrants,
+}
+
+/// The `--yes-to` pattern that would approve `request`, for the message that says how.
+fn suggested_pattern(request: &PermissionRequest) -> &str {
+    match request.subject_kind {
+        SubjectKind::Tool => request
+            .subjects
+            .first()
+            .map_or(request.tool.as_str(), String::as_str),
+        SubjectKind::Path | SubjectKind::Command => &request.always_pattern,
+    }
 }
 
 /// What is shown and how permission is answered.
@@ -153,15 +164,27 @@ impl SessionHost for TerminalHost {
     async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
         match &self.interaction {
             Interaction::Batch(policy) => {
-                if policy.allowed.is_match(&request.always_pattern)
-                    || policy.allowed.is_match(&request.title)
+                if request.must_ask {
+                    if !self.json {
+                        eprintln!(
+                            "lode: refused {}: only a person can approve this ({}); --yes-to \
+                             cannot. Run it in `lode chat` or an editor to decide.",
+                            request.title, request.reason
+                        );
+                    }
+                    return PermissionAnswer::RejectOnce;
+                }
+                if policy
+                    .allowed
+                    .approve(false, request.subject_kind, &request.subjects)
                 {
                     return PermissionAnswer::AllowOnce;
                 }
                 if !self.json {
                     eprintln!(
                         "lode: denied {} (not allowed by policy; rerun with --yes-to '{}' to allow)",
-                        request.title, request.always_pattern
+                        request.title,
+                        suggested_pattern(&request)
                     );
                 }
                 PermissionAnswer::RejectOnce
@@ -173,17 +196,22 @@ impl SessionHost for TerminalHost {
                 } else {
                     ""
                 };
-                eprint!(
-                    "Allow {}? [y]es{network} / [n]o / [a]lways / ne[v]er: ",
-                    request.title
-                );
+                let always = request.offers_always();
+                if request.must_ask && !request.reason.is_empty() {
+                    eprintln!(
+                        "lode: this needs your decision each time: {}",
+                        request.reason
+                    );
+                }
+                let choices = if always { " / [a]lways / ne[v]er" } else { "" };
+                eprint!("Allow {}? [y]es{network} / [n]o{choices}: ", request.title);
                 let _ = std::io::stderr().flush();
                 let answer = lines.lock().await.recv().await;
                 match answer.as_deref().map(str::trim) {
                     Some("y" | "yes") => PermissionAnswer::AllowOnce,
                     Some("w") if request.offer_network => PermissionAnswer::AllowOnceWithNetwork,
-                    Some("a" | "always") => PermissionAnswer::AllowAlways,
-                    Some("v" | "never") => PermissionAnswer::RejectAlways,
+                    Some("a" | "always") if always => PermissionAnswer::AllowAlways,
+                    Some("v" | "never") if always => PermissionAnswer::RejectAlways,
                     _ => PermissionAnswer::RejectOnce,
                 }
             }
@@ -224,16 +252,10 @@ pub fn run(
     json: bool,
     yes_to: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
-    let mut allowed = GlobSetBuilder::new();
-    for pattern in &yes_to {
-        allowed
-            .add(Glob::new(pattern).with_context(|| format!("bad --yes-to pattern {pattern:?}"))?);
-    }
+    let allowed = HeadlessGrants::new(&yes_to).context("bad --yes-to pattern")?;
     let host = Arc::new(TerminalHost {
         json,
-        interaction: Interaction::Batch(RunPolicy {
-            allowed: allowed.build()?,
-        }),
+        interaction: Interaction::Batch(RunPolicy { allowed }),
         at_line_start: Mutex::new(true),
     });
     let runtime = runtime()?;

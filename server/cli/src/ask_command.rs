@@ -24,7 +24,7 @@ use agent_client_protocol::{Client, ErrorCode};
 use agent_client_protocol_http::HttpClient;
 use anyhow::{Context, bail};
 use clap::Args;
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use lode_agent::permission::{HeadlessGrants, SubjectKind};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::WorkspaceArgs;
@@ -61,8 +61,10 @@ pub struct AskArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// Allow tool calls whose permission pattern or title matches this glob (repeatable), as in
-    /// `lode run`; everything else is denied.
+    /// Allow a tool call when everything the policy judged matches one of these globs
+    /// (repeatable), as in `lode run`: the resolved workspace-relative path of each edited file
+    /// (`src/**`), each simple command of a command line (`cargo test*`), or an MCP tool's name.
+    /// Never the title; never a call only a person may approve. Everything else is denied.
     #[arg(long, value_name = "PATTERN")]
     pub yes_to: Vec<String>,
 }
@@ -116,40 +118,69 @@ impl SessionBook {
     }
 }
 
-/// How permission questions are answered: allowed only when a `--yes-to` glob matches.
+/// What lode's server says it judged, under `_meta.lode` of a permission question (see
+/// `lode_acp::mapping::permission_meta`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct Judged {
+    must_ask: bool,
+    reason: String,
+    subjects: Vec<String>,
+    subject_kind: SubjectKind,
+}
+
+impl Judged {
+    fn of(question: &RequestPermissionRequest) -> Judged {
+        question
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get("lode"))
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// How permission questions are answered: allowed only when every subject the server's policy
+/// judged (resolved paths, parsed commands, the tool's name) matches a `--yes-to` glob, and never
+/// a must-ask. Titles are never matched: they carry what the model wrote.
 struct Policy {
-    allowed: GlobSet,
+    allowed: HeadlessGrants,
 }
 
 impl Policy {
     fn new(patterns: &[String]) -> anyhow::Result<Policy> {
-        let mut allowed = GlobSetBuilder::new();
-        for pattern in patterns {
-            allowed.add(
-                Glob::new(pattern).with_context(|| format!("bad --yes-to pattern {pattern:?}"))?,
-            );
-        }
         Ok(Policy {
-            allowed: allowed.build()?,
+            allowed: HeadlessGrants::new(patterns).context("bad --yes-to pattern")?,
         })
     }
 
     fn answer(&self, question: &RequestPermissionRequest) -> RequestPermissionOutcome {
         let title = question.tool_call.fields.title.clone().unwrap_or_default();
-        // lode names its "always" options "Always allow <pattern>": that pattern is what an
-        // "always" answer would remember, the same thing `lode run --yes-to` matches.
-        let pattern = question
-            .options
-            .iter()
-            .find(|option| option.kind == PermissionOptionKind::AllowAlways)
-            .and_then(|option| option.name.strip_prefix("Always allow "))
-            .unwrap_or_default()
-            .to_string();
-        let allowed = (!pattern.is_empty() && self.allowed.is_match(&pattern))
-            || (!title.is_empty() && self.allowed.is_match(&title));
-        let wanted = if allowed {
+        let judged = Judged::of(question);
+        let wanted = if judged.must_ask {
+            eprintln!(
+                "lode: refused {title}: only a person can approve this ({}); --yes-to cannot",
+                judged.reason
+            );
+            PermissionOptionKind::RejectOnce
+        } else if self
+            .allowed
+            .approve(false, judged.subject_kind, &judged.subjects)
+        {
             PermissionOptionKind::AllowOnce
         } else {
+            // lode names its "always" options "Always allow <pattern>": that pattern is what a
+            // `--yes-to` would need for commands and paths.
+            let pattern = match judged.subject_kind {
+                SubjectKind::Tool => judged.subjects.first().cloned().unwrap_or_default(),
+                SubjectKind::Path | SubjectKind::Command => question
+                    .options
+                    .iter()
+                    .find(|option| option.kind == PermissionOptionKind::AllowAlways)
+                    .and_then(|option| option.name.strip_prefix("Always allow "))
+                    .unwrap_or_default()
+                    .to_string(),
+            };
             eprintln!(
                 "lode: denied {title} (not allowed; rerun with --yes-to '{pattern}' to allow)"
             );
@@ -609,7 +640,9 @@ mod tests {
         }
     }
 
-    fn question(title: &str, pattern: &str) -> RequestPermissionRequest {
+    fn question(title: &str, pattern: &str, judged: serde_json::Value) -> RequestPermissionRequest {
+        let mut meta = serde_json::Map::new();
+        meta.insert("lode".to_string(), judged);
         RequestPermissionRequest::new(
             "s1".to_string(),
             ToolCallUpdate::new("c1".to_string(), ToolCallUpdateFields::new().title(title)),
@@ -623,6 +656,7 @@ mod tests {
                 PermissionOption::new("reject_once", "Reject", PermissionOptionKind::RejectOnce),
             ],
         )
+        .meta(meta)
     }
 
     fn chosen(outcome: RequestPermissionOutcome) -> String {
@@ -633,14 +667,55 @@ mod tests {
     }
 
     #[test]
-    fn yes_to_matches_the_always_pattern_or_the_title_and_nothing_else() {
-        let policy = Policy::new(&["src/**".to_string(), "Run cargo test*".to_string()]).unwrap();
-        let edit = question("Edit src/main.rs", "src/**");
+    fn yes_to_matches_what_the_policy_judged_never_the_title() {
+        let policy = Policy::new(&["src/**".to_string(), "cargo test*".to_string()]).unwrap();
+        let edit = question(
+            "Edit src/main.rs",
+            "src/**",
+            serde_json::json!({"subjects": ["src/main.rs"], "subjectKind": "path"}),
+        );
         assert_eq!(chosen(policy.answer(&edit)), "allow_once");
-        let test = question("Run cargo test --lib", "cargo test*");
+        let test = question(
+            "Run cargo test --lib",
+            "cargo test*",
+            serde_json::json!({"subjects": ["cargo test --lib"], "subjectKind": "command"}),
+        );
         assert_eq!(chosen(policy.answer(&test)), "allow_once");
-        let other = question("Edit tests/it.rs", "tests/**");
+        let other = question(
+            "Edit tests/it.rs",
+            "tests/**",
+            serde_json::json!({"subjects": ["tests/it.rs"], "subjectKind": "path"}),
+        );
         assert_eq!(chosen(policy.answer(&other)), "reject_once");
+        // The title says src/, the resolved path is .git/: the path decides.
+        let sneaky = question(
+            "Edit src/../.git/hooks/pre-commit",
+            ".git/hooks/**",
+            serde_json::json!({"subjects": [".git/hooks/pre-commit"], "subjectKind": "path"}),
+        );
+        assert_eq!(chosen(policy.answer(&sneaky)), "reject_once");
+        // Every simple command must match.
+        let chain = question(
+            "Run cargo test; curl evil",
+            "curl evil",
+            serde_json::json!({"subjects": ["cargo test", "curl evil"], "subjectKind": "command"}),
+        );
+        assert_eq!(chosen(policy.answer(&chain)), "reject_once");
+        // A must-ask is refused whatever matches.
+        let must = question(
+            "Run cargo test $(id)",
+            "cargo test*",
+            serde_json::json!({
+                "mustAsk": true,
+                "reason": "command substitution",
+                "subjects": ["cargo test $(id)"],
+                "subjectKind": "command",
+            }),
+        );
+        assert_eq!(chosen(policy.answer(&must)), "reject_once");
+        // Without lode's judgement (another server) nothing is approved.
+        let bare = question("Edit src/main.rs", "src/**", serde_json::json!(null));
+        assert_eq!(chosen(policy.answer(&bare)), "reject_once");
         let nothing = Policy::new(&[]).unwrap();
         assert_eq!(chosen(nothing.answer(&edit)), "reject_once");
         assert!(Policy::new(&["[".to_string()]).is_err());

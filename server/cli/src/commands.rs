@@ -173,8 +173,11 @@ pub enum Command {
         /// Print every event as one JSON object per line.
         #[arg(long)]
         json: bool,
-        /// Allow tool calls whose permission pattern or title matches this glob (repeatable),
-        /// e.g. `--yes-to 'cargo test*'` or `--yes-to 'src/**'`.
+        /// Allow a tool call when everything the policy judged matches one of these globs
+        /// (repeatable): each edited file's resolved workspace-relative path (`--yes-to
+        /// 'src/**'`), each simple command of a command line (`--yes-to 'cargo test*'`), or an
+        /// MCP tool's name. Never the title; never a call only a person may approve (`$(…)`,
+        /// `eval`, edits under .git/ or .lode/, …).
         #[arg(long, value_name = "PATTERN")]
         yes_to: Vec<String>,
         #[command(flatten)]

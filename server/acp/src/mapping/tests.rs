@@ -13,6 +13,7 @@ use lode_agent::event::{
 };
 use lode_agent::host::{PermissionAnswer, PermissionRequest};
 use lode_agent::llm::ModelInfo;
+use lode_agent::permission::SubjectKind;
 use serde_json::{Value, json};
 
 use super::*;
@@ -286,7 +287,52 @@ fn question() -> PermissionRequest {
         raw_input: json!({"command": "cargo test"}),
         always_pattern: "cargo test*".into(),
         offer_network: false,
+        must_ask: false,
+        reason: "commands ask by default".into(),
+        subjects: vec!["cargo test".into()],
+        subject_kind: SubjectKind::Command,
     }
+}
+
+#[test]
+fn a_must_ask_offers_no_always_answers_and_says_what_was_judged() {
+    let request = PermissionRequest {
+        title: "Run `cargo test $(id)`".into(),
+        raw_input: json!({"command": "cargo test $(id)"}),
+        must_ask: true,
+        reason: "command substitution `$(…)`".into(),
+        subjects: vec!["cargo test $(id)".into()],
+        ..question()
+    };
+    let options = serde_json::to_value(permission_options(&request)).unwrap();
+    let ids: Vec<&str> = options
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [ALLOW_ONCE, REJECT_ONCE]);
+    let with_network = PermissionRequest {
+        offer_network: true,
+        ..request.clone()
+    };
+    let ids: Vec<String> = permission_options(&with_network)
+        .into_iter()
+        .map(|o| o.option_id.0.to_string())
+        .collect();
+    assert_eq!(ids, [ALLOW_ONCE, ALLOW_ONCE_WITH_NETWORK, REJECT_ONCE]);
+    let meta = serde_json::Value::Object(permission_meta(&request));
+    assert_eq!(
+        meta,
+        json!({"lode": {
+            "mustAsk": true,
+            "reason": "command substitution `$(…)`",
+            "subjects": ["cargo test $(id)"],
+            "subjectKind": "command",
+        }})
+    );
+    // A plain ask still offers all four.
+    assert_eq!(permission_options(&question()).len(), 4);
 }
 
 #[test]

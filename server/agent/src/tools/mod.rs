@@ -32,22 +32,8 @@ use crate::event::{Location, ToolContent, ToolKind};
 use crate::host::SessionHost;
 use crate::llm::ToolSpec;
 
-/// What a tool call will touch, for the permission policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum PermissionTarget {
-    /// Reads only (files, the index): allowed in every mode.
-    Read,
-    /// Changes these files (workspace-relative paths).
-    Edit { paths: Vec<String> },
-    /// Runs this shell command line.
-    Command { command: String },
-    /// Something else with side effects (an MCP tool, a fetch): judged by tool name.
-    Other,
-    /// Writes lode's own long-term memory store (not the workspace): allowed by default in the
-    /// modes that offer it, like a note the agent keeps; rules for the tool can still ask or deny.
-    Memory,
-}
+/// What a tool call will touch, for the permission policy (owned by the policy crate).
+pub use lode_policy::PermissionTarget;
 
 /// How a call will be presented before it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

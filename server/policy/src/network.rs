@@ -70,7 +70,7 @@ pub fn needs_network(segment: &Segment) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::analyze;
+    use crate::analyze;
 
     fn network(command: &str) -> bool {
         analyze(command).segments.iter().any(needs_network)

@@ -1,4 +1,12 @@
-//! The permission policy: whether a tool call runs, is asked about, or is refused.
+//! `lode-policy`: the one permission decision — whether a tool call runs, is asked about, must
+//! be asked about, or is refused — and what it rests on: the session [`Mode`], a POSIX-shell lexer
+//! ([`shell`]), the built-in deny list and allowlist, configured rules ([`config`]), "always"
+//! answers remembered in SQLite ([`store`]), and the resolution of model-given paths inside the
+//! workspace ([`paths`]), so that rules and headless grants judge the file that would really be
+//! touched.
+//!
+//! It knows nothing about agents, LLMs, editors or protocols: a caller describes a call as a
+//! tool name and a [`PermissionTarget`] and gets a [`Decision`] back.
 //!
 //! Inputs are the tool's name, its [`PermissionTarget`] (what it reads, edits or runs) and the
 //! session [`Mode`]. The order of judgement, first match wins:
@@ -6,17 +14,25 @@
 //! 2. the built-in command deny list (`rm -rf /`, `sudo`, `mkfs`, piping a download into a
 //!    shell, …), which nothing overrides;
 //! 3. `deny` rules from the configuration and remembered "reject always" answers;
-//! 4. what forces a question (command substitution, backticks, `eval`, `exec`, nested shells,
-//!    redirects into files, edits under `.git/` or `.lode/`), whatever the rules say;
-//! 5. `ask` rules; then `allow` rules, remembered "allow always" answers and the built-in
-//!    allowlist — a command line is allowed only when every simple command in it is;
-//! 6. the configured default for the kind of call (reads allow, edits and commands ask).
+//! 4. **must-ask**: what only a person may approve, whatever the rules say — command
+//!    substitution, backticks, `eval`, `exec`, nested shells, redirects into files, edits under
+//!    `.git/` or `.lode/` (any depth, any root), paths the policy cannot place, explicit `ask`
+//!    rules, and commands that run workspace code when commands run without the sandbox;
+//! 5. `allow` rules, remembered "allow always" answers and the built-in allowlist — a command
+//!    line is allowed only when every simple command in it is;
+//! 6. the configured default for the kind of call (reads allow, edits and commands ask): a plain
+//!    ask.
+//!
+//! Grants from outside the policy (a skill's `allowed-tools`, `--yes-to`) may only turn a plain
+//! ask into allow ([`Decision::is_plain_ask`]); nothing lifts must-ask or deny.
 
 pub mod config;
 pub mod network;
 pub mod outside;
+pub mod paths;
 pub mod shell;
 pub mod store;
+mod target;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -30,9 +46,9 @@ pub use config::{Action, PermissionConfig, PermissionRule};
 pub use shell::{CommandAnalysis, analyze};
 pub use store::{PermissionStore, Remembered, RememberedRule};
 
-use crate::host::PermissionAnswer;
-use crate::tools::PermissionTarget;
-use crate::tools::paths::resolve_path;
+pub use target::{PermissionAnswer, PermissionTarget};
+
+use crate::paths::resolve_path;
 
 /// The session mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -104,10 +120,56 @@ pub enum Decision {
         /// for this call: the question offers "allow once with network".
         #[serde(default)]
         offer_network: bool,
+        /// Only a person may answer: no skill grant, `--yes-to`, rule or remembered answer
+        /// turns it into allow, and "allow always" is not offered (it would not be consulted).
+        #[serde(default)]
+        must_ask: bool,
+        /// Why the call is asked about, in words.
+        #[serde(default)]
+        reason: String,
+        /// What the policy judged: the resolved, workspace-relative paths of an edit, each simple
+        /// command of a command line as the policy sees it (quotes removed, single spaces), or
+        /// the tool's name. Headless grants match these, never a title.
+        #[serde(default)]
+        subjects: Vec<String>,
+        #[serde(default)]
+        subject_kind: SubjectKind,
     },
     Deny {
         reason: String,
     },
+}
+
+impl Decision {
+    /// An ask that a grant from outside the policy (a skill's `allowed-tools`, `--yes-to`) may
+    /// turn into allow: an ask, but not a must-ask.
+    pub fn is_plain_ask(&self) -> bool {
+        matches!(
+            self,
+            Decision::Ask {
+                must_ask: false,
+                ..
+            }
+        )
+    }
+
+    /// Only a person may approve this call.
+    pub fn is_must_ask(&self) -> bool {
+        matches!(self, Decision::Ask { must_ask: true, .. })
+    }
+}
+
+/// What the subjects of a question are, and so how a pattern is matched against them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubjectKind {
+    /// Workspace-relative paths, matched gitignore style (`src/**`, `*.lock`; `*` stops at `/`).
+    Path,
+    /// Simple commands, matched as plain globs (`cargo test*`; `*` matches anything).
+    Command,
+    /// The tool's name (MCP tools and other calls judged by name).
+    #[default]
+    Tool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -132,21 +194,14 @@ pub enum PermissionError {
     },
 }
 
-/// What a pattern is matched against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SubjectKind {
-    Path,
-    Command,
-}
-
 /// Compiles a pattern: paths use gitignore-like anchoring (a pattern without `/` matches at any
-/// depth, `*` stops at `/`); commands use plain globs (`*` matches anything).
+/// depth, `*` stops at `/`); commands and tool names use plain globs (`*` matches anything).
 fn compile(pattern: &str, kind: SubjectKind) -> Result<GlobMatcher, String> {
     let glob = match kind {
         SubjectKind::Path => {
             return lode_index::search::path_matcher(pattern).map_err(|error| error.to_string());
         }
-        SubjectKind::Command => GlobBuilder::new(pattern.trim())
+        SubjectKind::Command | SubjectKind::Tool => GlobBuilder::new(pattern.trim())
             .literal_separator(false)
             .build(),
     };
@@ -160,11 +215,52 @@ fn matches(pattern: &str, kind: SubjectKind, subject: &str) -> bool {
     compile(pattern, kind).is_ok_and(|matcher| matcher.is_match(subject))
 }
 
+/// Patterns that approve questions nobody is there to answer (`lode run --yes-to`, `lode ask
+/// --yes-to`), matched against a question's subjects exactly as the policy matches its rules:
+/// paths with the gitignore-style path matcher, commands and tool names as plain globs. Never
+/// against a title.
+#[derive(Debug, Clone, Default)]
+pub struct HeadlessGrants {
+    patterns: Vec<(String, GlobMatcher, GlobMatcher)>,
+}
+
+impl HeadlessGrants {
+    /// Checks every pattern; a bad glob is an error naming it.
+    pub fn new(patterns: &[String]) -> Result<HeadlessGrants, PermissionError> {
+        let mut compiled = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let invalid = |message| PermissionError::InvalidPattern {
+                tool: "--yes-to".to_owned(),
+                pattern: pattern.clone(),
+                message,
+            };
+            let path = compile(pattern, SubjectKind::Path).map_err(invalid)?;
+            let command = compile(pattern, SubjectKind::Command).map_err(invalid)?;
+            compiled.push((pattern.clone(), path, command));
+        }
+        Ok(HeadlessGrants { patterns: compiled })
+    }
+
+    /// Whether these patterns approve a question: it is not a must-ask, it has subjects, and
+    /// every subject matches one of the patterns.
+    pub fn approve(&self, must_ask: bool, kind: SubjectKind, subjects: &[String]) -> bool {
+        !must_ask
+            && !subjects.is_empty()
+            && subjects.iter().all(|subject| {
+                self.patterns.iter().any(|(_, path, command)| match kind {
+                    SubjectKind::Path => path.is_match(subject),
+                    SubjectKind::Command | SubjectKind::Tool => command.is_match(subject),
+                })
+            })
+    }
+}
+
 /// Rule outcomes for one subject.
 #[derive(Debug, Default)]
 struct Verdict {
     deny: Option<String>,
-    ask: bool,
+    /// Why an `ask` rule asks, when one matched.
+    ask: Option<String>,
     allow: bool,
 }
 
@@ -312,7 +408,12 @@ impl PermissionPolicy {
                         None => format!("`{tool}` is denied by the permission rules"),
                     });
                 }
-                Action::Ask => verdict.ask = true,
+                Action::Ask => {
+                    verdict.ask.get_or_insert_with(|| match &rule.pattern {
+                        Some(pattern) => format!("the permission rule `{pattern}` asks"),
+                        None => format!("the permission rules ask about `{tool}`"),
+                    });
+                }
                 Action::Allow => verdict.allow = true,
             }
         }
@@ -342,13 +443,11 @@ impl PermissionPolicy {
         verdict
     }
 
-    fn by_default(action: Action, tool: &str, always_pattern: String) -> Decision {
+    /// The configured default for a call the rules did not settle: allow, a plain ask, or deny.
+    fn by_default(action: Action, tool: &str, question: Question) -> Decision {
         match action {
             Action::Allow => Decision::Allow,
-            Action::Ask => Decision::Ask {
-                always_pattern,
-                offer_network: false,
-            },
+            Action::Ask => question.ask(None),
             Action::Deny => Decision::Deny {
                 reason: format!("`{tool}` is denied by the permission defaults"),
             },
@@ -360,20 +459,24 @@ impl PermissionPolicy {
         if let Some(reason) = verdict.deny {
             return Decision::Deny { reason };
         }
-        let always_pattern = "*".to_owned();
-        if verdict.ask {
-            return Decision::Ask {
-                always_pattern,
-                offer_network: false,
-            };
+        let question = Question {
+            always_pattern: "*".to_owned(),
+            offer_network: false,
+            reason: format!("`{tool}` asks by default"),
+            subjects: vec![tool.to_owned()],
+            subject_kind: SubjectKind::Tool,
+        };
+        if verdict.ask.is_some() {
+            return question.ask(verdict.ask);
         }
         if verdict.allow {
             return Decision::Allow;
         }
-        Self::by_default(default, tool, always_pattern)
+        Self::by_default(default, tool, question)
     }
 
-    /// Workspace-relative form of an edited path, or why it is refused.
+    /// Workspace-relative form of an edited path, or why it is refused. A path the policy cannot
+    /// place (no roots to resolve it against) comes back as `?path`.
     fn normalize_path(&self, path: &str) -> Result<String, String> {
         if self.roots.is_empty() {
             let cleaned = path.trim().trim_start_matches("./");
@@ -400,32 +503,46 @@ impl PermissionPolicy {
             [single] => edit_always_pattern(single),
             _ => relative.first().cloned().unwrap_or_else(|| "*".to_owned()),
         };
+        let question = Question {
+            always_pattern,
+            offer_network: false,
+            reason: "edits ask by default".to_owned(),
+            subjects: relative.clone(),
+            subject_kind: SubjectKind::Path,
+        };
         if relative.is_empty() {
-            return Decision::Ask {
-                always_pattern,
-                offer_network: false,
-            };
+            return question.ask(None);
         }
         let mut all_allowed = true;
-        let mut any_ask = false;
+        let mut must_ask = None;
         for path in &relative {
             let verdict = self.verdict(tool, SubjectKind::Path, Some(path));
             if let Some(reason) = verdict.deny {
                 return Decision::Deny { reason };
             }
-            any_ask |= verdict.ask || is_protected_path(path) || path.starts_with('?');
+            if must_ask.is_none() {
+                must_ask = if let Some(unplaced) = path.strip_prefix('?') {
+                    Some(format!(
+                        "`{unplaced}` cannot be placed inside the workspace, so no rule can judge it"
+                    ))
+                } else if is_protected_path(path) {
+                    Some(format!(
+                        "`{path}` is under .git/ or .lode/ (hooks and configuration run code or \
+                         steer lode)"
+                    ))
+                } else {
+                    verdict.ask
+                };
+            }
             all_allowed &= verdict.allow;
         }
-        if any_ask {
-            return Decision::Ask {
-                always_pattern,
-                offer_network: false,
-            };
+        if must_ask.is_some() {
+            return question.ask(must_ask);
         }
         if all_allowed {
             return Decision::Allow;
         }
-        Self::by_default(self.config.edit, tool, always_pattern)
+        Self::by_default(self.config.edit, tool, question)
     }
 
     fn decide_command(&self, tool: &str, command: &str) -> Decision {
@@ -435,12 +552,8 @@ impl PermissionPolicy {
                 reason: format!("blocked by lode's built-in deny list: {reason}"),
             };
         }
-        let whole = analysis
-            .segments
-            .iter()
-            .map(shell::Segment::text)
-            .collect::<Vec<_>>()
-            .join(" ; ");
+        let subjects: Vec<String> = analysis.segments.iter().map(shell::Segment::text).collect();
+        let whole = subjects.join(" ; ");
         if analysis.segments.is_empty() {
             // Nothing to run: the tool reports the empty command.
             return Decision::Allow;
@@ -474,38 +587,90 @@ impl PermissionPolicy {
         let allowed = |index: usize| {
             let segment = &analysis.segments[index];
             let verdict = &verdicts[index];
-            segment.writes_to.is_empty() && !verdict.ask && (verdict.allow || builtin(segment))
+            segment.writes_to.is_empty() && (verdict.allow || builtin(segment))
         };
         let first_unallowed = (0..analysis.segments.len()).find(|&index| !allowed(index));
         let always_pattern = match first_unallowed {
             Some(index) => command_always_pattern(&analysis.segments[index]),
             None => command_always_pattern(&analysis.segments[0]),
         };
-        let ask = Decision::Ask {
-            always_pattern: always_pattern.clone(),
+        let question = Question {
+            always_pattern,
             offer_network: self.sandboxed && analysis.segments.iter().any(network::needs_network),
+            reason: "commands ask by default".to_owned(),
+            subjects,
+            subject_kind: SubjectKind::Command,
         };
-        if analysis.needs_ask.is_some() {
-            return ask;
-        }
-        if whole_verdict.ask || verdicts.iter().any(|v| v.ask) {
-            return ask;
-        }
-        if analysis.segments.iter().any(|s| !s.writes_to.is_empty()) {
-            return ask;
+        // What only a person may approve, first reason first.
+        let must_ask = analysis
+            .needs_ask
+            .clone()
+            .or_else(|| {
+                analysis.segments.iter().find_map(|segment| {
+                    segment
+                        .writes_to
+                        .first()
+                        .map(|file| format!("the command writes to the file `{file}`"))
+                })
+            })
+            .or_else(|| whole_verdict.ask.clone())
+            .or_else(|| verdicts.iter().find_map(|verdict| verdict.ask.clone()))
+            .or_else(|| {
+                (!self.sandboxed)
+                    .then(|| {
+                        analysis
+                            .segments
+                            .iter()
+                            .find(|segment| shell::runs_workspace_code(segment))
+                    })
+                    .flatten()
+                    .map(|segment| {
+                        format!(
+                            "`{}` runs the workspace's code, and commands run without the sandbox",
+                            segment.text()
+                        )
+                    })
+            });
+        if must_ask.is_some() {
+            return question.ask(must_ask);
         }
         if first_unallowed.is_none() {
             return Decision::Allow;
         }
-        match Self::by_default(self.config.command, tool, always_pattern) {
-            Decision::Ask { .. } => ask,
-            other => other,
-        }
+        Self::by_default(self.config.command, tool, question)
     }
 
     /// Why a command line must be asked about even when rules allow it, if it must.
     pub fn forced_question(command: &str) -> Option<String> {
         analyze(command).needs_ask
+    }
+}
+
+/// A question in the making: everything an ask carries but whether it is a must-ask.
+struct Question {
+    always_pattern: String,
+    offer_network: bool,
+    /// Why it is a plain ask (the default for the kind of call).
+    reason: String,
+    subjects: Vec<String>,
+    subject_kind: SubjectKind,
+}
+
+impl Question {
+    /// The ask: a must-ask when `must_ask` gives its reason, a plain ask otherwise.
+    fn ask(self, must_ask: Option<String>) -> Decision {
+        let (must_ask, reason) = match must_ask {
+            Some(reason) => (true, reason),
+            None => (false, self.reason),
+        };
+        Decision::Ask {
+            always_pattern: self.always_pattern,
+            offer_network: self.offer_network,
+            must_ask,
+            reason,
+            subjects: self.subjects,
+            subject_kind: self.subject_kind,
+        }
     }
 }
 

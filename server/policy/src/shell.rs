@@ -1402,3 +1402,37 @@ pub fn allowlisted(segment: &Segment, confined: bool) -> Option<Access> {
         })
         .map(|entry| entry.access)
 }
+
+/// Programs that run code from the workspace they are started in: build tools and test runners
+/// (build scripts, proc macros, tests, `Makefile` recipes), git (hooks, filters,
+/// `core.fsmonitor`), package managers (install and run scripts), and interpreters and shells
+/// (which run whatever script they are given).
+const WORKSPACE_CODE_RUNNERS: &[&str] = &[
+    "cargo", "rustc", "git", "npm", "npx", "pnpm", "pnpx", "yarn", "bun", "bunx", "deno", "node",
+    "tsc", "go", "make", "gmake", "just", "ctest", "cmake", "ninja", "meson", "pytest", "python",
+    "python3", "mypy", "ruff", "tox", "nox", "uv", "uvx", "poetry", "pip", "pip3", "ruby",
+    "bundle", "rake", "perl", "php", "composer", "mvn", "gradle", "dotnet", "bazel", "sh", "bash",
+    "zsh", "dash", "fish", "ksh",
+];
+
+/// Whether a simple command runs code the workspace provides: a build tool, test runner,
+/// package manager, interpreter or shell (see [`WORKSPACE_CODE_RUNNERS`]; also `python3.12`), or
+/// a program named by a path (`./build.sh`, `scripts/deploy`, `target/debug/app`). Without the
+/// sandbox such a command can do anything the user can, whatever it looks like.
+pub fn runs_workspace_code(segment: &Segment) -> bool {
+    let (name, args) = segment.effective();
+    if name.is_empty() {
+        return false;
+    }
+    let program = segment
+        .words
+        .len()
+        .checked_sub(args.len() + 1)
+        .and_then(|index| segment.words.get(index))
+        .map_or(name.as_str(), String::as_str);
+    if program.contains('/') {
+        return true;
+    }
+    let versioned = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    WORKSPACE_CODE_RUNNERS.contains(&name.as_str()) || WORKSPACE_CODE_RUNNERS.contains(&versioned)
+}

@@ -65,7 +65,7 @@ fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::analyze;
+    use crate::analyze;
 
     fn outside(command: &str, root: &Path) -> bool {
         let analysis = analyze(command);
