@@ -205,3 +205,97 @@ fn the_global_config_flag_names_a_config_outside_the_workspace() {
     let shown = lode_run(dir.path(), &["config", "--files", "--config", config_arg]);
     assert!(stdout(&shown).contains("lode.toml"), "{}", stdout(&shown));
 }
+
+/// `--yes-to` matches what the policy judged — resolved workspace-relative paths and each
+/// simple command of a parsed command line — never the tool call's title, which carries what
+/// the model wrote; and it never approves a must-ask. Globs shaped like the titles
+/// (`*src/**`, `*cargo test*`) approve nothing they should not.
+#[test]
+fn run_yes_to_matches_resolved_paths_and_parsed_commands_never_titles() {
+    let server = start_server("run_yes_to_tricks.json");
+    let dir = workspace(Some(&server));
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    let config_before = std::fs::read_to_string(root.join(".lode/config.toml")).unwrap();
+    let output = lode_run(
+        root,
+        &[
+            "run",
+            "--json",
+            "--yes-to",
+            "src/**",
+            "--yes-to",
+            "*src/**",
+            "--yes-to",
+            "cargo test*",
+            "--yes-to",
+            "*cargo test*",
+            "--yes-to",
+            "date*",
+            "Please tidy up.",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let events = json_events(&output);
+    let titles: Vec<&str> = events
+        .iter()
+        .filter(|event| event["event"] == "tool_call_started")
+        .filter_map(|event| event["title"].as_str())
+        .collect();
+    // The titles carry what the model wrote (that is the trick).
+    assert!(
+        titles.iter().any(|title| title.contains("src/../.git/hooks/x")),
+        "{titles:?}"
+    );
+    let status = |id: &str| {
+        support::finished_tool_calls(&events)
+            .into_iter()
+            .find(|(_, _, event)| event["id"] == id)
+            .map(|(_, status, event)| (status, event.to_string()))
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    for id in ["call_hook", "call_config", "call_chain", "call_subst"] {
+        let (status, event) = status(id);
+        assert_eq!(status, "failed", "{id} must be refused: {event}");
+        assert!(
+            event.contains("declined") || event.contains("permission"),
+            "{id}: {event}"
+        );
+    }
+    // What the patterns do cover runs.
+    assert_eq!(status("call_edit_ok").0, "completed");
+    assert_eq!(status("call_cmd_ok").0, "completed", "{}", status("call_cmd_ok").1);
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/notes.md")).unwrap(),
+        "notes\n"
+    );
+    // Nothing of the rest happened.
+    assert!(!root.join(".git/hooks/x").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".lode/config.toml")).unwrap(),
+        config_before
+    );
+    assert!(!root.join("curl-canary.txt").exists());
+    assert!(!root.join("subst-canary.txt").exists());
+}
+
+/// Without `--json` the refusal of a must-ask says why and that `--yes-to` cannot lift it.
+#[test]
+fn run_yes_to_refuses_a_must_ask_saying_only_a_person_can_approve_it() {
+    let server = start_server("run_yes_to_tricks.json");
+    let dir = workspace(Some(&server));
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    let output = lode_run(
+        dir.path(),
+        &["run", "--yes-to", "**", "--yes-to", "*", "Please tidy up."],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("only a person can approve this") && err.contains(".git/hooks/x"),
+        "{err}"
+    );
+    assert!(err.contains("--yes-to cannot"), "{err}");
+    assert!(!dir.path().join(".git/hooks/x").exists());
+    assert!(!dir.path().join("subst-canary.txt").exists());
+}
