@@ -54,7 +54,10 @@ fn run_acpx(acpx: &PathBuf, workspace: &Workspace, args: &[&str]) -> Output {
         .current_dir(workspace.root())
         .env("HOME", workspace.root().join(".home"))
         .env("PATH", path)
-        .env_remove("LODE_CONFIG")
+        .env(
+            "LODE_CONFIG",
+            support::workspace_config_env(workspace.root()),
+        )
         .env("XDG_CONFIG_HOME", workspace.root().join(".no-user-config"))
         .output()
         .expect("acpx runs")

@@ -88,7 +88,7 @@ async fn serve(root: &Path, runtime: &Path, extra: &[&str]) -> (tokio::process::
         .arg(root)
         .args(["acp", "--http", "127.0.0.1:0"])
         .args(extra)
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", root.join(".lode/config.toml"))
         .env_remove("LODE_ACP_TOKEN")
         .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
         .env("XDG_RUNTIME_DIR", runtime)

@@ -63,7 +63,10 @@ async fn start(workspace: &Workspace, dirs: &Dirs, runtime_dir: bool, extra: &[&
         .arg(workspace.root())
         .args(["acp", "--no-watch", "--http", "127.0.0.1:0"])
         .args(extra)
-        .env_remove("LODE_CONFIG")
+        .env(
+            "LODE_CONFIG",
+            support::workspace_config_env(workspace.root()),
+        )
         .env_remove("LODE_ACP_TOKEN")
         .env("HOME", dirs.home.path())
         .env("XDG_CONFIG_HOME", dirs.config.path())
@@ -922,7 +925,10 @@ async fn the_generated_token_is_private_kept_outside_the_workspace_and_reused() 
         .arg("--root")
         .arg(workspace.root())
         .args(["acp", "--no-watch", "--http", "127.0.0.1:0"])
-        .env_remove("LODE_CONFIG")
+        .env(
+            "LODE_CONFIG",
+            support::workspace_config_env(workspace.root()),
+        )
         .env_remove("LODE_ACP_TOKEN")
         .env_remove("XDG_RUNTIME_DIR")
         .env("HOME", dirs.home.path())
@@ -948,7 +954,10 @@ async fn the_generated_token_is_private_kept_outside_the_workspace_and_reused() 
         .arg("--root")
         .arg(workspace.root())
         .args(["acp", "--no-watch", "--http", "127.0.0.1:0"])
-        .env_remove("LODE_CONFIG")
+        .env(
+            "LODE_CONFIG",
+            support::workspace_config_env(workspace.root()),
+        )
         .env_remove("LODE_ACP_TOKEN")
         .env("XDG_RUNTIME_DIR", dirs.runtime.path())
         .env("HOME", dirs.home.path())

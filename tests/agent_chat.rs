@@ -50,7 +50,7 @@ fn chat(root: &Path, home: &Path, args: &[&str], input: &str) -> Output {
     let mut child = lode(root)
         .arg("chat")
         .args(args)
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", support::workspace_config_env(root))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("HOME", home)
         .stdin(Stdio::piped())

@@ -41,7 +41,7 @@ fn lode_run(root: &Path, args: &[&str]) -> Output {
     let home = tempfile::tempdir().unwrap();
     lode(root)
         .args(args)
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", support::workspace_config_env(root))
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .env("HOME", home.path())
         .output()

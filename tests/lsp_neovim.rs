@@ -73,7 +73,7 @@ fn neovim_finds_symbols_definitions_unsaved_text_and_applies_a_code_action() {
         .env("LODE_BIN", env!("CARGO_BIN_EXE_lode"))
         .env("LODE_EDITORS", repository.join("editors"))
         .env_remove("LODE_INDEX_DIR")
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", support::workspace_config_env(&root))
         .env("XDG_CONFIG_HOME", home.path().join("config"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())

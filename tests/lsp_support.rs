@@ -33,13 +33,19 @@ pub struct LspClient {
     next_id: i64,
     stderr: Arc<Mutex<String>>,
     pub root: PathBuf,
+    /// The button chosen for `window/showMessageRequest` (`None`: dismissed, answered `null`).
+    pub message_request_choice: Option<String>,
 }
 
 /// What the client answers a server request: `workspace/applyEdit` is applied (the test
 /// applies it itself if it wants the file changed), everything else gets `null`.
-fn answer_for(method: &Value) -> Value {
+fn answer_for(method: &Value, choice: Option<&str>) -> Value {
     if method == "workspace/applyEdit" {
         json!({ "applied": true })
+    } else if method == "window/showMessageRequest"
+        && let Some(title) = choice
+    {
+        json!({ "title": title })
     } else {
         Value::Null
     }
@@ -88,6 +94,13 @@ impl LspClient {
             .arg("lsp")
             .args(args)
             .current_dir(root)
+            // The scripted providers live in the workspace's own file, which lode applies in
+            // full only once trusted; named in `$LODE_CONFIG` it is the user's own. A test
+            // passes `LODE_CONFIG` empty in `env` to leave the file untrusted.
+            .env("LODE_CONFIG", {
+                let file = root.join(".lode/config.toml");
+                if file.exists() { file.into_os_string() } else { Default::default() }
+            })
             .envs(env.iter().copied())
             .env_remove("LODE_INDEX_DIR")
             .stdin(Stdio::piped())
@@ -132,6 +145,7 @@ impl LspClient {
             next_id: 1,
             stderr,
             root: std::fs::canonicalize(root).expect("root exists"),
+            message_request_choice: None,
         }
     }
 
@@ -206,7 +220,7 @@ impl LspClient {
     /// notification for later.
     fn keep(&mut self, message: Value) {
         if let (Some(method), Some(id)) = (message.get("method"), message.get("id")) {
-            let result = answer_for(method);
+            let result = answer_for(method, self.message_request_choice.as_deref());
             let id = id.clone();
             self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
         }
@@ -229,7 +243,7 @@ impl LspClient {
             if wanted(&message) {
                 if message.get("id").is_some() {
                     let id = message["id"].clone();
-                    let result = answer_for(&message["method"]);
+                    let result = answer_for(&message["method"], self.message_request_choice.as_deref());
                     self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
                 }
                 return message;

@@ -132,7 +132,7 @@ fn lode_run(scene: &Scene, args: &[&str], extra_env: &[(&str, &str)]) -> Output 
     let mut command = lode(&scene.ws);
     command
         .args(args)
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", support::workspace_config_env(&scene.ws))
         .env("XDG_CONFIG_HOME", scene.home.join(".config"))
         .env("HOME", &scene.home)
         .env("SCRIPTED_LLM_ACCESS", PROVIDER_SECRET)

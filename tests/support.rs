@@ -174,3 +174,16 @@ pub fn finished_tool_calls(
     }
     finished
 }
+
+/// `$LODE_CONFIG` for a test workspace: its `.lode/config.toml` when there is one (the tests'
+/// scripted providers live there), else empty, which lode treats as unset. lode applies a
+/// workspace's own file in full only once the user trusts it (`lode trust`; covered by
+/// `tests/workspace_trust.rs`); a file the user names in `$LODE_CONFIG` is theirs, so it applies.
+pub fn workspace_config_env(root: &std::path::Path) -> std::ffi::OsString {
+    let file = root.join(".lode/config.toml");
+    if file.exists() {
+        file.into_os_string()
+    } else {
+        std::ffi::OsString::new()
+    }
+}

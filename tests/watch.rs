@@ -150,7 +150,7 @@ fn lode_acp_holds_the_lease_while_it_runs() {
         .arg("--root")
         .arg(root)
         .arg("acp")
-        .env_remove("LODE_CONFIG")
+        .env("LODE_CONFIG", support::workspace_config_env(root))
         .env_remove("LODE_INDEX_DIR")
         .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
         .stdin(Stdio::piped())

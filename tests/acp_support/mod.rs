@@ -119,7 +119,7 @@ impl Workspace {
             .arg(self.root())
             .arg("acp")
             .args(extra)
-            .env_remove("LODE_CONFIG")
+            .env("LODE_CONFIG", workspace_config_env(&self.root()))
             .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -207,7 +207,7 @@ impl Workspace {
             .arg(self.root())
             .args(["acp", "--http"])
             .args(extra)
-            .env_remove("LODE_CONFIG")
+            .env("LODE_CONFIG", workspace_config_env(&self.root()))
             .env_remove("LODE_ACP_TOKEN")
             .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
             .env("XDG_RUNTIME_DIR", runtime_dir.path())
@@ -364,4 +364,17 @@ pub async fn with_client<R: Send + 'static>(
         .await
         .expect("the ACP exchange finished in time")
         .expect("the ACP exchange succeeded")
+}
+
+/// `$LODE_CONFIG` for a test workspace: its `.lode/config.toml` when there is one (the tests'
+/// scripted providers live there), else empty, which lode treats as unset. lode applies a
+/// workspace's own file in full only once the user trusts it (`lode trust`; covered by
+/// `tests/workspace_trust.rs`); a file the user names in `$LODE_CONFIG` is theirs, so it applies.
+pub fn workspace_config_env(root: &std::path::Path) -> std::ffi::OsString {
+    let file = root.join(".lode/config.toml");
+    if file.exists() {
+        file.into_os_string()
+    } else {
+        std::ffi::OsString::new()
+    }
 }

@@ -119,6 +119,10 @@ impl AgentBackend for Agent {
             .map_err(backend_error)
     }
 
+    fn workspace_trusted(&self) -> bool {
+        Agent::workspace_trusted(self)
+    }
+
     fn attach_mcp_servers(
         &self,
         id: &str,

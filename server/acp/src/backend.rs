@@ -125,6 +125,11 @@ pub trait AgentBackend: Send + Sync + 'static {
     fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError>;
     /// The MCP servers a client passes with `session/load` or `session/resume`: they join the
     /// session's tools from its next turn. Backends without MCP support have nothing to attach.
+    /// Whether the user trusts the workspace (`lode trust`): remote clients may then pass MCP
+    /// servers that run commands. Backends that cannot tell answer no.
+    fn workspace_trusted(&self) -> bool {
+        false
+    }
     fn attach_mcp_servers(
         &self,
         id: &str,

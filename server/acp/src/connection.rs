@@ -34,6 +34,10 @@ pub struct ConnectionOptions {
     /// Sessions without a request or a running turn for this long are released from memory
     /// (see [`ConnectionState::reap_idle`]); `None` keeps them until the connection ends.
     pub idle_session_timeout: Option<Duration>,
+    /// The client is remote (HTTP or WebSocket): MCP servers it passes as commands (stdio) are
+    /// started only in a workspace the user trusts (`lode trust`), since a command line from
+    /// the network would otherwise run as the user.
+    pub remote: bool,
 }
 
 /// A session this connection opened: in memory, or released after being idle (its id is kept so
@@ -53,6 +57,8 @@ struct ConnectionState {
     client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<String, OpenSession>>,
     turns: Mutex<HashMap<String, CancellationToken>>,
+    /// See [`ConnectionOptions::remote`].
+    remote: bool,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical section
@@ -256,6 +262,7 @@ pub fn agent_connection(
         client: Mutex::new(ClientCapabilities::new()),
         sessions: Mutex::new(HashMap::new()),
         turns: Mutex::new(HashMap::new()),
+        remote: options.remote,
     });
     if let Some(timeout) = options.idle_session_timeout {
         spawn_reaper(&state, timeout);
@@ -302,6 +309,9 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
+                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                        return responder.respond_with_error(error);
+                    }
                     let session = match state.backend.new_session(request.cwd, servers) {
                         Ok(session) => session,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
@@ -331,6 +341,9 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
+                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                        return responder.respond_with_error(error);
+                    }
                     let (session, history) = match state.backend.load_session(&request.session_id.0)
                     {
                         Ok(loaded) => loaded,
@@ -367,6 +380,9 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
+                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                        return responder.respond_with_error(error);
+                    }
                     let session = match state.backend.resume_session(&request.session_id.0) {
                         Ok(session) => session,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
@@ -540,6 +556,29 @@ pub fn agent_connection(
 
 /// The shared tail of `session/load` and `session/resume`: the client's MCP servers join the
 /// session and the connection remembers it; returns the modes and config options to answer with.
+/// Refuses command (stdio) MCP servers from a remote client unless the workspace is trusted.
+fn remote_servers_allowed(
+    state: &ConnectionState,
+    servers: &[crate::backend::McpServerSpec],
+) -> Result<(), Error> {
+    let commands: Vec<&str> = servers
+        .iter()
+        .filter_map(|server| match server {
+            crate::backend::McpServerSpec::Stdio { name, .. } => Some(name.as_str()),
+            crate::backend::McpServerSpec::Http { .. } => None,
+        })
+        .collect();
+    if !state.remote || commands.is_empty() || state.backend.workspace_trusted() {
+        return Ok(());
+    }
+    Err(invalid_params(format!(
+        "MCP servers that run a command ({}) can be passed over HTTP only in a workspace you \
+         trust: run `lode trust` in the workspace first, or pass them over stdio or as HTTP \
+         servers",
+        commands.join(", ")
+    )))
+}
+
 fn reopen(
     state: &ConnectionState,
     session: &SessionSummary,

@@ -207,6 +207,9 @@ pub fn http_router(
 ) -> Result<axum::Router, TransportError> {
     let guard = Arc::new(guard_for(bound, &options)?);
     let factory = backend.clone();
+    let mut options = options;
+    // Everything served here comes from the network.
+    options.connection.remote = true;
     let connection = options.connection.clone();
     let acp = AcpHttpServer::new(move || agent_connection(factory.clone(), connection.clone()))
         .with_options(ServerOptions::default())

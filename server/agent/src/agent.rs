@@ -62,8 +62,12 @@ pub struct AgentOptions {
     pub vector_store: Option<Arc<dyn lode_index::vectors::VectorStore>>,
     /// An index already open in this process (e.g. by the LSP server), shared instead of opened.
     pub index: Option<Arc<Workspace>>,
-    /// Where sessions, permission decisions and the audit log live (default `<root>/.lode`).
+    /// Where sessions and the audit log live (default `<root>/.lode`).
     pub data_dir: Option<PathBuf>,
+    /// The user's own state, outside the workspace: workspace trust, remembered "always"
+    /// permission answers, skill trust (default `crate::trust::user_state_dir`). A repository
+    /// cannot pre-seed any of it.
+    pub state_dir: Option<PathBuf>,
     /// Compiler diagnostics fed back to the model after edits (see `crate::diagnostics`).
     pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
     /// The program that confines commands (`lode`, which runs `lode sandbox-exec`). `None`:
@@ -120,32 +124,69 @@ pub(crate) struct Shared {
     pub providers: NamedProviders,
     pub index: Arc<Workspace>,
     /// Resolved once the first full refresh after opening has finished (or failed).
-    pub index_ready: OnceCell<()>,
+    pub index_ready: Arc<OnceCell<()>>,
     pub store: Arc<SessionStore>,
     pub policy: PermissionPolicy,
-    pub audit: AuditLog,
-    pub tools: ToolRegistry,
+    pub audit: Arc<AuditLog>,
+    pub tools: Arc<ToolRegistry>,
     /// Where edits' diagnostics come from: the editor's pushed ones first, then the configured
     /// source (`crate::pushed_diagnostics::PushedFirst`).
     pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
-    /// What the editor pushed (`Agent::push_diagnostics`).
-    pub pushed_diagnostics: Arc<crate::pushed_diagnostics::PushedDiagnostics>,
-    /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
-    pub running: Mutex<HashMap<String, CancellationToken>>,
     /// Skills, long-term memory and MCP servers.
     pub extensions: crate::extensions::Extensions,
     /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
-    pub mcp_servers: Mutex<HashMap<String, Vec<McpServerConfig>>>,
+    pub mcp_servers: Arc<Mutex<HashMap<String, Vec<McpServerConfig>>>>,
     /// How commands run: confined through the launcher, or (unavailable, off) asked about.
     pub sandbox: Arc<lode_sandbox::Sandbox>,
     /// Sessions already told that commands run unconfined.
-    pub told_unconfined: Mutex<std::collections::HashSet<String>>,
+    pub told_unconfined: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// Settings of the untrusted workspace config that are not applied (see `crate::trust`).
+    pub untrusted_ignored: Vec<String>,
+}
+
+/// What outlives a reload of the configuration: the index, the stores, and what sessions hold.
+struct Lasting {
+    root: PathBuf,
+    index: Arc<Workspace>,
+    index_ready: Arc<OnceCell<()>>,
+    store: Arc<SessionStore>,
+    audit: Arc<AuditLog>,
+    tools: Arc<ToolRegistry>,
+    diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource>,
+    pushed_diagnostics: Arc<crate::pushed_diagnostics::PushedDiagnostics>,
+    /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    mcp_servers: Arc<Mutex<HashMap<String, Vec<McpServerConfig>>>>,
+    told_unconfined: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// `--config PATH`.
+    config_file: Option<PathBuf>,
+    /// The user's state folder (`crate::trust`).
+    state_dir: Option<PathBuf>,
+    sandbox_launcher: Option<PathBuf>,
+}
+
+/// What the agent did about the workspace's untrusted settings (`Agent::settle_workspace_trust`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TrustQuestion {
+    /// Not asked yet in this process.
+    Open,
+    /// Asked (or settled) once; not asked again in this process.
+    Settled,
+}
+
+struct AgentInner {
+    lasting: Lasting,
+    /// The configuration-dependent state; replaced when the user trusts the workspace.
+    current: std::sync::RwLock<Arc<Shared>>,
+    trust_question: Mutex<TrustQuestion>,
+    /// The user trusted the workspace for this process only ("allow once").
+    trusted_for_process: std::sync::atomic::AtomicBool,
 }
 
 /// The agent of one workspace. Clone it freely.
 #[derive(Clone)]
 pub struct Agent {
-    pub(crate) shared: Arc<Shared>,
+    inner: Arc<AgentInner>,
 }
 
 impl Agent {
@@ -154,9 +195,10 @@ impl Agent {
     pub fn open(root: &Path, options: AgentOptions) -> Result<Agent, AgentError> {
         let root = std::fs::canonicalize(root)
             .map_err(|error| AgentError::Other(format!("workspace {}: {error}", root.display())))?;
-        let loaded = Config::load(options.config_file.as_deref(), &root)?;
-        let providers = build_providers(&loaded)?;
-        let LoadedConfig { config, files, .. } = loaded;
+        let state_dir = options
+            .state_dir
+            .clone()
+            .or_else(crate::trust::user_state_dir);
         let (index, needs_refresh) = match options.index {
             Some(index) => (index, false),
             None => {
@@ -174,55 +216,184 @@ impl Agent {
         std::fs::create_dir_all(&data_dir).map_err(|error| {
             AgentError::Other(format!("cannot create {}: {error}", data_dir.display()))
         })?;
-        let database = data_dir.join("agent.sqlite");
-        let store = Arc::new(SessionStore::open(&database)?);
-        let permissions = Arc::new(
-            PermissionStore::open(&database)
-                .map_err(|error| AgentError::Other(error.to_string()))?,
-        );
-        let sandbox = Arc::new(sandbox_for(options.sandbox_launcher.clone(), &config));
-        let policy = PermissionPolicy::new(config.permissions.clone(), permissions.clone())
-            .map_err(|error| AgentError::Other(format!("[permissions]: {error}")))?
-            .with_roots(vec![root.clone()])
-            .with_sandbox(sandbox.is_confined());
-        let audit = AuditLog::new(data_dir.join("audit.jsonl"));
-        let extensions = crate::extensions::Extensions::open(&root, &config);
+        let store = Arc::new(SessionStore::open(&data_dir.join("agent.sqlite"))?);
         let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
         // The `diagnostics` tool keeps its `cargo check` default unless a source is configured.
-        let tools = tools_with_diagnostics(options.diagnostics.clone());
+        let tools = Arc::new(tools_with_diagnostics(options.diagnostics.clone()));
         let diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource> =
             Arc::new(crate::pushed_diagnostics::PushedFirst::new(
                 pushed_diagnostics.clone(),
                 options.diagnostics,
             ));
-        let shared = Arc::new(Shared {
-            root,
-            config_files: files,
-            config,
-            providers,
-            index,
-            index_ready: OnceCell::new(),
-            store,
-            policy,
-            audit,
-            tools,
-            diagnostics: Some(diagnostics),
-            pushed_diagnostics,
-            running: Mutex::new(HashMap::new()),
-            mcp_servers: Mutex::new(HashMap::new()),
-            extensions,
-            sandbox,
-            told_unconfined: Mutex::new(std::collections::HashSet::new()),
-        });
+        let index_ready = Arc::new(OnceCell::new());
         if !needs_refresh {
-            let _ = shared.index_ready.set(());
+            let _ = index_ready.set(());
         }
-        Ok(Agent { shared })
+        let lasting = Lasting {
+            root,
+            index,
+            index_ready,
+            store,
+            audit: Arc::new(AuditLog::new(data_dir.join("audit.jsonl"))),
+            tools,
+            diagnostics,
+            pushed_diagnostics,
+            running: Arc::new(Mutex::new(HashMap::new())),
+            mcp_servers: Arc::new(Mutex::new(HashMap::new())),
+            told_unconfined: Arc::new(Mutex::new(std::collections::HashSet::new())),
+            config_file: options.config_file,
+            state_dir,
+            sandbox_launcher: options.sandbox_launcher,
+        };
+        let shared = configure(&lasting, false)?;
+        let question = if shared.untrusted_ignored.is_empty() {
+            TrustQuestion::Settled
+        } else {
+            TrustQuestion::Open
+        };
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                lasting,
+                current: std::sync::RwLock::new(Arc::new(shared)),
+                trust_question: Mutex::new(question),
+                trusted_for_process: std::sync::atomic::AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The configuration-dependent state in effect now. A turn keeps the one it started with.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Settings of the workspace's `.lode/config.toml` that are not applied because the user
+    /// has not trusted it (empty when trusted or when it only tightens).
+    pub fn untrusted_settings(&self) -> Vec<String> {
+        self.shared().untrusted_ignored.clone()
+    }
+
+    /// Whether the user trusts the workspace as it is now: recorded in the user's store and
+    /// unchanged since, or granted for this process.
+    pub fn workspace_trusted(&self) -> bool {
+        let lasting = &self.inner.lasting;
+        self.inner
+            .trusted_for_process
+            .load(std::sync::atomic::Ordering::SeqCst)
+            || lasting.state_dir.as_ref().is_some_and(|state| {
+                crate::trust::TrustStore::new(state)
+                    .status(&lasting.root)
+                    .is_trusted()
+            })
+    }
+
+    /// Applies the workspace's own settings in full; with `remember`, then records the trust in
+    /// the user's store (bound to the file's content), without it for this process only.
+    /// Sessions' next turns use the new configuration.
+    pub fn trust_workspace(&self, remember: bool) -> Result<(), AgentError> {
+        let lasting = &self.inner.lasting;
+        // Applied first: settings that cannot be used (a provider's key variable unset, a bad
+        // rule) are reported and nothing is recorded.
+        let shared = configure(lasting, true)?;
+        if remember {
+            let state = lasting.state_dir.as_ref().ok_or_else(|| {
+                AgentError::Other(crate::trust::TrustError::NoStateDir.to_string())
+            })?;
+            crate::trust::TrustStore::new(state)
+                .trust(&lasting.root)
+                .map_err(|error| AgentError::Other(error.to_string()))?;
+        }
+        if !remember {
+            self.inner
+                .trusted_for_process
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(shared);
+        *self
+            .inner
+            .trust_question
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = TrustQuestion::Settled;
+        Ok(())
+    }
+
+    /// Before a turn: when the workspace ships settings the user has not trusted, asks once per
+    /// process through the host (a permission question no rule, skill or `--yes-to` answers).
+    /// "Always" records the trust per user; "once" applies it for this process; a refusal keeps
+    /// the settings ignored. Either way the session is told what is ignored.
+    pub(crate) async fn settle_workspace_trust(
+        &self,
+        session_id: &str,
+        host: &dyn SessionHost,
+        cancel: &CancellationToken,
+    ) {
+        {
+            let mut question = self
+                .inner
+                .trust_question
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if *question == TrustQuestion::Settled {
+                return;
+            }
+            *question = TrustQuestion::Settled;
+        }
+        let ignored = self.untrusted_settings();
+        if ignored.is_empty() {
+            return;
+        }
+        let file = self
+            .inner
+            .lasting
+            .root
+            .join(crate::config::WORKSPACE_CONFIG);
+        let request = crate::trust::question::trust_request(session_id, &file, &ignored);
+        let answer = tokio::select! {
+            _ = cancel.cancelled() => crate::host::PermissionAnswer::Cancelled,
+            answer = host.request_permission(request) => answer,
+        };
+        let message = match answer {
+            crate::host::PermissionAnswer::AllowAlways
+            | crate::host::PermissionAnswer::AllowOnce
+            | crate::host::PermissionAnswer::AllowOnceWithNetwork => {
+                let remember = answer == crate::host::PermissionAnswer::AllowAlways;
+                // The session follows the workspace's default model from now on, as a session
+                // started after the trust would.
+                let trusted = self.trust_workspace(remember).and_then(|()| {
+                    let model = self.default_model_name();
+                    Ok(self.shared().store.set_model(session_id, Some(&model))?)
+                });
+                match trusted {
+                    Ok(()) if remember => format!(
+                        "{} is trusted (until it changes); its settings apply from now on",
+                        file.display()
+                    ),
+                    Ok(()) => format!(
+                        "{}'s settings apply until lode exits (`lode trust` keeps them)",
+                        file.display()
+                    ),
+                    Err(error) => format!("could not trust {}: {error}", file.display()),
+                }
+            }
+            _ => format!(
+                "{} is not trusted, so lode ignores: {}. Run `lode trust` to review and trust it.",
+                file.display(),
+                ignored.join("; ")
+            ),
+        };
+        host.emit(AgentEvent::Notice { message });
     }
 
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
-        &self.shared.root
+        &self.inner.lasting.root
     }
 
     /// Diagnostics the editor computed (its `_lode/diagnostics` notifications): they replace
@@ -235,10 +406,13 @@ impl Agent {
             let climbs = path
                 .components()
                 .any(|part| part == std::path::Component::ParentDir);
-            if climbs || !path.is_absolute() || !path.starts_with(&self.shared.root) {
+            if climbs || !path.is_absolute() || !path.starts_with(self.root()) {
                 continue;
             }
-            self.shared.pushed_diagnostics.push(path, file.diagnostics);
+            self.inner
+                .lasting
+                .pushed_diagnostics
+                .push(path, file.diagnostics);
             accepted += 1;
         }
         accepted
@@ -246,27 +420,27 @@ impl Agent {
 
     /// The shared code index.
     pub fn index(&self) -> &Arc<Workspace> {
-        &self.shared.index
+        &self.inner.lasting.index
     }
 
     /// How commands are confined (or why they are not).
-    pub fn sandbox(&self) -> &Arc<lode_sandbox::Sandbox> {
-        &self.shared.sandbox
+    pub fn sandbox(&self) -> Arc<lode_sandbox::Sandbox> {
+        self.shared().sandbox.clone()
     }
 
     /// The configuration in effect.
-    pub fn config(&self) -> &Config {
-        &self.shared.config
+    pub fn config(&self) -> Config {
+        self.shared().config.clone()
     }
 
     /// The config files that were read, highest precedence first.
-    pub fn config_files(&self) -> &[PathBuf] {
-        &self.shared.config_files
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        self.shared().config_files.clone()
     }
 
     /// The configured models, the default first.
     pub fn models(&self) -> Vec<ModelInfo> {
-        self.shared
+        self.shared()
             .providers
             .iter()
             .map(|(_, provider)| provider.info().clone())
@@ -276,8 +450,8 @@ impl Agent {
     /// Makes sure the index has been brought up to date once since the agent opened. The first
     /// turn waits for it; later turns don't (edits made by tools update the index directly).
     pub(crate) async fn ensure_index_ready(&self) {
-        let shared = self.shared.clone();
-        self.shared
+        let shared = self.shared();
+        self.shared()
             .index_ready
             .get_or_init(|| async move {
                 let index = shared.index.clone();
@@ -296,7 +470,7 @@ impl Agent {
     }
 
     fn default_model_name(&self) -> String {
-        self.shared
+        self.shared()
             .providers
             .first()
             .map(|(name, _)| name.clone())
@@ -304,11 +478,12 @@ impl Agent {
     }
 
     pub(crate) fn provider(&self, name: &str) -> Arc<dyn Provider> {
-        self.shared
+        let shared = self.shared();
+        shared
             .providers
             .iter()
             .find(|(candidate, _)| candidate == name)
-            .or_else(|| self.shared.providers.first())
+            .or_else(|| shared.providers.first())
             .map(|(_, provider)| provider.clone())
             // `build_providers` refuses an empty provider list, so there is always a first one.
             .unwrap_or_else(|| unreachable!("an agent always has at least one provider"))
@@ -320,20 +495,20 @@ impl Agent {
         cwd: PathBuf,
         mcp_servers: Vec<McpServerConfig>,
     ) -> Result<SessionInfo, AgentError> {
-        let record = self.shared.store.create_session(&NewSession {
+        let record = self.shared().store.create_session(&NewSession {
             cwd,
-            mode: self.shared.config.agent.default_mode.as_str().to_owned(),
+            mode: self.shared().config.agent.default_mode.as_str().to_owned(),
             model: Some(self.default_model_name()),
         })?;
         if !mcp_servers.is_empty() {
-            crate::turn::remember_mcp_servers(&self.shared, &record.id, mcp_servers);
+            crate::turn::remember_mcp_servers(&self.shared(), &record.id, mcp_servers);
         }
         Ok(self.session_info(record))
     }
 
     fn session_info(&self, record: crate::store::SessionInfo) -> SessionInfo {
         SessionInfo {
-            mode: parse_mode(&record.mode).unwrap_or(self.shared.config.agent.default_mode),
+            mode: parse_mode(&record.mode).unwrap_or(self.shared().config.agent.default_mode),
             model: record.model.unwrap_or_else(|| self.default_model_name()),
             id: record.id,
             title: record.title,
@@ -345,7 +520,7 @@ impl Agent {
     /// Every stored session of this workspace, most recently used first.
     pub fn list_sessions(&self) -> Result<Vec<SessionInfo>, AgentError> {
         Ok(self
-            .shared
+            .shared()
             .store
             .list_sessions(None)?
             .into_iter()
@@ -355,7 +530,7 @@ impl Agent {
 
     pub fn session(&self, id: &str) -> Result<SessionInfo, AgentError> {
         let record = self
-            .shared
+            .shared()
             .store
             .get_session(id)?
             .ok_or_else(|| AgentError::NoSuchSession(id.to_owned()))?;
@@ -366,7 +541,7 @@ impl Agent {
     /// agent's text and thinking, and every tool call in its final state.
     pub fn load_session(&self, id: &str) -> Result<(SessionInfo, Vec<AgentEvent>), AgentError> {
         let info = self.session(id)?;
-        let history = self.shared.store.load_history(id)?;
+        let history = self.shared().store.load_history(id)?;
         let mut events = Vec::new();
         for message in history
             .messages
@@ -386,7 +561,7 @@ impl Agent {
                     }
                     (Role::Assistant, ContentPart::ToolCall(call)) => {
                         if let Some(stored) = history.tool_calls.get(&call.id) {
-                            let tool = self.shared.tools.get(&stored.tool);
+                            let tool = self.shared().tools.get(&stored.tool);
                             let (title, kind) = match &tool {
                                 Some(tool) => (
                                     tool.present(&stored.raw_input, &self.replay_context())
@@ -431,7 +606,7 @@ impl Agent {
     /// A context for presenting stored tool calls (no host, nothing runs).
     fn replay_context(&self) -> crate::tools::ToolContext {
         crate::turn::tool_context(
-            &self.shared,
+            &self.shared(),
             Arc::new(crate::turn::SilentHost),
             String::new(),
             CancellationToken::new(),
@@ -447,7 +622,7 @@ impl Agent {
     ) -> Result<(), AgentError> {
         self.session(id)?;
         if !servers.is_empty() {
-            crate::turn::remember_mcp_servers(&self.shared, id, servers);
+            crate::turn::remember_mcp_servers(&self.shared(), id, servers);
         }
         Ok(())
     }
@@ -460,7 +635,7 @@ impl Agent {
     /// Ends a session's activity (a running turn is cancelled); it stays listed and loadable.
     pub fn close_session(&self, id: &str) -> Result<(), AgentError> {
         self.cancel(id);
-        self.shared
+        self.shared()
             .store
             .close_session(id)
             .map_err(|error| match error {
@@ -468,7 +643,7 @@ impl Agent {
                 other => other.into(),
             })?;
         // A session that did something leaves a summary for later sessions to recall.
-        let history = self.shared.store.load_history(id)?;
+        let history = self.shared().store.load_history(id)?;
         let messages = history.model_messages();
         if messages
             .iter()
@@ -480,7 +655,7 @@ impl Agent {
                 history.session.updated_at.format("%Y-%m-%d"),
                 crate::compaction::metadata_summary(&messages)
             );
-            self.shared.extensions.save_session_summary(id, &summary);
+            self.shared().extensions.save_session_summary(id, &summary);
         }
         self.end_extensions(id);
         self.forget_mcp_servers(id);
@@ -493,7 +668,8 @@ impl Agent {
     /// returns whether the session was released.
     pub fn release_session(&self, id: &str) -> bool {
         let running = self
-            .shared
+            .inner
+            .lasting
             .running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -508,7 +684,8 @@ impl Agent {
     /// Forgets the MCP servers a client passed for the session (a closed or deleted session
     /// gets them again from the client's `session/load` or `session/resume`).
     fn forget_mcp_servers(&self, id: &str) {
-        self.shared
+        self.inner
+            .lasting
             .mcp_servers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -518,7 +695,7 @@ impl Agent {
     /// Disconnects the session's MCP servers in the background.
     fn end_extensions(&self, id: &str) {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let shared = self.shared.clone();
+            let shared = self.shared();
             let id = id.to_owned();
             runtime.spawn(async move { shared.extensions.end_session(&id).await });
         }
@@ -529,7 +706,7 @@ impl Agent {
         self.cancel(id);
         self.end_extensions(id);
         self.forget_mcp_servers(id);
-        if self.shared.store.delete_session(id)? {
+        if self.shared().store.delete_session(id)? {
             Ok(())
         } else {
             Err(AgentError::NoSuchSession(id.to_owned()))
@@ -539,7 +716,8 @@ impl Agent {
     /// Cancels the session's running turn, if any. The turn returns [`StopReason::Cancelled`].
     pub fn cancel(&self, id: &str) {
         let running = self
-            .shared
+            .inner
+            .lasting
             .running
             .lock()
             .unwrap_or_else(|p| p.into_inner());
@@ -550,7 +728,7 @@ impl Agent {
 
     pub fn set_mode(&self, id: &str, mode: Mode) -> Result<(), AgentError> {
         self.session(id)?;
-        self.shared.store.set_mode(id, mode.as_str())?;
+        self.shared().store.set_mode(id, mode.as_str())?;
         Ok(())
     }
 
@@ -558,7 +736,7 @@ impl Agent {
     pub fn set_model(&self, id: &str, provider_name: &str) -> Result<(), AgentError> {
         self.session(id)?;
         if !self
-            .shared
+            .shared()
             .providers
             .iter()
             .any(|(name, _)| name == provider_name)
@@ -566,7 +744,7 @@ impl Agent {
             return Err(AgentError::UnknownModel {
                 name: provider_name.to_owned(),
                 available: self
-                    .shared
+                    .shared()
                     .providers
                     .iter()
                     .map(|(name, _)| name.as_str())
@@ -574,7 +752,7 @@ impl Agent {
                     .join(", "),
             });
         }
-        self.shared.store.set_model(id, Some(provider_name))?;
+        self.shared().store.set_model(id, Some(provider_name))?;
         Ok(())
     }
 
@@ -602,7 +780,8 @@ impl Agent {
         let info = self.session(id)?;
         {
             let mut running = self
-                .shared
+                .inner
+                .lasting
                 .running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
@@ -612,7 +791,8 @@ impl Agent {
             running.insert(id.to_owned(), cancel.clone());
         }
         let outcome = crate::turn::run_turn(self, &info, input, host.clone(), cancel).await;
-        self.shared
+        self.inner
+            .lasting
             .running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -625,7 +805,7 @@ impl Agent {
     /// The user-visible messages of a session (for tests and front ends that show history).
     pub fn visible_messages(&self, id: &str) -> Result<Vec<crate::llm::Message>, AgentError> {
         Ok(self
-            .shared
+            .shared()
             .store
             .load_history(id)?
             .messages
@@ -636,6 +816,64 @@ impl Agent {
             .map(|message| message.to_message())
             .collect())
     }
+}
+
+/// Loads the configuration and builds what depends on it: providers, the policy over the
+/// user's remembered answers, the sandbox and the extensions. `trusted_now`: the user trusted
+/// the workspace for this process, so its settings apply whatever the store says.
+fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError> {
+    let root = &lasting.root;
+    let state_dir = lasting.state_dir.as_deref();
+    let mut sources = crate::config::ConfigSources::discover_with_state(
+        lasting.config_file.as_deref(),
+        root,
+        state_dir,
+    );
+    sources.workspace_trusted |= trusted_now;
+    let loaded = Config::load_from(&sources)?;
+    let providers = build_providers(&loaded)?;
+    let LoadedConfig {
+        config,
+        files,
+        untrusted_ignored,
+        ..
+    } = loaded;
+    // Remembered answers live with the user, never in the workspace's `.lode/`.
+    let permissions = match state_dir {
+        Some(state) => Some(Arc::new(
+            PermissionStore::open(&crate::trust::grants_database(state, root))
+                .map_err(|error| AgentError::Other(error.to_string()))?,
+        )),
+        None => None,
+    };
+    let sandbox = Arc::new(sandbox_for(lasting.sandbox_launcher.clone(), &config));
+    let policy = PermissionPolicy::without_store(config.permissions.clone())
+        .map_err(|error| AgentError::Other(format!("[permissions]: {error}")))?;
+    let policy = match permissions {
+        Some(store) => policy.with_store(store),
+        None => policy,
+    }
+    .with_roots(vec![root.clone()])
+    .with_sandbox(sandbox.is_confined());
+    let extensions = crate::extensions::Extensions::open(root, &config, state_dir);
+    Ok(Shared {
+        root: root.clone(),
+        config_files: files,
+        config,
+        providers,
+        index: lasting.index.clone(),
+        index_ready: lasting.index_ready.clone(),
+        store: lasting.store.clone(),
+        policy,
+        audit: lasting.audit.clone(),
+        tools: lasting.tools.clone(),
+        diagnostics: Some(lasting.diagnostics.clone()),
+        mcp_servers: lasting.mcp_servers.clone(),
+        extensions,
+        sandbox,
+        told_unconfined: lasting.told_unconfined.clone(),
+        untrusted_ignored,
+    })
 }
 
 /// Configured providers by name, the default first.

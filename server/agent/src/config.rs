@@ -20,6 +20,12 @@
 //!
 //! Defaults apply to whatever no file sets.
 //!
+//! # Workspace trust
+//! The workspace's file arrives with the code. Until the user trusts it (`lode trust`; see
+//! `crate::trust`), only its settings that tighten lode are read (`crate::trust::restrict`):
+//! the rest is listed in [`LoadedConfig::untrusted_ignored`] and a warning. Its `[sandbox]` can
+//! only ever tighten, trusted or not.
+//!
 //! # Sections
 //! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `crate::llm::ProviderConfig`),
 //! `[agent]` (see [`AgentConfig`], with `[agent.context]` = `crate::context::ContextShares`) and
@@ -159,12 +165,37 @@ pub struct ConfigSources {
     pub env: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
     pub user: Option<PathBuf>,
+    /// Whether the user trusts the workspace's file as it is now (`crate::trust`). When not,
+    /// only the settings that tighten lode are read from it (`crate::trust::restrict`).
+    pub workspace_trusted: bool,
 }
 
 impl ConfigSources {
-    /// The standard places for a workspace at `root`.
+    /// The standard places for a workspace at `root`, with its trust read from the user's
+    /// store ([`crate::trust::user_state_dir`]).
     pub fn discover(explicit: Option<&Path>, root: &Path) -> ConfigSources {
+        ConfigSources::discover_with_state(
+            explicit,
+            root,
+            crate::trust::user_state_dir().as_deref(),
+        )
+    }
+
+    /// The standard places for a workspace at `root`, with its trust read from the store under
+    /// `state_dir` (`None`: no store, so the workspace is untrusted).
+    pub fn discover_with_state(
+        explicit: Option<&Path>,
+        root: &Path,
+        state_dir: Option<&Path>,
+    ) -> ConfigSources {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let workspace_trusted = state_dir.is_some_and(|state| {
+            crate::trust::TrustStore::new(state)
+                .status(&canonical)
+                .is_trusted()
+        });
         ConfigSources {
+            workspace_trusted,
             flag: explicit.map(Path::to_path_buf),
             env: std::env::var_os(CONFIG_ENV)
                 .filter(|value| !value.is_empty())
@@ -194,6 +225,9 @@ pub struct LoadedConfig {
     pub searched: Vec<ConfigCandidate>,
     /// Things worth telling the user that do not stop loading (unknown sections).
     pub warnings: Vec<String>,
+    /// Settings of the untrusted workspace file that were not applied, one line each (empty
+    /// when the workspace is trusted or sets only what tightens).
+    pub untrusted_ignored: Vec<String>,
 }
 
 /// Why the configuration cannot be used.
@@ -225,6 +259,16 @@ pub enum ConfigError {
     },
     #[error("{}", no_provider_message(.searched))]
     NoProvider { searched: Vec<ConfigCandidate> },
+    #[error(
+        "no LLM provider is configured outside the workspace, and the providers in {} are not used because you have not trusted that file ({}). Review it, then run `lode trust` in the workspace (or add a provider to your own config, ~/.config/lode/config.toml)",
+        file.display(),
+        providers.join("; ")
+    )]
+    UntrustedProviders {
+        file: PathBuf,
+        /// The providers the file defines, as `lode trust` describes them.
+        providers: Vec<String>,
+    },
     #[error(
         "no provider named \"{name}\" is configured (configured: {}); add a [[llm.providers]] entry with name = \"{name}\" or pick one of those",
         if available.is_empty() { "none".to_owned() } else { available.join(", ") }
@@ -299,6 +343,8 @@ impl Config {
         let mut layers: Vec<(PathBuf, toml::Table)> = Vec::new();
         // The workspace is untrusted: its `[sandbox]` is applied apart, and only to tighten.
         let mut workspace_sandbox: Option<(PathBuf, toml::Value)> = None;
+        let mut untrusted_ignored = Vec::new();
+        let mut untrusted_file = None;
         for (origin, path) in sources.in_order() {
             let Some(path) = path else {
                 searched.push(ConfigCandidate {
@@ -332,12 +378,24 @@ impl Config {
                 path: Some(path.clone()),
                 found: text.is_some(),
             });
-            if let Some(text) = text {
+            // A file named by `--config` or `$LODE_CONFIG` is vouched for by the user: when it
+            // is also the workspace's file, that file is read once, as the user's.
+            let canonical = std::fs::canonicalize(path).ok();
+            let already_read = canonical.as_ref().is_some_and(|canonical| {
+                layers
+                    .iter()
+                    .any(|(read, _)| std::fs::canonicalize(read).ok().as_ref() == Some(canonical))
+            });
+            if let Some(text) = text.filter(|_| !already_read) {
                 let mut layer = parse_layer(path, &text)?;
                 if origin == ConfigOrigin::Workspace
                     && let Some(sandbox) = layer.remove("sandbox")
                 {
                     workspace_sandbox = Some((path.clone(), sandbox));
+                }
+                if origin == ConfigOrigin::Workspace && !sources.workspace_trusted {
+                    untrusted_ignored = crate::trust::restrict::restrict_untrusted(&mut layer);
+                    untrusted_file = Some(path.clone());
                 }
                 layers.push((path.clone(), layer));
             }
@@ -356,6 +414,20 @@ impl Config {
                     message: error.message().to_owned(),
                 })?;
         let mut warnings = Vec::new();
+        if let Some(path) = untrusted_file.filter(|_| !untrusted_ignored.is_empty()) {
+            warnings.push(format!(
+                "{} is not trusted, so {} of its settings {} not applied ({}); run `lode trust` \
+                 to review and trust it",
+                path.display(),
+                untrusted_ignored.len(),
+                if untrusted_ignored.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                },
+                untrusted_ignored.join("; ")
+            ));
+        }
         if let Some((path, table)) = workspace_sandbox {
             tighten_sandbox(&mut config.sandbox, &path, table, &mut warnings)?;
         }
@@ -379,6 +451,7 @@ impl Config {
             files: layers.into_iter().map(|(path, _)| path).collect(),
             searched,
             warnings,
+            untrusted_ignored,
         })
     }
 
@@ -444,9 +517,7 @@ impl LoadedConfig {
                 .find(|provider| provider.name == wanted)
                 .ok_or_else(|| {
                     if providers.is_empty() {
-                        ConfigError::NoProvider {
-                            searched: self.searched.clone(),
-                        }
+                        self.no_provider()
                     } else {
                         ConfigError::UnknownProvider {
                             name: wanted.to_owned(),
@@ -454,9 +525,31 @@ impl LoadedConfig {
                         }
                     }
                 }),
-            None => providers.first().ok_or_else(|| ConfigError::NoProvider {
+            None => providers.first().ok_or_else(|| self.no_provider()),
+        }
+    }
+
+    /// Why there is no provider: none configured anywhere, or only in the untrusted workspace.
+    fn no_provider(&self) -> ConfigError {
+        let untrusted: Vec<String> = self
+            .untrusted_ignored
+            .iter()
+            .filter(|line| line.starts_with("[[llm.providers]]"))
+            .cloned()
+            .collect();
+        let workspace_file = self
+            .searched
+            .iter()
+            .find(|candidate| candidate.origin == ConfigOrigin::Workspace && candidate.found)
+            .and_then(|candidate| candidate.path.clone());
+        match workspace_file {
+            Some(file) if !untrusted.is_empty() => ConfigError::UntrustedProviders {
+                file,
+                providers: untrusted,
+            },
+            _ => ConfigError::NoProvider {
                 searched: self.searched.clone(),
-            }),
+            },
         }
     }
 

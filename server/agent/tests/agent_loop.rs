@@ -4,6 +4,8 @@
 //! tools, real SQLite) against the scripted LLM server over HTTP (`fixtures/llm/agent_*.json`),
 //! with both provider kinds where the wire format matters.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +15,7 @@ use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::llm::{ContentPart, Message, Role};
 use lode_agent::permission::Mode;
 use lode_agent::store::{SessionStore, Visibility};
-use lode_agent::{Agent, AgentError, AgentOptions, UserInput};
+use lode_agent::{Agent, AgentError, UserInput};
 use lode_llm_script::{RecordedRequest, Script, ScriptedServer, ScriptedServerHandle};
 use tokio_util::sync::CancellationToken;
 
@@ -94,7 +96,7 @@ max_tokens = 1000
     }
 
     fn agent(&self) -> Agent {
-        Agent::open(&self.root(), AgentOptions::default()).unwrap()
+        Agent::open(&self.root(), common::test_options(&self.root())).unwrap()
     }
 
     /// The session store, opened as a second connection to the agent's database.

@@ -3,13 +3,15 @@
 //! (`lode-llm-script`, serving `fixtures/llm/*.json`). The host below is the real
 //! `SessionHost` trait implemented by the test, standing in for an editor.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::llm::{ContentPart, Role};
-use lode_agent::{Agent, AgentOptions, UserInput};
+use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use tokio_util::sync::CancellationToken;
 
@@ -137,7 +139,7 @@ async fn a_multi_turn_session_searches_reads_edits_tests_and_finishes() {
         .await
         .unwrap();
     let dir = workspace(&server);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();
@@ -260,7 +262,7 @@ async fn a_multi_turn_session_searches_reads_edits_tests_and_finishes() {
 
     // The session reloads from SQLite in a new agent (as after a restart), history intact.
     drop(agent);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let sessions = agent.list_sessions().unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(
@@ -298,7 +300,7 @@ async fn a_denied_edit_is_not_made_and_the_model_is_told() {
         .await
         .unwrap();
     let dir = workspace(&server);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();
@@ -350,7 +352,7 @@ async fn slash_commands_are_answered_by_lode_without_the_model() {
         .await
         .unwrap();
     let dir = workspace(&server);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();
@@ -390,7 +392,7 @@ async fn linked_files_are_attached_by_their_file_uri_inside_the_workspace_only()
     let dir = workspace(&server);
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::write(root.join("my notes.md"), "remember the milk").unwrap();
-    let agent = Agent::open(&root, AgentOptions::default()).unwrap();
+    let agent = Agent::open(&root, common::test_options(&root)).unwrap();
     let session = agent.new_session(root.clone(), Vec::new()).unwrap();
     let link = |uri: String, name: &str| UserInput::ResourceLink {
         uri,
@@ -433,7 +435,7 @@ async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
         "---\nname: calculator-bugs\ndescription: How to fix failing calculator tests in this repository.\n---\nAlways run cargo test after fixing a calculator test.\n",
     )
     .unwrap();
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let first = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();
@@ -484,7 +486,7 @@ async fn mcp_servers_attached_on_load_are_connected_on_the_next_turn_and_failure
         .await
         .unwrap();
     let dir = workspace(&server);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();
@@ -546,7 +548,7 @@ async fn a_call_to_a_tool_that_does_not_exist_is_shown_stored_and_answered() {
     .unwrap();
     let server = ScriptedServer::start(script).await.unwrap();
     let dir = workspace(&server);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();

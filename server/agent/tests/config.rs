@@ -67,6 +67,7 @@ fn earlier_files_win_and_later_files_fill_the_gaps() {
         env: None,
         workspace: Some(workspace.clone()),
         user: Some(user.clone()),
+        workspace_trusted: true,
     })
     .unwrap();
     assert_eq!(loaded.files, vec![workspace, user]);
@@ -125,6 +126,7 @@ fn the_flag_beats_everything_and_must_exist() {
         env: Some(env.clone()),
         workspace: Some(workspace.clone()),
         user: Some(dir.path().join("no/such/config.toml")),
+        workspace_trusted: true,
     })
     .unwrap();
     assert_eq!(loaded.files, vec![flag, env, workspace]);
@@ -149,6 +151,7 @@ fn the_flag_beats_everything_and_must_exist() {
     let missing = dir.path().join("typo.toml");
     let error = Config::load_from(&ConfigSources {
         flag: Some(missing.clone()),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap_err();
@@ -218,6 +221,7 @@ fn no_provider_names_the_places_and_what_to_set() {
         env: None,
         workspace: Some(workspace.clone()),
         user: Some(user.clone()),
+        workspace_trusted: true,
     })
     .unwrap();
     let error = loaded.provider(None).unwrap_err();
@@ -249,6 +253,7 @@ fn bad_toml_names_the_file_line_and_key() {
     );
     let error = Config::load_from(&ConfigSources {
         workspace: Some(workspace.clone()),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap_err();
@@ -273,6 +278,7 @@ fn a_typo_in_a_known_section_is_an_error_with_its_key() {
     );
     let error = Config::load_from(&ConfigSources {
         flag: Some(file.clone()),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap_err();
@@ -307,6 +313,7 @@ fn unknown_sections_load_and_are_kept() {
     );
     let loaded = Config::load_from(&ConfigSources {
         flag: Some(file.clone()),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap();
@@ -343,6 +350,7 @@ fn invalid_values_are_refused_naming_file_and_key() {
         let file = write(&dir.path().join("bad.toml"), text);
         let error = Config::load_from(&ConfigSources {
             flag: Some(file.clone()),
+            workspace_trusted: true,
             ..ConfigSources::default()
         })
         .unwrap_err();
@@ -359,6 +367,7 @@ fn invalid_values_are_refused_naming_file_and_key() {
     );
     let error = Config::load_from(&ConfigSources {
         flag: Some(duplicate),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap_err();
@@ -389,6 +398,7 @@ url = "https://example.com"
     );
     let loaded = Config::load_from(&ConfigSources {
         flag: Some(file.clone()),
+        workspace_trusted: true,
         ..ConfigSources::default()
     })
     .unwrap();
@@ -405,4 +415,91 @@ url = "https://example.com"
     let reparsed = Config::from_toml_str(&text, Path::new("printed.toml")).unwrap();
     assert_eq!(reparsed.agent, loaded.config.agent);
     assert_eq!(reparsed.llm.providers[0].model, "m");
+}
+
+#[test]
+fn an_untrusted_workspace_can_only_tighten() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = write(&dir.path().join("home/lode/config.toml"), USER);
+    let workspace = write(
+        &dir.path().join("repo/.lode/config.toml"),
+        &format!(
+            "{WORKSPACE}\n[[permissions.rules]]\ntool = \"run_command\"\npattern = \"curl *\"\naction = \"allow\"\n\n[[mcp.servers]]\nname = \"x\"\ncommand = \"sh\"\n"
+        ),
+    );
+    let loaded = Config::load_from(&ConfigSources {
+        flag: None,
+        env: None,
+        workspace: Some(workspace.clone()),
+        user: Some(user),
+        workspace_trusted: false,
+    })
+    .unwrap();
+    let config = &loaded.config;
+    // The user's providers stand; the workspace's `local` does not replace the user's.
+    let local = loaded.provider(Some("local")).unwrap();
+    assert_eq!(local.model, "qwen-user");
+    assert_eq!(local.base_url.as_deref(), Some("http://127.0.0.1:11434/v1"));
+    // What tightens applies: the limit and the deny rule; the allow rule does not.
+    assert_eq!(config.agent.max_tool_iterations, 10);
+    let patterns: Vec<&str> = config
+        .permissions
+        .rules
+        .iter()
+        .filter_map(|rule| rule.pattern.as_deref())
+        .collect();
+    assert!(patterns.contains(&"rm *"), "{patterns:?}");
+    assert!(!patterns.contains(&"curl *"), "{patterns:?}");
+    assert!(!config.other.contains_key("mcp"));
+    let ignored = loaded.untrusted_ignored.join("\n");
+    assert!(ignored.contains("[[llm.providers]] local"), "{ignored}");
+    assert!(ignored.contains("curl *"), "{ignored}");
+    assert!(ignored.contains("[[mcp.servers]] x"), "{ignored}");
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|warning| warning.contains("lode trust")),
+        "{:?}",
+        loaded.warnings
+    );
+}
+
+#[test]
+fn providers_only_in_an_untrusted_workspace_are_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = write(&dir.path().join("repo/.lode/config.toml"), WORKSPACE);
+    let loaded = Config::load_from(&ConfigSources {
+        flag: None,
+        env: None,
+        workspace: Some(workspace.clone()),
+        user: Some(dir.path().join("no/user.toml")),
+        workspace_trusted: false,
+    })
+    .unwrap();
+    let error = loaded.provider(None).unwrap_err();
+    assert!(
+        matches!(&error, ConfigError::UntrustedProviders { file, .. } if *file == workspace),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("lode trust"), "{message}");
+    assert!(message.contains("http://127.0.0.1:8080/v1"), "{message}");
+}
+
+#[test]
+fn a_workspace_file_named_by_the_flag_is_read_once_as_the_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = write(&dir.path().join("repo/.lode/config.toml"), WORKSPACE);
+    let loaded = Config::load_from(&ConfigSources {
+        flag: Some(workspace.clone()),
+        env: None,
+        workspace: Some(workspace.clone()),
+        user: None,
+        workspace_trusted: false,
+    })
+    .unwrap();
+    assert_eq!(loaded.files, vec![workspace]);
+    assert!(loaded.untrusted_ignored.is_empty());
+    assert_eq!(loaded.provider(None).unwrap().model, "qwen-workspace");
 }

@@ -4,6 +4,8 @@
 //! uses). The scripted model breaks the build, must see the injected error in the edit's result,
 //! tries to finish anyway, gets the turn-end note and fixes the error.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -147,7 +149,7 @@ async fn an_edit_that_breaks_the_build_gets_its_errors_back_and_one_more_round()
     });
     let options = AgentOptions {
         diagnostics: Some(source.clone()),
-        ..AgentOptions::default()
+        ..common::test_options(dir.path())
     };
     let agent = Agent::open(dir.path(), options).unwrap();
     let session = agent.new_session(package.clone(), Vec::new()).unwrap();
@@ -239,7 +241,7 @@ async fn the_extra_round_is_given_once_per_turn() {
     });
     let options = AgentOptions {
         diagnostics: Some(source.clone()),
-        ..AgentOptions::default()
+        ..common::test_options(dir.path())
     };
     let agent = Agent::open(dir.path(), options).unwrap();
     let session = agent.new_session(package, Vec::new()).unwrap();

@@ -14,13 +14,15 @@
 //! Token-shaped values are assembled with `concat!` so this source holds no string a secret
 //! scanner would flag; none of them is a real credential.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::redact::REDACTED;
-use lode_agent::{Agent, AgentOptions, UserInput};
+use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -254,7 +256,7 @@ async fn run_case(case: Case) {
     let secrets = case.parts;
     let server = ScriptedServer::start(script(&case)).await.unwrap();
     let dir = workspace(&server, &case);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();

@@ -151,6 +151,8 @@ const DEFAULT_IDLE_SESSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 fn acp_settings(acp: Option<&toml::Value>) -> Result<ConnectionOptions, String> {
     let mut options = ConnectionOptions {
         idle_session_timeout: Some(DEFAULT_IDLE_SESSION_TIMEOUT),
+        // The transport sets it: `lode_acp::serve_http` marks its connections remote.
+        remote: false,
     };
     let Some(acp) = acp else {
         return Ok(options);

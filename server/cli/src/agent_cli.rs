@@ -408,6 +408,7 @@ pub fn agent_args(
                 embedder.as_ref(),
             )?,
             data_dir: None,
+            state_dir: None,
             diagnostics,
             sandbox_launcher: crate::sandbox_command::launcher(),
         },

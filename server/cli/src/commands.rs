@@ -209,6 +209,9 @@ pub enum Command {
     Config(crate::config_command::ConfigArgs),
     /// Skills: list them, show one, trust or revoke a workspace skill.
     Skill(crate::skill_command::SkillArgs),
+    /// Review and trust the workspace's own settings (.lode/config.toml). Until you do, they
+    /// can only tighten lode: no providers, MCP servers, allow rules or server commands.
+    Trust(crate::trust_command::TrustArgs),
     /// What the command sandbox can enforce here (Landlock, seccomp, namespaces), the profile
     /// commands get in this workspace, and a live self-test. Exit 3 when commands would run
     /// unconfined (unless `[sandbox] mode = "off"` says so).
@@ -423,6 +426,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ask(ask) => crate::ask_command::run_ask(&args, ask),
         Command::Config(config) => crate::config_command::run_config(&args, config),
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
+        Command::Trust(trust) => crate::trust_command::run_trust(&args, trust),
         Command::SandboxCheck(check) => crate::sandbox_command::run(&args, check),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;

@@ -19,6 +19,7 @@ mod root;
 mod sandbox_command;
 mod semantic_cli;
 mod skill_command;
+mod trust_command;
 mod watch_command;
 
 use std::process::ExitCode;

@@ -248,6 +248,11 @@ impl Drop for ProgressRegistration {
 pub type Buffers = HashMap<PathBuf, Document>;
 
 impl Actions {
+    /// The agent behind the code actions.
+    pub fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
     pub fn new(agent: Agent, client: Client, progress: bool, turns: Arc<RunningTurns>) -> Actions {
         Actions {
             agent,

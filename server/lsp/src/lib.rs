@@ -15,6 +15,7 @@ pub mod navigate;
 pub mod outline;
 pub mod server;
 pub mod transport;
+pub mod trust_prompt;
 pub mod watch;
 
 use std::sync::Arc;

@@ -469,6 +469,21 @@ impl LanguageServer for LodeServer {
         let Some(index) = self.index.get().cloned() else {
             return;
         };
+        // The workspace's own settings wait for the user's word (asked once, in the background,
+        // so requests are answered meanwhile).
+        let root = index.root().to_path_buf();
+        let agent = self.actions().map(|actions| actions.agent().clone());
+        let ignored = crate::trust_prompt::ignored_settings(
+            &root,
+            self.options.config_file.as_deref(),
+            agent.as_ref(),
+        );
+        if !ignored.is_empty() {
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                crate::trust_prompt::ask(&client, root, ignored, agent).await;
+            });
+        }
         let task = IndexingTask {
             client: self.client.clone(),
             index,

@@ -6,7 +6,8 @@
 //!
 //! Trust: bundled and user skills are trusted. Workspace skills (`<root>/.lode/skills/`) arrive
 //! with the code, so they are untrusted until the user runs `lode skill trust NAME`, which
-//! records the skill's content hash; a later change makes it untrusted again. An untrusted skill
+//! records the skill's content hash in the user's state folder (`crate::trust`; never in the
+//! workspace, where a repository could pre-seed it); a later change makes it untrusted again. An untrusted skill
 //! is only ever shown to the model as quoted reference text, and its `allowed-tools` grant
 //! nothing.
 
@@ -47,20 +48,28 @@ pub struct SkillsConfig {
     pub user_dir: Option<PathBuf>,
     /// Whether the skills compiled into lode are offered.
     pub include_bundled: bool,
-    /// SQLite file holding the `skill_trust` table (default `<root>/.lode/agent.sqlite`).
+    /// SQLite file holding the `skill_trust` table: per user, outside the workspace, so a
+    /// repository cannot pre-seed it (default `crate::trust::grants_database`).
     pub trust_db: Option<PathBuf>,
     /// Skill bodies put in the prompt per turn.
     pub top_k: usize,
 }
 
 impl SkillsConfig {
-    /// The standard locations for a workspace.
+    /// The standard locations for a workspace, with trust kept in the user's state folder.
     pub fn for_workspace(root: &Path) -> Self {
+        Self::for_workspace_with_state(root, crate::trust::user_state_dir().as_deref())
+    }
+
+    /// The standard locations for a workspace, with trust kept under `state_dir` (`None`: no
+    /// trust store, so workspace skills stay untrusted).
+    pub fn for_workspace_with_state(root: &Path, state_dir: Option<&Path>) -> Self {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         Self {
             workspace_root: Some(root.to_owned()),
             user_dir: default_user_skills_dir(),
             include_bundled: true,
-            trust_db: Some(root.join(".lode").join("agent.sqlite")),
+            trust_db: state_dir.map(|state| crate::trust::grants_database(state, &canonical)),
             top_k: DEFAULT_TOP_K,
         }
     }
@@ -113,7 +122,12 @@ impl SkillsSettings {
 
     /// The skill locations of `root` under these settings.
     pub fn config_for(&self, root: &Path) -> SkillsConfig {
-        let mut config = SkillsConfig::for_workspace(root);
+        self.config_with_state(root, crate::trust::user_state_dir().as_deref())
+    }
+
+    /// [`SkillsSettings::config_for`] with trust kept under `state_dir`.
+    pub fn config_with_state(&self, root: &Path, state_dir: Option<&Path>) -> SkillsConfig {
+        let mut config = SkillsConfig::for_workspace_with_state(root, state_dir);
         config.top_k = self.top_k;
         config.include_bundled = self.bundled;
         if let Some(dir) = &self.user_dir {
