@@ -150,8 +150,10 @@ pub fn new_diagnostics(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagn
 
 /// The compact text block for new diagnostics of some files, errors before warnings,
 /// informational ones left out, at most [`MAX_PER_FILE`] per file and [`MAX_BLOCK_CHARS`] in all.
+/// lode's `heading`, then the checkers' lines (which quote the code) inside an
+/// `<untrusted_content source="diagnostics">` block.
 pub fn render_block(heading: &str, root: &Path, files: &[(PathBuf, Vec<Diagnostic>)]) -> String {
-    let mut text = format!("{heading}\n");
+    let mut text = String::new();
     let mut omitted = 0usize;
     for (path, diagnostics) in files {
         let shown_path = display_path(&[root.to_path_buf()], path);
@@ -161,7 +163,9 @@ pub fn render_block(heading: &str, root: &Path, files: &[(PathBuf, Vec<Diagnosti
             .collect();
         for (position, diagnostic) in relevant.iter().enumerate() {
             let line = diagnostic.line_text(&shown_path);
-            if position >= MAX_PER_FILE || text.len() + line.len() + 1 > MAX_BLOCK_CHARS {
+            if position >= MAX_PER_FILE
+                || heading.len() + text.len() + line.len() + 1 > MAX_BLOCK_CHARS
+            {
                 omitted += relevant.len() - position;
                 break;
             }
@@ -174,7 +178,10 @@ pub fn render_block(heading: &str, root: &Path, files: &[(PathBuf, Vec<Diagnosti
             "[{omitted} more not shown; call the diagnostics tool for the full list]\n"
         ));
     }
-    text
+    format!(
+        "{heading}\n{}\n",
+        crate::untrusted::wrap("diagnostics", &[], &text)
+    )
 }
 
 fn count(diagnostics: &[Diagnostic], severity: Severity) -> usize {

@@ -14,7 +14,10 @@ use tokio::sync::Mutex;
 
 use crate::config::Config;
 use crate::mcp::{McpManager, McpServerConfig, McpSettings};
-use crate::memory::{MemorySaveTool, MemorySearchTool, MemorySettings, MemoryStore, memory_texts};
+use crate::memory::{
+    Memory, MemoryError, MemorySaveTool, MemorySearchTool, MemorySettings, MemorySource,
+    MemoryStore, NewMemory, memory_texts,
+};
 use crate::skills::{LoadSkillTool, SkillSet, SkillsSettings};
 use crate::tools::ToolRegistry;
 
@@ -191,6 +194,26 @@ impl Extensions {
             }
         }
         extras
+    }
+
+    /// Saves `text`, typed by the user themselves (`/remember`), as a trusted memory of this
+    /// workspace. `None` when memory is off.
+    pub fn remember_from_user(
+        &self,
+        session_id: &str,
+        text: &str,
+    ) -> Result<Option<Memory>, MemoryError> {
+        let Some(memory) = &self.memory else {
+            return Ok(None);
+        };
+        memory
+            .save(NewMemory {
+                text: text.to_owned(),
+                source: MemorySource::User,
+                workspace: Some(self.root.clone()),
+                session_id: Some(session_id.to_owned()),
+            })
+            .map(Some)
     }
 
     /// Stores a finished session's summary so later sessions in this workspace can recall it.

@@ -29,6 +29,7 @@ pub mod slash;
 pub mod step;
 pub mod store;
 pub mod tools;
+pub mod untrusted;
 mod turn;
 mod turn_commands;
 

@@ -29,6 +29,11 @@ pub const COMMANDS: &[(&str, &str, Option<&str>)] = &[
         Some("[file or identifier ...]"),
     ),
     ("search", "Search the code index", Some("query")),
+    (
+        "remember",
+        "Save a note to long-term memory in your own words (recalled as yours, trusted)",
+        Some("text"),
+    ),
     ("sessions", "List stored sessions of this workspace", None),
 ];
 

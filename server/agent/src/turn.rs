@@ -62,6 +62,7 @@ pub(crate) fn tool_context(
         cancel,
         sandbox: shared.sandbox.clone(),
         network: false,
+        sources: Arc::default(),
     }
 }
 
@@ -110,7 +111,8 @@ pub(crate) async fn run_turn(
     }
     agent.ensure_index_ready().await;
 
-    let user_message = user_message(shared, input, provider.info().supports_images);
+    let sources = Arc::new(crate::untrusted::TurnSources::new());
+    let user_message = user_message(shared, input, provider.info().supports_images, &sources);
     let first_text = user_message.text();
     // The store redacts secrets before writing; what this turn appends is kept here in clear,
     // by seq, so the model is sent what the user wrote, what it produced and what the tools
@@ -140,6 +142,8 @@ pub(crate) async fn run_turn(
         host.as_ref(),
     )
     .await;
+    turn_context.sources = sources;
+    turn_context.record_context_sources();
     let specs = turn_context.tools.specs(mode);
 
     let mut doom = DoomLoopDetector::default();
@@ -311,8 +315,14 @@ fn title_from(text: &str) -> String {
 }
 
 /// The user's input as one message. Links to files inside the workspace are read and attached;
-/// anything else is named, never fetched.
-fn user_message(shared: &Shared, input: Vec<UserInput>, supports_images: bool) -> Message {
+/// anything else is named, never fetched. What is attached (a file's or an embedded resource's
+/// content) is wrapped as untrusted content and recorded in `sources`.
+fn user_message(
+    shared: &Shared,
+    input: Vec<UserInput>,
+    supports_images: bool,
+    sources: &crate::untrusted::TurnSources,
+) -> Message {
     let mut content = Vec::new();
     for piece in input {
         match piece {
@@ -326,18 +336,22 @@ fn user_message(shared: &Shared, input: Vec<UserInput>, supports_images: bool) -
                 ),
             }),
             UserInput::ResourceLink { uri, name } => content.push(ContentPart::Text {
-                text: attach_link(shared, &uri, &name),
+                text: attach_link(shared, &uri, &name, sources),
             }),
             UserInput::Resource {
                 uri,
                 text: Some(text),
                 ..
-            } => content.push(ContentPart::Text {
-                text: format!(
-                    "<attached uri=\"{uri}\">\n{}\n</attached>",
-                    cap_chars(&text)
-                ),
-            }),
+            } => {
+                sources.record(format!("file:{uri}"));
+                content.push(ContentPart::Text {
+                    text: crate::untrusted::wrap(
+                        "attachment",
+                        &[("uri", uri.as_str())],
+                        &cap_chars(&text),
+                    ),
+                })
+            }
             UserInput::Resource {
                 uri,
                 text: None,
@@ -364,7 +378,12 @@ fn cap_chars(text: &str) -> String {
     format!("{head}\n[… cut at {MAX_ATTACHED_CHARS} characters]")
 }
 
-fn attach_link(shared: &Shared, uri: &str, name: &str) -> String {
+fn attach_link(
+    shared: &Shared,
+    uri: &str,
+    name: &str,
+    sources: &crate::untrusted::TurnSources,
+) -> String {
     if !uri.starts_with("file://") {
         return format!("[linked resource {name}: {uri} (not fetched)]");
     }
@@ -375,11 +394,15 @@ fn attach_link(shared: &Shared, uri: &str, name: &str) -> String {
     let roots = [shared.root.clone()];
     match crate::tools::paths::resolve_path(&roots, &path.to_string_lossy()) {
         Ok(resolved) => match std::fs::read(&resolved.absolute) {
-            Ok(bytes) => format!(
-                "<attached path=\"{}\">\n{}\n</attached>",
-                resolved.display(&roots),
-                cap_chars(&String::from_utf8_lossy(&bytes))
-            ),
+            Ok(bytes) => {
+                let path = resolved.display(&roots);
+                sources.record(format!("file:{path}"));
+                crate::untrusted::wrap(
+                    "file",
+                    &[("path", path.as_str())],
+                    &cap_chars(&String::from_utf8_lossy(&bytes)),
+                )
+            }
             Err(error) => format!("[linked file {name} could not be read: {error}]"),
         },
         Err(error) => format!("[linked file {name} not attached: {}]", error.message),
@@ -396,6 +419,33 @@ struct TurnContext {
     skills: Vec<String>,
     memory: Vec<String>,
     granted_tools: Vec<String>,
+    /// Whether earlier turns' tool results are part of the conversation.
+    earlier_tool_output: bool,
+    /// What untrusted content entered the model's context in this turn (for `memory_save`).
+    sources: Arc<crate::untrusted::TurnSources>,
+}
+
+impl TurnContext {
+    /// Records the untrusted pieces of the system prompt and history in `sources`.
+    fn record_context_sources(&self) {
+        let sources = &self.sources;
+        for file in &self.instructions {
+            sources.record(format!("file:{}", file.path));
+        }
+        let pieces = [
+            ("context:instructions", !self.instructions.is_empty()),
+            ("context:repo_map", !self.code.repo_map.trim().is_empty()),
+            ("context:retrieved_code", !self.code.chunks.is_empty()),
+            ("context:memories", !self.memory.is_empty()),
+            ("context:skills", !self.skills.is_empty()),
+            ("history:tool_output", self.earlier_tool_output),
+        ];
+        for (piece, present) in pieces {
+            if present {
+                sources.record(piece);
+            }
+        }
+    }
 }
 
 /// Adds the session's extension tools and this turn's skills and memories.
@@ -452,6 +502,12 @@ async fn prepare_turn_context(
     let shares = shared.config.agent.context.clone();
     let max_instruction_bytes = shared.config.agent.instruction_file_max_bytes;
     let prepared = tokio::task::spawn_blocking(move || {
+        let earlier_tool_output = history.iter().any(|message| {
+            message
+                .content
+                .iter()
+                .any(|part| matches!(part, ContentPart::ToolResult(_)))
+        });
         let environment = Environment::detect(&root);
         let mentions = context::extract_mentions(&root, &history);
         let instructions =
@@ -484,6 +540,8 @@ async fn prepare_turn_context(
             skills: Vec::new(),
             memory: Vec::new(),
             granted_tools: Vec::new(),
+            earlier_tool_output,
+            sources: Arc::default(),
         }
     })
     .await
@@ -659,6 +717,7 @@ async fn run_tool_call(
     cancel: &CancellationToken,
 ) -> ToolResult {
     let mut context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
+    context.sources = turn.sources.clone();
     let Some(tool) = turn.tools.get(&call.name) else {
         let error = ToolError::new(
             ToolErrorCategory::InvalidArguments,
@@ -823,6 +882,7 @@ async fn run_tool_call(
         }
     };
 
+    let ran = allowed.is_ok();
     let outcome: Result<ToolOutput, ToolError> = match allowed {
         Err(reason) => Err(ToolError::new(
             if cancel.is_cancelled() {
@@ -842,9 +902,14 @@ async fn run_tool_call(
                 locations: Vec::new(),
                 raw_output: None,
             }));
-            tool.run(call.arguments.clone(), &context).await
+            let outcome = tool.run(call.arguments.clone(), &context).await;
+            record_tool_sources(&turn.sources, &call.name, &call.arguments);
+            outcome
         }
     };
+    // What the tool itself produced (output or error) reaches the model as untrusted content;
+    // lode's own refusals do not.
+    let wrap = ran && !tool.marks_own_output();
 
     let (result, update, finish) = match outcome {
         Ok(output) => {
@@ -858,7 +923,11 @@ async fn run_tool_call(
             (
                 ToolResult {
                     call_id: call.id.clone(),
-                    content: output.model_text.clone(),
+                    content: if wrap {
+                        crate::untrusted::wrap_tool_output(&call.name, &output.model_text)
+                    } else {
+                        output.model_text.clone()
+                    },
                     is_error: false,
                 },
                 ToolCallUpdate {
@@ -885,7 +954,11 @@ async fn run_tool_call(
             (
                 ToolResult {
                     call_id: call.id.clone(),
-                    content: text.clone(),
+                    content: if wrap {
+                        crate::untrusted::wrap_tool_error(&call.name, &error)
+                    } else {
+                        text.clone()
+                    },
                     is_error: true,
                 },
                 ToolCallUpdate {
@@ -926,6 +999,20 @@ async fn run_tool_call(
         eprintln!("lode: could not write the audit log: {error}");
     }
     result
+}
+
+/// Records that a tool's result reached the model (and, for `read_file`, which file).
+fn record_tool_sources(
+    sources: &crate::untrusted::TurnSources,
+    tool: &str,
+    arguments: &serde_json::Value,
+) {
+    sources.record(format!("tool:{tool}"));
+    if tool == "read_file"
+        && let Some(path) = arguments.get("path").and_then(|path| path.as_str())
+    {
+        sources.record(format!("file:{path}"));
+    }
 }
 
 /// Releases the client terminals a finished tool call showed, after its final update was sent.

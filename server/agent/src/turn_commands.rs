@@ -141,6 +141,34 @@ pub(crate) async fn run(
                 say(text);
             }
         }
+        "remember" => {
+            if argument.is_empty() {
+                say("usage: /remember TEXT\n".to_owned());
+            } else {
+                // Typed by the user: the one way to save a memory lode trusts.
+                let shared = agent.shared.clone();
+                let session_id = info.id.clone();
+                let text = argument.to_owned();
+                let saved = tokio::task::spawn_blocking(move || {
+                    shared.extensions.remember_from_user(&session_id, &text)
+                })
+                .await
+                .map_err(|error| AgentError::Other(error.to_string()))?;
+                say(match saved {
+                    Ok(Some(memory)) => format!(
+                        "remembered (memory {}, this workspace){}\n",
+                        memory.id,
+                        if memory.text != argument.trim() {
+                            "; secrets in it were redacted"
+                        } else {
+                            ""
+                        }
+                    ),
+                    Ok(None) => "long-term memory is off ([memory] enabled = false)\n".to_owned(),
+                    Err(error) => format!("could not remember that: {error}\n"),
+                });
+            }
+        }
         "sessions" => {
             let mut text = String::new();
             for session in agent.list_sessions()? {

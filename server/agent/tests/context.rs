@@ -240,8 +240,14 @@ fn the_repo_map_follows_the_files_and_names_the_conversation_mentions() {
         reserved_output: 100,
     };
     let map_of = |assembled: &AssembledContext| {
-        let start = assembled.system.find("<repo_map>").expect("a repo map");
-        let end = assembled.system.find("</repo_map>").unwrap();
+        let start = assembled
+            .system
+            .find("<untrusted_content source=\"repo_map\">")
+            .expect("a repo map");
+        let end = start
+            + assembled.system[start..]
+                .find("</untrusted_content>")
+                .unwrap();
         assembled.system[start..end].to_owned()
     };
 
@@ -305,7 +311,11 @@ fn retrieval_answers_the_latest_message_and_skips_files_already_read() {
         "{:?}",
         assembled.retrieved
     );
-    assert!(assembled.system.contains("<code path=\"src/shipping.rs\""));
+    assert!(
+        assembled
+            .system
+            .contains("<untrusted_content source=\"code\" path=\"src/shipping.rs\"")
+    );
     assert_eq!(
         assembled.breakdown.retrieved,
         count_tokens(

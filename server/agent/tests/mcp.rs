@@ -85,6 +85,7 @@ fn context(root: &std::path::Path) -> ToolContext {
             "tool tests run without a launcher",
         )),
         network: false,
+        sources: Default::default(),
     }
 }
 
@@ -140,7 +141,7 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     assert!(
         output
             .model_text
-            .contains("<untrusted_tool_output server=\"fixture\" tool=\"add\">")
+            .contains("<untrusted_content source=\"mcp\" server=\"fixture\" tool=\"add\">")
     );
     assert!(
         output.model_text.contains("\n42\n"),
@@ -161,7 +162,11 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     let error = fail.run(json!({}), &context).await.unwrap_err();
     assert_eq!(error.category, ToolErrorCategory::Failed);
     assert!(error.message.contains("it failed on purpose"));
-    assert!(error.message.contains("untrusted_tool_output"));
+    assert!(
+        error
+            .message
+            .starts_with("<untrusted_content source=\"mcp\" server=\"fixture\" tool=\"fail\">")
+    );
 
     // Malformed arguments are refused before reaching the server.
     let error = add.run(json!([1, 2]), &context).await.unwrap_err();

@@ -229,13 +229,15 @@ async fn reference_stdio_servers_are_offered_asked_about_capped_and_marked_untru
     );
     let echo = tool_result(&requests, "call_echo");
     assert!(
-        echo.contains("<untrusted_tool_output server=\"everything\" tool=\"echo\">"),
+        echo.contains("<untrusted_content source=\"mcp\" server=\"everything\" tool=\"echo\">"),
         "{echo}"
     );
     assert!(echo.contains("Echo: hello from the script"), "{echo}");
     let read = tool_result(&requests, "call_read");
     assert!(
-        read.contains("<untrusted_tool_output server=\"files\" tool=\"read_text_file\">"),
+        read.contains(
+            "<untrusted_content source=\"mcp\" server=\"files\" tool=\"read_text_file\">"
+        ),
         "{}",
         &read[..200.min(read.len())]
     );
@@ -320,7 +322,7 @@ async fn reference_server_over_streamable_http() {
     assert_eq!(host.asked_about(), ["mcp__remote__get-sum"]);
     let sum = tool_result(&llm.requests(), "call_sum");
     assert!(
-        sum.contains("<untrusted_tool_output server=\"remote\" tool=\"get-sum\">"),
+        sum.contains("<untrusted_content source=\"mcp\" server=\"remote\" tool=\"get-sum\">"),
         "{sum}"
     );
     assert!(sum.contains("42"), "{sum}");

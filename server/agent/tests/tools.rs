@@ -194,6 +194,7 @@ impl Fixture {
                 "tool tests run without a launcher",
             )),
             network: false,
+            sources: Default::default(),
         }
     }
 

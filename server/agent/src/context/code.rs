@@ -23,20 +23,17 @@ pub struct RetrievedChunk {
 }
 
 impl RetrievedChunk {
-    /// The chunk as the model sees it.
+    /// The chunk as the model sees it: inside an `<untrusted_content source="code">` block (it is
+    /// the workspace's text, not the user's).
     pub fn render(&self) -> String {
-        let symbol = self
-            .symbol
-            .as_deref()
-            .map(|symbol| format!(" symbol=\"{symbol}\""))
-            .unwrap_or_default();
-        format!(
-            "<code path=\"{}\" lines=\"{}-{}\"{symbol}>\n{}\n</code>\n",
-            self.path,
-            self.start_line,
-            self.end_line,
-            self.text.trim_end()
-        )
+        let lines = format!("{}-{}", self.start_line, self.end_line);
+        let mut attributes = vec![("path", self.path.as_str()), ("lines", lines.as_str())];
+        if let Some(symbol) = &self.symbol {
+            attributes.push(("symbol", symbol.as_str()));
+        }
+        let mut out = crate::untrusted::wrap("code", &attributes, self.text.trim_end());
+        out.push('\n');
+        out
     }
 }
 

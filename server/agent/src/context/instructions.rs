@@ -129,15 +129,51 @@ fn relative_inside(root: &Path, path: &Path) -> Option<PathBuf> {
     Some(clean)
 }
 
-/// The files rendered for the system prompt, each under a heading with its path.
+/// The files rendered for the system prompt, each inside an
+/// `<untrusted_content source="instructions" path="…">` block: they come from the repository,
+/// not from the user.
 pub fn render_instruction_files(files: &[InstructionFile]) -> String {
+    files
+        .iter()
+        .map(|file| {
+            let mut block = render_file(file);
+            block.push('\n');
+            block
+        })
+        .collect()
+}
+
+/// [`render_instruction_files`] within `max_tokens`: files in order while they fit; the first
+/// that does not is cut to the room left (inside its block), and the rest are left out.
+pub fn render_instruction_files_within(files: &[InstructionFile], max_tokens: usize) -> String {
     let mut out = String::new();
+    let mut used = 0;
     for file in files {
-        out.push_str(&format!(
-            "<instructions path=\"{}\">\n{}\n</instructions>\n",
-            file.path,
-            file.content.trim_end()
-        ));
+        let block = format!("{}\n", render_file(file));
+        let tokens = super::tokens::count_tokens(&block);
+        if used + tokens <= max_tokens {
+            used += tokens;
+            out.push_str(&block);
+            continue;
+        }
+        if let Some(cut) = crate::untrusted::wrap_within(
+            "instructions",
+            &[("path", file.path.as_str())],
+            file.content.trim_end(),
+            max_tokens.saturating_sub(used + 1),
+        ) {
+            out.push_str(&cut);
+            out.push('\n');
+        }
+        break;
     }
     out
+}
+
+fn render_file(file: &InstructionFile) -> String {
+    crate::untrusted::wrap(
+        "instructions",
+        &[("path", file.path.as_str())],
+        file.content.trim_end(),
+    )
 }

@@ -39,22 +39,33 @@ pub enum MemoryError {
     TooLong { chars: usize },
 }
 
-/// Where a memory came from. Content from tools and files is shown to the model as untrusted.
+/// Where a memory came from, as lode observed it (never as the model claims). Only what the
+/// user typed themselves is trusted; everything else is shown to the model as untrusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemorySource {
-    /// The user said it (asked the agent to remember it).
+    /// The user typed it themselves (`/remember`): the one trusted source.
     User,
-    /// The agent wrote it (its own notes, session summaries).
+    /// Written by the model with nothing untrusted observed in its context, or a session
+    /// summary (which lode asks the model for).
     Agent,
-    /// Output of a tool.
+    /// Output of a tool (memories stored by older versions or by API callers).
     Tool { name: String },
-    /// Content of a file.
+    /// Content of a file (memories stored by older versions or by API callers).
     File { path: String },
+    /// Saved by the model during a turn in which untrusted content entered its context: what
+    /// lode saw enter it (`tool:read_file`, `file:notes.md`, `context:repo_map`, …; see
+    /// [`crate::untrusted::TurnSources`]).
+    Observed { sources: Vec<String> },
+    /// Stored by a version of lode that took the source from the model's arguments: `claim` is
+    /// what the model said (`user`), kept for display and never trusted.
+    Claimed { claim: String },
 }
 
 impl MemorySource {
+    /// Whether the memory is shown to the model as untrusted data: everything but what the
+    /// user typed.
     pub fn is_untrusted(&self) -> bool {
-        matches!(self, MemorySource::Tool { .. } | MemorySource::File { .. })
+        !matches!(self, MemorySource::User)
     }
 
     fn kind(&self) -> &'static str {
@@ -63,35 +74,60 @@ impl MemorySource {
             MemorySource::Agent => "agent",
             MemorySource::Tool { .. } => "tool",
             MemorySource::File { .. } => "file",
+            MemorySource::Observed { .. } => "observed",
+            MemorySource::Claimed { .. } => "claimed",
         }
     }
 
-    fn detail(&self) -> Option<&str> {
+    fn detail(&self) -> Option<String> {
         match self {
-            MemorySource::Tool { name } => Some(name),
-            MemorySource::File { path } => Some(path),
-            _ => None,
+            MemorySource::Tool { name } => Some(name.clone()),
+            MemorySource::File { path } => Some(path.clone()),
+            MemorySource::Observed { sources } => Some(sources.join("\n")),
+            MemorySource::Claimed { claim } => Some(claim.clone()),
+            MemorySource::User | MemorySource::Agent => None,
         }
     }
 
-    fn from_columns(kind: &str, detail: Option<String>) -> Self {
+    /// `by_lode` is false for rows written before lode recorded provenance itself: their
+    /// `user` came from the model's arguments and is only a claim.
+    fn from_columns(kind: &str, detail: Option<String>, by_lode: bool) -> Self {
         match kind {
-            "user" => MemorySource::User,
+            "user" if by_lode => MemorySource::User,
+            "user" => MemorySource::Claimed {
+                claim: "user".to_owned(),
+            },
             "tool" => MemorySource::Tool {
                 name: detail.unwrap_or_default(),
             },
             "file" => MemorySource::File {
                 path: detail.unwrap_or_default(),
             },
+            "observed" => MemorySource::Observed {
+                sources: detail
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|line| !line.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            },
+            "claimed" => MemorySource::Claimed {
+                claim: detail.unwrap_or_default(),
+            },
             _ => MemorySource::Agent,
         }
     }
 
-    /// Short human label: `user`, `agent`, `tool:grep`, `file:src/lib.rs`.
+    /// Short human label: `user`, `agent`, `tool:grep`, `file:src/lib.rs`,
+    /// `agent after tool:read_file, file:notes.md`, `claimed:user`.
     pub fn label(&self) -> String {
-        match self.detail() {
-            Some(detail) => format!("{}:{detail}", self.kind()),
-            None => self.kind().to_owned(),
+        match self {
+            MemorySource::Observed { sources } => format!("agent after {}", sources.join(", ")),
+            MemorySource::Claimed { claim } => format!("claimed:{claim}"),
+            other => match other.detail() {
+                Some(detail) => format!("{}:{detail}", other.kind()),
+                None => other.kind().to_owned(),
+            },
         }
     }
 }
@@ -236,7 +272,8 @@ CREATE TABLE IF NOT EXISTS memories (
     session_id TEXT,
     created_at TEXT NOT NULL,
     embedding BLOB,
-    embedding_model TEXT
+    embedding_model TEXT,
+    provenance_by_lode INTEGER
 );
 CREATE INDEX IF NOT EXISTS memories_workspace ON memories(workspace);
 ";
@@ -262,6 +299,7 @@ impl MemoryStore {
             .execute_batch("PRAGMA journal_mode = WAL;")
             .map_err(sqlite)?;
         connection.execute_batch(SCHEMA).map_err(sqlite)?;
+        add_provenance_column(&connection).map_err(sqlite)?;
         Ok(Self {
             connection: Mutex::new(connection),
             path: path.to_owned(),
@@ -358,10 +396,17 @@ impl MemoryStore {
             Some((vector_to_blob(&vector), embedder.identity().to_string()))
         });
         let connection = self.lock();
+        // What the user typed is never folded into an untrusted memory with the same text.
         let existing: Option<i64> = connection
             .query_row(
-                "SELECT id FROM memories WHERE text = ?1 AND workspace IS ?2 AND kind = ?3",
-                params![text, workspace_text, kind.as_str()],
+                "SELECT id FROM memories WHERE text = ?1 AND workspace IS ?2 AND kind = ?3
+                     AND (?4 = 0 OR (source = 'user' AND provenance_by_lode = 1))",
+                params![
+                    text,
+                    workspace_text,
+                    kind.as_str(),
+                    source == MemorySource::User
+                ],
                 |row| row.get(0),
             )
             .optional()
@@ -377,8 +422,9 @@ impl MemoryStore {
                 execute_redacted(
                     &connection,
                     "INSERT INTO memories (text, source, source_detail, kind, workspace,
-                             session_id, created_at, embedding, embedding_model)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                             session_id, created_at, embedding, embedding_model,
+                             provenance_by_lode)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)",
                     params![
                         text,
                         source.kind(),
@@ -534,18 +580,38 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// A memory with its stored embedding blob and the identity of the model that made it.
 type StoredRow = (Memory, Option<Vec<u8>>, Option<String>);
 
-const COLUMNS: &str = "id, text, source, source_detail, kind, workspace, session_id, created_at";
+const COLUMNS: &str =
+    "id, text, source, source_detail, kind, workspace, session_id, created_at, provenance_by_lode";
+
+/// Stores from before lode recorded provenance itself lack `provenance_by_lode`; their rows keep
+/// working and read as NULL there (their `user` is then only the model's claim).
+fn add_provenance_column(connection: &Connection) -> rusqlite::Result<()> {
+    let present = || {
+        connection
+            .prepare("SELECT provenance_by_lode FROM memories LIMIT 0")
+            .is_ok()
+    };
+    if present() {
+        return Ok(());
+    }
+    match connection.execute_batch("ALTER TABLE memories ADD COLUMN provenance_by_lode INTEGER") {
+        // Another process may have added it in the meantime.
+        Err(_) if present() => Ok(()),
+        other => other,
+    }
+}
 
 fn row_to_memory(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Memory, usize)> {
     let source: String = row.get(2)?;
     let detail: Option<String> = row.get(3)?;
     let kind: String = row.get(4)?;
     let workspace: Option<String> = row.get(5)?;
+    let by_lode: Option<i64> = row.get(8)?;
     Ok((
         Memory {
             id: row.get(0)?,
             text: row.get(1)?,
-            source: MemorySource::from_columns(&source, detail),
+            source: MemorySource::from_columns(&source, detail, by_lode == Some(1)),
             kind: if kind == "session_summary" {
                 MemoryKind::SessionSummary
             } else {
@@ -555,7 +621,7 @@ fn row_to_memory(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Memory, usize)> {
             session_id: row.get(6)?,
             created_at: row.get(7)?,
         },
-        8,
+        9,
     ))
 }
 

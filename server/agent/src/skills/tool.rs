@@ -82,6 +82,11 @@ impl Tool for LoadSkillTool {
         PermissionTarget::Read
     }
 
+    /// Untrusted skill text is wrapped when rendered; a trusted skill is the user's.
+    fn marks_own_output(&self) -> bool {
+        true
+    }
+
     async fn run(
         &self,
         arguments: serde_json::Value,

@@ -82,13 +82,19 @@ impl ToolError {
 
     /// The block the model sees.
     pub fn to_model_text(&self) -> String {
+        self.frame(&self.message)
+    }
+
+    /// The `<tool_error>` block around `body` (the message, or the message wrapped as untrusted
+    /// content, see `crate::untrusted::wrap_tool_error`).
+    pub fn frame(&self, body: &str) -> String {
         let category = serde_json::to_value(self.category)
             .ok()
             .and_then(|value| value.as_str().map(str::to_owned))
             .unwrap_or_else(|| "failed".to_owned());
         format!(
-            "<tool_error category=\"{category}\" retryable=\"{}\">\n{}\n</tool_error>",
-            self.retryable, self.message
+            "<tool_error category=\"{category}\" retryable=\"{}\">\n{body}\n</tool_error>",
+            self.retryable
         )
     }
 }
@@ -119,6 +125,9 @@ pub struct ToolContext {
     pub sandbox: Arc<lode_sandbox::Sandbox>,
     /// The user granted this call network access ("allow once with network").
     pub network: bool,
+    /// What untrusted content lode has seen enter the model's context in this turn (provenance
+    /// for `memory_save`; set by the loop, never by the model).
+    pub sources: Arc<crate::untrusted::TurnSources>,
 }
 
 /// One tool the model can call.
@@ -132,6 +141,13 @@ pub trait Tool: Send + Sync {
     fn present(&self, arguments: &serde_json::Value, context: &ToolContext) -> ToolPresentation;
     /// What the policy judges. Errors for malformed arguments are reported by `run`.
     fn permission_target(&self, arguments: &serde_json::Value) -> PermissionTarget;
+    /// Whether the tool wraps the untrusted parts of its output itself (MCP output, memories,
+    /// skills), so the loop passes its result on as is. Every other tool's result (and error)
+    /// reaches the model inside an `<untrusted_content source="tool">` block (see
+    /// [`crate::untrusted`]).
+    fn marks_own_output(&self) -> bool {
+        false
+    }
     async fn run(
         &self,
         arguments: serde_json::Value,
