@@ -56,7 +56,7 @@ fn run_acpx(acpx: &PathBuf, workspace: &Workspace, args: &[&str]) -> Output {
         .env("PATH", path)
         .env(
             "LODE_CONFIG",
-            support::workspace_config_env(workspace.root()),
+            support::workspace_config_env(&workspace.root()),
         )
         .env("XDG_CONFIG_HOME", workspace.root().join(".no-user-config"))
         .output()

@@ -65,7 +65,7 @@ async fn start(workspace: &Workspace, dirs: &Dirs, runtime_dir: bool, extra: &[&
         .args(extra)
         .env(
             "LODE_CONFIG",
-            support::workspace_config_env(workspace.root()),
+            support::workspace_config_env(&workspace.root()),
         )
         .env_remove("LODE_ACP_TOKEN")
         .env("HOME", dirs.home.path())
@@ -927,7 +927,7 @@ async fn the_generated_token_is_private_kept_outside_the_workspace_and_reused() 
         .args(["acp", "--no-watch", "--http", "127.0.0.1:0"])
         .env(
             "LODE_CONFIG",
-            support::workspace_config_env(workspace.root()),
+            support::workspace_config_env(&workspace.root()),
         )
         .env_remove("LODE_ACP_TOKEN")
         .env_remove("XDG_RUNTIME_DIR")
@@ -956,7 +956,7 @@ async fn the_generated_token_is_private_kept_outside_the_workspace_and_reused() 
         .args(["acp", "--no-watch", "--http", "127.0.0.1:0"])
         .env(
             "LODE_CONFIG",
-            support::workspace_config_env(workspace.root()),
+            support::workspace_config_env(&workspace.root()),
         )
         .env_remove("LODE_ACP_TOKEN")
         .env("XDG_RUNTIME_DIR", dirs.runtime.path())

@@ -99,7 +99,11 @@ impl LspClient {
             // passes `LODE_CONFIG` empty in `env` to leave the file untrusted.
             .env("LODE_CONFIG", {
                 let file = root.join(".lode/config.toml");
-                if file.exists() { file.into_os_string() } else { Default::default() }
+                if file.exists() {
+                    file.into_os_string()
+                } else {
+                    Default::default()
+                }
             })
             .envs(env.iter().copied())
             .env_remove("LODE_INDEX_DIR")
@@ -243,7 +247,8 @@ impl LspClient {
             if wanted(&message) {
                 if message.get("id").is_some() {
                     let id = message["id"].clone();
-                    let result = answer_for(&message["method"], self.message_request_choice.as_deref());
+                    let result =
+                        answer_for(&message["method"], self.message_request_choice.as_deref());
                     self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
                 }
                 return message;

@@ -4,10 +4,9 @@
 //! is bound to the file's content, and a change asks again. A canary listener on 127.0.0.1
 //! stands where an attacker's provider would be: it must see no connection until trust.
 
+mod lsp_support;
 #[path = "acp_support/mod.rs"]
 mod support;
-#[allow(dead_code)]
-mod lsp_support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -176,8 +175,14 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
     assert!(listed.contains(&canary.url()), "{listed}");
     assert!(listed.contains("$OPENAI_API_KEY"), "{listed}");
     assert!(listed.contains("curl *"), "{listed}");
-    assert!(listed.contains("[[mcp.servers]] helper (runs `sh -c touch pwned`)"), "{listed}");
-    assert!(!listed.contains("max_tool_iterations"), "tightening settings apply: {listed}");
+    assert!(
+        listed.contains("[[mcp.servers]] helper (runs `sh -c touch pwned`)"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("max_tool_iterations"),
+        "tightening settings apply: {listed}"
+    );
 
     // Without a terminal and without --yes nothing is trusted.
     let refused = scene.lode(&["trust"]);
@@ -188,14 +193,19 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
     assert!(trusted.status.success(), "{}", text(&trusted));
     let records = scene.trust_records();
     assert_eq!(records.len(), 1, "{records:?}");
-    assert!(records[0].starts_with(scene.data()), "kept per user: {records:?}");
+    assert!(
+        records[0].starts_with(scene.data()),
+        "kept per user: {records:?}"
+    );
     use std::os::unix::fs::PermissionsExt as _;
     let mode = std::fs::metadata(&records[0]).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // Nothing about trust is written into the workspace.
     let in_workspace = walk(&scene.root().join(".lode"));
     assert!(
-        in_workspace.iter().all(|path| !path.ends_with("trust.toml")),
+        in_workspace
+            .iter()
+            .all(|path| !path.ends_with("trust.toml")),
         "{in_workspace:?}"
     );
     let status = scene.lode(&["trust", "--status"]);
@@ -250,8 +260,15 @@ fn lode_run_uses_the_users_provider_until_the_workspace_is_trusted() {
         "{}",
         text(&run)
     );
-    assert_eq!(canary.connections(), 0, "the workspace's provider was used untrusted");
-    assert!(!scene.root().join("pwned").exists(), "the workspace's MCP server ran");
+    assert_eq!(
+        canary.connections(),
+        0,
+        "the workspace's provider was used untrusted"
+    );
+    assert!(
+        !scene.root().join("pwned").exists(),
+        "the workspace's MCP server ran"
+    );
     assert_eq!(mine.requests().len(), 1);
 
     // `lode config` says what is ignored and how to trust it.
@@ -390,7 +407,10 @@ async fn command_mcp_servers_over_http_need_a_trusted_workspace() {
     )
     .await
     .unwrap();
-    let scene = Scene::new(&mine.openai_base_url(), "[agent]\nmax_tool_iterations = 5\n");
+    let scene = Scene::new(
+        &mine.openai_base_url(),
+        "[agent]\nmax_tool_iterations = 5\n",
+    );
     let root = scene.root();
     let marker = root.join("mcp-started");
     let server = McpServer::Stdio(
@@ -400,7 +420,14 @@ async fn command_mcp_servers_over_http_need_a_trusted_workspace() {
     let runtime = support::runtime_dir();
 
     let start = |scene: &Scene| {
-        let mut command = scene.tokio_lode(&["acp", "--no-watch", "--http", "127.0.0.1:0", "--token", "t0ken-for-tests"]);
+        let mut command = scene.tokio_lode(&[
+            "acp",
+            "--no-watch",
+            "--http",
+            "127.0.0.1:0",
+            "--token",
+            "t0ken-for-tests",
+        ]);
         command
             .env("XDG_RUNTIME_DIR", runtime.path())
             .stdout(std::process::Stdio::null())

@@ -47,7 +47,8 @@ pub struct Extensions {
 
 impl Extensions {
     /// Reads `[skills]`, `[memory]` and `[mcp]` from the config and opens what is enabled.
-    pub fn open(root: &Path, config: &Config) -> Extensions {
+    /// Skill trust is read from the user's state under `state_dir` (see `crate::trust`).
+    pub fn open(root: &Path, config: &Config, state_dir: Option<&Path>) -> Extensions {
         let mut notices = Vec::new();
         let embedder = match lode_index::embed::default_embedder() {
             Ok(embedder) => Some(embedder),
@@ -66,7 +67,7 @@ impl Extensions {
         };
         let skills = skills_settings.enabled.then(|| {
             Arc::new(SkillSet::new(
-                skills_settings.config_for(root),
+                skills_settings.config_with_state(root, state_dir),
                 embedder.clone(),
             ))
         });

@@ -29,9 +29,10 @@ pub mod slash;
 pub mod step;
 pub mod store;
 pub mod tools;
-pub mod untrusted;
+pub mod trust;
 mod turn;
 mod turn_commands;
+pub mod untrusted;
 
 pub use agent::{
     Agent, AgentError, AgentOptions, SessionInfo, SlashCommand, UserInput, sandbox_for,

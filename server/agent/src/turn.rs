@@ -101,14 +101,20 @@ pub(crate) async fn run_turn(
     host: Arc<dyn SessionHost>,
     cancel: CancellationToken,
 ) -> Result<StopReason, AgentError> {
-    let shared = &agent.shared;
-    let provider = agent.provider(&info.model);
     if let [UserInput::Text(text)] = input.as_slice()
         && let Some((command, argument)) = crate::slash::parse(text)
     {
         return crate::turn_commands::run(agent, info, command, &argument, host.as_ref(), &cancel)
             .await;
     }
+    // Settled before the configuration is taken: trusting the workspace replaces it.
+    agent
+        .settle_workspace_trust(&info.id, host.as_ref(), &cancel)
+        .await;
+    // Trusting the workspace may have changed the session's model.
+    let info = &agent.session(&info.id)?;
+    let shared = &agent.shared();
+    let provider = agent.provider(&info.model);
     agent.ensure_index_ready().await;
 
     let sources = Arc::new(crate::untrusted::TurnSources::new());

@@ -62,7 +62,7 @@ pub(crate) async fn run(
         "compact" => {
             let provider = agent.provider(&info.model);
             let outcome = crate::compaction::compact_session(
-                &agent.shared.store,
+                &agent.shared().store.clone(),
                 &info.id,
                 provider.as_ref(),
                 1,
@@ -78,7 +78,7 @@ pub(crate) async fn run(
             });
         }
         "clear" => {
-            let history = agent.shared.store.load_history(&info.id)?;
+            let history = agent.shared().store.load_history(&info.id)?;
             let last = history.last_seq();
             if last == 0 {
                 say("the conversation is already empty\n".to_owned());
@@ -86,7 +86,7 @@ pub(crate) async fn run(
                 let note = Message::user_text(
                     "[The user cleared the conversation here. Earlier turns are not part of this conversation.]",
                 );
-                agent.shared.store.mark_compacted(&info.id, last, &note)?;
+                agent.shared().store.mark_compacted(&info.id, last, &note)?;
                 say("cleared: the model starts fresh; your history is kept\n".to_owned());
             }
         }
@@ -146,7 +146,7 @@ pub(crate) async fn run(
                 say("usage: /remember TEXT\n".to_owned());
             } else {
                 // Typed by the user: the one way to save a memory lode trusts.
-                let shared = agent.shared.clone();
+                let shared = agent.shared();
                 let session_id = info.id.clone();
                 let text = argument.to_owned();
                 let saved = tokio::task::spawn_blocking(move || {

@@ -8,6 +8,8 @@
 //! other as an ACP client would pass it in `session/new`.
 //! Without the servers (or Node) the tests say so and pass, except under CI, where they fail.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +17,7 @@ use std::time::Duration;
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::mcp::McpServerConfig;
-use lode_agent::{Agent, AgentOptions, UserInput};
+use lode_agent::{Agent, UserInput};
 use lode_llm_script::{RecordedRequest, Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -182,7 +184,7 @@ async fn reference_stdio_servers_are_offered_asked_about_capped_and_marked_untru
     );
     let dir = workspace(&llm, &files_server);
     std::fs::write(dir.path().join("big.txt"), "0123456789".repeat(10_000)).unwrap();
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     // server-everything as an ACP client passes it in session/new.
     let everything = McpServerConfig::stdio(
         "everything",
@@ -304,7 +306,7 @@ async fn reference_server_over_streamable_http() {
     let remote =
         format!("[[mcp.servers]]\nname = \"remote\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
     let dir = workspace(&llm, &remote);
-    let agent = Agent::open(dir.path(), AgentOptions::default()).unwrap();
+    let agent = Agent::open(dir.path(), common::test_options(dir.path())).unwrap();
     let session = agent
         .new_session(dir.path().to_path_buf(), Vec::new())
         .unwrap();

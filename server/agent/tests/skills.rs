@@ -574,13 +574,21 @@ fn skills_settings_shape_the_configuration() {
     ))
     .unwrap();
     let settings = lode_agent::skills::SkillsSettings::from_toml(&table).unwrap();
-    let config = settings.config_for(&fixture.root);
+    let state = tempfile::tempdir().unwrap();
+    let config = settings.config_with_state(&fixture.root, Some(state.path()));
     assert_eq!(config.top_k, 2);
     assert!(!config.include_bundled);
     assert_eq!(config.user_dir.as_deref(), Some(fixture.user.as_path()));
+    // Skill trust is the user's, kept outside the workspace where a repository cannot seed it.
+    let trust_db = config.trust_db.expect("a trust database");
+    assert!(trust_db.starts_with(state.path()), "{}", trust_db.display());
+    assert!(!trust_db.starts_with(&fixture.root));
     assert_eq!(
-        config.trust_db.as_deref(),
-        Some(fixture.root.join(".lode/agent.sqlite").as_path())
+        trust_db,
+        lode_agent::trust::grants_database(
+            state.path(),
+            &std::fs::canonicalize(&fixture.root).unwrap()
+        )
     );
     let bad: toml::Value = toml::from_str("top_k = \"five\"").unwrap();
     assert!(lode_agent::skills::SkillsSettings::from_toml(&bad).is_err());

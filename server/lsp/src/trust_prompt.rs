@@ -21,7 +21,11 @@ pub const DONT_TRUST: &str = "Don't trust";
 const LISTED: usize = 5;
 
 /// What the untrusted workspace file sets that lode ignores (empty: nothing to ask).
-pub fn ignored_settings(root: &Path, config_file: Option<&Path>, agent: Option<&Agent>) -> Vec<String> {
+pub fn ignored_settings(
+    root: &Path,
+    config_file: Option<&Path>,
+    agent: Option<&Agent>,
+) -> Vec<String> {
     if let Some(agent) = agent {
         return agent.untrusted_settings();
     }
@@ -81,7 +85,12 @@ pub async fn ask(
             .map_err(|error| error.to_string()),
         (TRUST, None) => lode_agent::trust::TrustStore::for_user()
             .map_err(|error| error.to_string())
-            .and_then(|store| store.trust(&root).map(|_| ()).map_err(|error| error.to_string())),
+            .and_then(|store| {
+                store
+                    .trust(&root)
+                    .map(|_| ())
+                    .map_err(|error| error.to_string())
+            }),
         _ => Ok(()),
     };
     let reply = match (choice.as_str(), outcome) {
@@ -89,9 +98,15 @@ pub async fn ask(
             "lode: trusted {} until it changes; language-server settings in it apply after a restart",
             file.display()
         ),
-        (TRUST_ONCE, Ok(())) => format!("lode: {}'s settings apply until the server exits", file.display()),
+        (TRUST_ONCE, Ok(())) => format!(
+            "lode: {}'s settings apply until the server exits",
+            file.display()
+        ),
         (_, Err(error)) => format!("lode: could not trust {}: {error}", file.display()),
-        _ => format!("lode: {} stays untrusted; its settings stay ignored", file.display()),
+        _ => format!(
+            "lode: {} stays untrusted; its settings stay ignored",
+            file.display()
+        ),
     };
     client.show_message(MessageType::INFO, reply).await;
     Some(choice)
