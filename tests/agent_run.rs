@@ -244,7 +244,9 @@ fn run_yes_to_matches_resolved_paths_and_parsed_commands_never_titles() {
         .collect();
     // The titles carry what the model wrote (that is the trick).
     assert!(
-        titles.iter().any(|title| title.contains("src/../.git/hooks/x")),
+        titles
+            .iter()
+            .any(|title| title.contains("src/../.git/hooks/x")),
         "{titles:?}"
     );
     let status = |id: &str| {
@@ -264,7 +266,12 @@ fn run_yes_to_matches_resolved_paths_and_parsed_commands_never_titles() {
     }
     // What the patterns do cover runs.
     assert_eq!(status("call_edit_ok").0, "completed");
-    assert_eq!(status("call_cmd_ok").0, "completed", "{}", status("call_cmd_ok").1);
+    assert_eq!(
+        status("call_cmd_ok").0,
+        "completed",
+        "{}",
+        status("call_cmd_ok").1
+    );
     assert_eq!(
         std::fs::read_to_string(root.join("src/notes.md")).unwrap(),
         "notes\n"

@@ -177,6 +177,10 @@ impl AgentBackend for ScriptedBackend {
                         raw_input: json!({"command": "ls"}),
                         always_pattern: "ls*".into(),
                         offer_network: false,
+                        must_ask: false,
+                        reason: "commands ask by default".into(),
+                        subjects: vec!["ls".into()],
+                        subject_kind: lode_agent::permission::SubjectKind::Command,
                     })
                     .await;
                 let answer = serde_json::to_value(answer)
