@@ -306,3 +306,38 @@ fn run_yes_to_refuses_a_must_ask_saying_only_a_person_can_approve_it() {
     assert!(!dir.path().join(".git/hooks/x").exists());
     assert!(!dir.path().join("subst-canary.txt").exists());
 }
+
+/// `--ask` puts what `--yes-to` cannot answer to the person at stdin: `n` (or no line at all)
+/// refuses, `y` approves, must-asks included.
+#[test]
+fn run_ask_puts_must_asks_to_the_person_at_stdin() {
+    for (answers, approved) in [
+        ("n\nn\nn\nn\nn\nn\n", false),
+        ("", false),
+        ("y\ny\ny\ny\ny\ny\n", true),
+    ] {
+        let server = start_server("run_yes_to_tricks.json");
+        let dir = workspace(Some(&server));
+        std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+        let answers_file = dir.path().join("answers.txt");
+        std::fs::write(&answers_file, answers).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let output = lode(dir.path())
+            .args(["run", "--ask", "Please tidy up."])
+            .env("LODE_CONFIG", support::workspace_config_env(dir.path()))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("HOME", home.path())
+            .stdin(std::fs::File::open(&answers_file).unwrap())
+            .output()
+            .expect("lode runs");
+        assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+        let err = stderr(&output);
+        assert!(err.contains("Allow "), "the question is shown: {err}");
+        assert!(err.contains("needs your decision each time"), "{err}");
+        assert_eq!(
+            dir.path().join(".git/hooks/x").exists(),
+            approved,
+            "answers {answers:?}: {err}"
+        );
+    }
+}

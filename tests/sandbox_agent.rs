@@ -140,6 +140,12 @@ fn lode_run(scene: &Scene, args: &[&str], extra_env: &[(&str, &str)]) -> Output 
     for (name, value) in extra_env {
         command.env(name, value);
     }
+    if args.contains(&"--ask") {
+        // The person at stdin approves every question, must-asks included.
+        let answers = scene.home.join("answers");
+        std::fs::write(&answers, "y\n".repeat(50)).unwrap();
+        command.stdin(std::fs::File::open(&answers).unwrap());
+    }
     command.output().expect("lode runs")
 }
 
@@ -185,7 +191,8 @@ fn attack_script(port: u16) -> String {
     .to_string()
 }
 
-/// The user approves everything (`--yes-to '*'`): the command still runs confined.
+/// The user approves everything (`--ask`, answering yes at stdin; the attack redirects into
+/// files, which only a person may approve): the command still runs confined.
 #[test]
 fn an_approved_malicious_command_runs_confined() {
     if !sandbox_available() {
@@ -196,7 +203,7 @@ fn an_approved_malicious_command_runs_confined() {
     let scene = scene(&server);
     let output = lode_run(
         &scene,
-        &["run", "--json", "--yes-to", "*", "Follow the README."],
+        &["run", "--json", "--ask", "Follow the README."],
         &[],
     );
     assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));

@@ -27,7 +27,8 @@
 //! `cargo test` and `cargo check` of a crate with a build script.
 //!
 //! Then every case runs again through the agent, in the same scratch world: `lode run --json
-//! --yes-to '*'` (the user approves everything) against the scripted LLM over real HTTP, whose
+//! --ask` with a `y` for every question at stdin (the user approves everything, the must-asks
+//! only a person may approve included) against the scripted LLM over real HTTP, whose
 //! model asks for each case's script as a `run_command` call (`call_<case>`), all of a class in
 //! one answer, one run per sandbox configuration (`[sandbox] mode` and `read` in a `--config`
 //! file). lode wraps each command as it wraps any; lode itself is the script's parent (a probe
@@ -1826,6 +1827,13 @@ impl Lab {
         Some(lab)
     }
 
+    /// stdin for `lode run --ask`: a `y` for every question the run can ask.
+    fn yes_answers(&self) -> Stdio {
+        let answers = self.lode_state.join("answers");
+        write_file(&answers, &"y\n".repeat(1000));
+        Stdio::from(fs::File::open(&answers).expect("the answers file was just written"))
+    }
+
     /// (Re)plants the workspace's symlinks to outside places; a previous case may remove them.
     fn plant_links(&self) {
         let links = [
@@ -2384,7 +2392,7 @@ fn run_logged(mut command: Command, log: &Path) -> Logged {
 
 // ---------------------------------------------------------------------------------------------
 // The same cases through the agent: `lode run` against a scripted model (real HTTP) that asks
-// for each case's script as a `run_command` call, every call approved (`--yes-to '*'`, the
+// for each case's script as a `run_command` call, every call approved (`--ask`, `y` at stdin, the
 // worst case), each command wrapped in the sandbox by lode as it wraps any command.
 
 /// Attack cases that do not run through the agent, each with the reason: (class, case, why).
@@ -2662,8 +2670,8 @@ impl Lab {
                     ));
                 } else {
                     report.skipped.push(format!(
-                        "{} through the agent (it needs {:?}; `lode run --yes-to` never grants \
-                         network)",
+                        "{} through the agent (it needs {:?}; `lode run` answers yes, never yes \
+                         with network)",
                         case.name, case.extra
                     ));
                 }
@@ -2743,7 +2751,9 @@ impl Lab {
             .arg(&config)
             .arg("--index-dir")
             .arg(self.lode_state.join("index"))
-            .args(["--json", "--yes-to", "*"])
+            // Every question approved by the person at stdin (`--ask`): attacks redirect and
+            // nest shells, which only a person may approve.
+            .args(["--json", "--ask"])
             .arg(format!("{AGENT_PROMPT} of sandbox_escape::{}.", self.class))
             // The outside parent's environment, planted keys included.
             .env_clear()
@@ -2751,7 +2761,7 @@ impl Lab {
             .env("XDG_CONFIG_HOME", self.lode_state.join("config"))
             .env("XDG_DATA_HOME", self.lode_state.join("data"))
             .current_dir(&self.ws)
-            .stdin(Stdio::null());
+            .stdin(self.yes_answers());
         let Logged {
             pid,
             status,

@@ -23,6 +23,26 @@ struct RunPolicy {
     /// `--yes-to` patterns, matched against what the policy judged (resolved paths, parsed
     /// commands, tool names), never against a title.
     allowed: HeadlessGrants,
+    /// `--ask`: questions `--yes-to` does not answer (must-asks included) are put to the person
+    /// at stdin, one answer line each, as `lode chat` does; without it they are refused.
+    person: Option<Lines>,
+}
+
+/// Lines read from stdin on their own thread, shared by the REPL and permission questions.
+type Lines = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>;
+
+/// Reads stdin line by line on a thread of its own (blocking reads never stall the runtime).
+fn stdin_lines() -> Lines {
+    let (line_sender, line_receiver) = mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if line_sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Arc::new(tokio::sync::Mutex::new(line_receiver))
 }
 
 /// The `--yes-to` pattern that would approve `request`, for the message that says how.
@@ -41,7 +61,7 @@ enum Interaction {
     /// `lode run`: deny unless `--yes-to` allows.
     Batch(RunPolicy),
     /// `lode chat`: ask on the terminal, reading answers from the shared stdin line channel.
-    Interactive(Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>>),
+    Interactive(Lines),
 }
 
 /// Renders agent events on the terminal.
@@ -164,21 +184,26 @@ impl SessionHost for TerminalHost {
     async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
         match &self.interaction {
             Interaction::Batch(policy) => {
+                if !request.must_ask
+                    && policy
+                        .allowed
+                        .approve(false, request.subject_kind, &request.subjects)
+                {
+                    return PermissionAnswer::AllowOnce;
+                }
+                if let Some(lines) = &policy.person {
+                    return self.ask_person(lines, &request).await;
+                }
                 if request.must_ask {
                     if !self.json {
                         eprintln!(
                             "lode: refused {}: only a person can approve this ({}); --yes-to \
-                             cannot. Run it in `lode chat` or an editor to decide.",
+                             cannot. Answer it with `lode run --ask`, in `lode chat` or in an \
+                             editor.",
                             request.title, request.reason
                         );
                     }
                     return PermissionAnswer::RejectOnce;
-                }
-                if policy
-                    .allowed
-                    .approve(false, request.subject_kind, &request.subjects)
-                {
-                    return PermissionAnswer::AllowOnce;
                 }
                 if !self.json {
                     eprintln!(
@@ -189,32 +214,37 @@ impl SessionHost for TerminalHost {
                 }
                 PermissionAnswer::RejectOnce
             }
-            Interaction::Interactive(lines) => {
-                self.finish_line();
-                let network = if request.offer_network {
-                    " / yes [w]ith network"
-                } else {
-                    ""
-                };
-                let always = request.offers_always();
-                if request.must_ask && !request.reason.is_empty() {
-                    eprintln!(
-                        "lode: this needs your decision each time: {}",
-                        request.reason
-                    );
-                }
-                let choices = if always { " / [a]lways / ne[v]er" } else { "" };
-                eprint!("Allow {}? [y]es{network} / [n]o{choices}: ", request.title);
-                let _ = std::io::stderr().flush();
-                let answer = lines.lock().await.recv().await;
-                match answer.as_deref().map(str::trim) {
-                    Some("y" | "yes") => PermissionAnswer::AllowOnce,
-                    Some("w") if request.offer_network => PermissionAnswer::AllowOnceWithNetwork,
-                    Some("a" | "always") if always => PermissionAnswer::AllowAlways,
-                    Some("v" | "never") if always => PermissionAnswer::RejectAlways,
-                    _ => PermissionAnswer::RejectOnce,
-                }
-            }
+            Interaction::Interactive(lines) => self.ask_person(lines, &request).await,
+        }
+    }
+}
+
+impl TerminalHost {
+    /// Puts the question to the person at stdin and reads one answer line (no line: no).
+    async fn ask_person(&self, lines: &Lines, request: &PermissionRequest) -> PermissionAnswer {
+        self.finish_line();
+        let network = if request.offer_network {
+            " / yes [w]ith network"
+        } else {
+            ""
+        };
+        let always = request.offers_always();
+        if request.must_ask && !request.reason.is_empty() {
+            eprintln!(
+                "lode: this needs your decision each time: {}",
+                request.reason
+            );
+        }
+        let choices = if always { " / [a]lways / ne[v]er" } else { "" };
+        eprint!("Allow {}? [y]es{network} / [n]o{choices}: ", request.title);
+        let _ = std::io::stderr().flush();
+        let answer = lines.lock().await.recv().await;
+        match answer.as_deref().map(str::trim) {
+            Some("y" | "yes") => PermissionAnswer::AllowOnce,
+            Some("w") if request.offer_network => PermissionAnswer::AllowOnceWithNetwork,
+            Some("a" | "always") if always => PermissionAnswer::AllowAlways,
+            Some("v" | "never") if always => PermissionAnswer::RejectAlways,
+            _ => PermissionAnswer::RejectOnce,
         }
     }
 }
@@ -245,17 +275,20 @@ fn start_session(agent: &Agent, args: &AgentArgs) -> anyhow::Result<String> {
     Ok(session.id)
 }
 
-/// `lode run PROMPT`: one turn, no questions asked. Exit 0 when the model finished its answer.
+/// `lode run PROMPT`: one turn; questions are answered by `--yes-to`, or with `--ask` by the
+/// person at stdin. Exit 0 when the model finished its answer.
 pub fn run(
     args: AgentArgs,
     prompt: String,
     json: bool,
     yes_to: Vec<String>,
+    ask: bool,
 ) -> anyhow::Result<ExitCode> {
     let allowed = HeadlessGrants::new(&yes_to).context("bad --yes-to pattern")?;
+    let person = ask.then(stdin_lines);
     let host = Arc::new(TerminalHost {
         json,
-        interaction: Interaction::Batch(RunPolicy { allowed }),
+        interaction: Interaction::Batch(RunPolicy { allowed, person }),
         at_line_start: Mutex::new(true),
     });
     let runtime = runtime()?;
@@ -304,18 +337,9 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
     let runtime = runtime()?;
     runtime.block_on(async move {
         let agent = Agent::open(&args.root, args.options.clone())?;
-        let (line_sender, line_receiver) = mpsc::unbounded_channel::<String>();
-        // Blocking stdin reads live on their own thread; lines reach the REPL and permission
-        // prompts through one channel, so both read from the same place in order.
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if line_sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let lines = Arc::new(tokio::sync::Mutex::new(line_receiver));
+        // Lines reach the REPL and permission prompts through one channel, so both read from
+        // the same place in order.
+        let lines = stdin_lines();
         let host = Arc::new(TerminalHost {
             json: false,
             interaction: Interaction::Interactive(lines.clone()),

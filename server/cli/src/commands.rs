@@ -180,6 +180,12 @@ pub enum Command {
         /// `eval`, edits under .git/ or .lode/, …).
         #[arg(long, value_name = "PATTERN")]
         yes_to: Vec<String>,
+        /// Put the questions --yes-to does not answer to the person at stdin, one answer line
+        /// each (`y`, `n`, `w` = yes with network, `a` = always), as `lode chat` does: the way
+        /// to approve what only a person may approve from a script you control. Without it
+        /// they are refused.
+        #[arg(long)]
+        ask: bool,
         #[command(flatten)]
         agent: AgentFlags,
     },
@@ -410,12 +416,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             prompt,
             json,
             yes_to,
+            ask,
             agent,
         } => crate::agent_cli::run(
             crate::agent_cli::agent_args(&args, agent)?,
             prompt,
             json,
             yes_to,
+            ask,
         ),
         Command::Watch { path, verbose } => {
             crate::watch_command::run_watch(&args, path.as_deref(), verbose)
