@@ -305,6 +305,7 @@ async fn idle_sessions_are_released_but_never_mid_turn_and_come_back_on_use() {
     let backend = Arc::new(ScriptedBackend::default());
     let options = lode_acp::ConnectionOptions {
         idle_session_timeout: Some(Duration::from_millis(200)),
+        ..lode_acp::ConnectionOptions::default()
     };
     let mut wire = Wire::start_with(backend.clone(), options);
     wire.initialize(json!({})).await;
