@@ -284,6 +284,43 @@ fn lode_run_uses_the_users_provider_until_the_workspace_is_trusted() {
     assert_eq!(mine.requests().len(), 1);
 }
 
+/// Runs `lode acp` on stdio in the scene, opens one session and sends `prompts` in order,
+/// answering every permission question with the option `answer`; returns what the client saw.
+async fn acp_turns(scene: &Scene, answer: &'static str, prompts: &[&str]) -> Seen {
+    let root = scene.root();
+    let prompts: Vec<String> = prompts.iter().map(|text| text.to_string()).collect();
+    let mut child = scene
+        .tokio_lode(&["acp", "--no-watch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let seen = Seen::default();
+    with_client(
+        stdio_transport(&mut child),
+        answer,
+        seen.clone(),
+        async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(root))
+                .block_task()
+                .await?
+                .session_id;
+            for text in prompts {
+                cx.send_request(PromptRequest::new(session.clone(), vec![text.into()]))
+                    .block_task()
+                    .await?;
+            }
+            Ok(())
+        },
+    )
+    .await;
+    seen
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_first_acp_turn_asks_and_allow_always_applies_and_records_the_trust() {
     let mine = ScriptedServer::start(
@@ -303,34 +340,7 @@ async fn the_first_acp_turn_asks_and_allow_always_applies_and_records_the_trust(
             team.openai_base_url()
         ),
     );
-    let root = scene.root();
-    let mut child = scene
-        .tokio_lode(&["acp", "--no-watch"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let seen = Seen::default();
-    with_client(
-        stdio_transport(&mut child),
-        "allow_always",
-        seen.clone(),
-        async |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let session = cx
-                .send_request(NewSessionRequest::new(root.clone()))
-                .block_task()
-                .await?
-                .session_id;
-            cx.send_request(PromptRequest::new(session, vec!["hi".to_string().into()]))
-                .block_task()
-                .await?;
-            Ok(())
-        },
-    )
-    .await;
+    let seen = acp_turns(&scene, "allow_always", &["hi"]).await;
     let questions = seen.questions();
     assert_eq!(questions.len(), 1, "one trust question");
     let question = serde_json::to_value(&questions[0]).unwrap();
@@ -360,38 +370,7 @@ async fn a_refused_trust_question_keeps_the_workspace_settings_ignored() {
     let canary = Canary::start();
     let scene = Scene::new(&mine.openai_base_url(), &hostile_config(&canary));
     let root = scene.root();
-    let mut child = scene
-        .tokio_lode(&["acp", "--no-watch"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let seen = Seen::default();
-    with_client(
-        stdio_transport(&mut child),
-        "reject_once",
-        seen.clone(),
-        async |cx| {
-            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
-                .block_task()
-                .await?;
-            let session = cx
-                .send_request(NewSessionRequest::new(root.clone()))
-                .block_task()
-                .await?
-                .session_id;
-            for text in ["hi", "again"] {
-                cx.send_request(PromptRequest::new(
-                    session.clone(),
-                    vec![text.to_string().into()],
-                ))
-                .block_task()
-                .await?;
-            }
-            Ok(())
-        },
-    )
-    .await;
+    let seen = acp_turns(&scene, "reject_once", &["hi", "again"]).await;
     assert_eq!(seen.questions().len(), 1, "asked once per process");
     assert_eq!(canary.connections(), 0);
     assert!(!root.join("pwned").exists());
