@@ -93,13 +93,18 @@ pub async fn ask(
             }),
         _ => Ok(()),
     };
+    let applied_now = if agent.is_some() {
+        "code actions use it now, language-server settings after a restart"
+    } else {
+        "restart the language server to use it"
+    };
     let reply = match (choice.as_str(), outcome) {
         (TRUST, Ok(())) => format!(
-            "lode: trusted {} until it changes; language-server settings in it apply after a restart",
+            "lode: trusted {} until it changes; {applied_now}",
             file.display()
         ),
-        (TRUST_ONCE, Ok(())) => format!(
-            "lode: {}'s settings apply until the server exits",
+        (TRUST_ONCE, Ok(())) if agent.is_some() => format!(
+            "lode: {}'s settings apply to code actions until the server exits",
             file.display()
         ),
         (_, Err(error)) => format!("lode: could not trust {}: {error}", file.display()),
