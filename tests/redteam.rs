@@ -1288,10 +1288,7 @@ const SKILL_CASES: &[CallCase] = &[
         tool: "run_command",
         args: r##"{"command": "echo 'touch skill-5' | sh"}"##,
         watch: &["skill-5"],
-        known_gap: Some(
-            "a shell reading its script from a pipe is not a must-ask: the skill's run_command \
-             grant approves `echo … | sh` (only `sh -c` is caught)",
-        ),
+        known_gap: None,
     },
     CallCase {
         name: "skill grant: env sh -c",
@@ -2482,17 +2479,7 @@ const CHANNELS: &[Channel] = &[
 ];
 
 /// Known gaps of secret cases: (case name, why).
-const SECRET_GAPS: &[(&str, &str)] = &[
-    ("Prompt: .env SECRET_KEY_BASE=", KEY_BASE_GAP),
-    ("CommandOutput: .env SECRET_KEY_BASE=", KEY_BASE_GAP),
-    ("IgnoredFile: .env SECRET_KEY_BASE=", KEY_BASE_GAP),
-    ("TrackedFile: .env SECRET_KEY_BASE=", KEY_BASE_GAP),
-    (INDEX_CASE, INDEX_GAP),
-];
-
-const KEY_BASE_GAP: &str = "the redaction filter misses `NAME_KEY_BASE=value` (Rails' SECRET_KEY_BASE): \
-     env_secret wants the name to end in KEY/TOKEN/SECRET/…, secret_assignment wants `=` right \
-     after the word";
+const SECRET_GAPS: &[(&str, &str)] = &[(INDEX_CASE, INDEX_GAP)];
 
 /// The extra case: the code index, which holds tracked files' text.
 const INDEX_CASE: &str = "TrackedFile: the code index (.lode/index) holds none of them";

@@ -70,7 +70,7 @@ static PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
         ),
         (
             "env_secret",
-            r#"(?P<keep>\b(?:(?:[A-Z0-9_]*_)?(?:KEYS?|PASS|PWD|PAT|DSN|AUTH|SALT|CREDENTIALS?)|[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE))[ \t]*=[ \t]*["']?)[^\s"']{3,}"#,
+            r#"(?P<keep>\b(?:(?:[A-Z0-9_]*_)?(?:KEYS?|PASS|PWD|PAT|DSN|AUTH|SALT|CREDENTIALS?)|[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|PASSPHRASE)|[A-Z0-9_]*SECRET[A-Z0-9_]*)[ \t]*=[ \t]*["']?)[^\s"']{3,}"#,
         ),
         (
             "secret_assignment",
@@ -378,6 +378,8 @@ mod tests {
                 "c0ffee1234beef",
             ),
             ("STRIPE_KEY=a1b2c3d4 node server.js", "a1b2c3d4"),
+            // SECRET anywhere in the name (Rails' `SECRET_KEY_BASE`, `AWS_SECRET_ACCESS_KEY_ID`).
+            ("SECRET_KEY_BASE=5f2b1c9d8e7a6b5c4d3e2f1a", "5f2b1c9d8e7a6b5c4d3e2f1a"),
             (
                 r#"{"Authorization": "token 0123456789abcdef0123"}"#,
                 "0123456789abcdef0123",

@@ -164,6 +164,10 @@ fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], dept
                 if let Some(reason) = nested.denied {
                     analysis.deny(reason);
                 }
+            } else if args.iter().all(|arg| arg.starts_with('-')) {
+                // No script operand: the shell runs whatever reaches its input (`… | sh`,
+                // `sh < file`, a here-document), which cannot be judged here.
+                analysis.ask("runs shell commands from its input");
             }
         }
         if is_download(&command) {
