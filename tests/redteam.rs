@@ -1620,12 +1620,6 @@ fn yes_to_title_tricks() {
 // Class 5: `.git` and `.lode` at every depth and in every root.
 // ---------------------------------------------------------------------------------------------
 
-/// Commands are judged by their command line, not their file operands, and the sandbox mounts
-/// `.git/` read-only only at each root: a nested repository's `.git/` is writable by a command.
-const NESTED_COMMAND_GAP: &str = "a command's file operands are not judged (`cp … vendor/x/.git/hooks/…` \
-     matches `--yes-to '*'`) and the sandbox mounts .git/ read-only only at each root, so a nested \
-     repository's .git/ is writable by a command (docs/security.md, 'What it does not do')";
-
 const NESTED_CASES: &[CallCase] = &[
     CallCase {
         name: "nested: vendor/x/.git/hooks/pre-commit",
@@ -1730,14 +1724,14 @@ const NESTED_CASES: &[CallCase] = &[
         tool: "run_command",
         args: r##"{"command": "cp end.txt vendor/x/.git/hooks/post-rewrite"}"##,
         watch: &["vendor/x/.git/hooks/post-rewrite"],
-        known_gap: Some(NESTED_COMMAND_GAP),
+        known_gap: None,
     },
     CallCase {
         name: "nested: a command writing into sub/.git",
         tool: "run_command",
         args: r##"{"command": "cp end.txt sub/.git/description"}"##,
         watch: &["sub/.git/description"],
-        known_gap: Some(NESTED_COMMAND_GAP),
+        known_gap: None,
     },
 ];
 

@@ -180,11 +180,28 @@ fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], dept
             "xargs" | "parallel" => analysis.ask("runs commands built from input"),
             _ => {}
         }
+        // `.git/` runs code (hooks, config) and `.lode/` is lode's own state: a command naming a
+        // path there, at any depth, is a person's decision, as an edit there is (the sandbox
+        // mounts only each root's `.git/` and `.lode/` read-only).
+        if args.iter().any(|arg| names_protected_dir(arg)) {
+            analysis.ask("names a path under .git/ or .lode/");
+        }
         // `rm -r $DIR/` with an empty DIR is `rm -r /`.
         if command == "rm" && segment.has_expansion && rm_is_recursive(&args) {
             analysis.ask("`rm -r` with a variable in its arguments");
         }
     }
+}
+
+/// Whether a word names `.git` or `.lode` as a path component (`vendor/x/.git/hooks/y`,
+/// `--git-dir=sub/.git`, `.lode`); `.gitignore` and `.github/` do not.
+fn names_protected_dir(word: &str) -> bool {
+    let path = match word.split_once('=') {
+        Some((option, value)) if option.starts_with('-') => value,
+        _ => word,
+    };
+    path.split(['/', '\\'])
+        .any(|part| part == ".git" || part == ".lode")
 }
 
 /// Commands nothing may allow, with the reason.
