@@ -16,13 +16,12 @@ and linux/*.rs):
 
   spawn     caller's clone until the launcher's exec event (spawning a process and exec'ing
             the lode binary)
-  start     lode's exec until its first landlock_create_ruleset (the Capabilities probe):
+  start     lode's exec until its first landlock_create_ruleset (the Landlock ABI check):
             ld.so and relocations, library constructors, Rust runtime, mimalloc, main(),
             argument parsing
-  probe     the probe's fork until its wait4 returns (user-namespace probe: a child forked
-            from lode unshares a user + mount namespace and exits)
   plan      from there to unshare: private temp dir, .git/.lode checks, the toolchain and
-            credential-file listing, environment scrub
+            credential-file listing, environment scrub (the user-namespace probe that used
+            to fork here went in 68b3716: a failing unshare now says the sandbox is unavailable)
   mounts    unshare until prctl(PR_SET_NO_NEW_PRIVS): uid/gid maps, the read-only view of
             the file system with the writable paths (and .git/.lode) mounted again
   confine   prctl until seccomp(SET_MODE_FILTER) returns: the Landlock ruleset (one
@@ -55,8 +54,7 @@ NR_LANDLOCK_CREATE_RULESET = 444
 PHASES = [
     ("spawn", "caller_clone", "launcher_exec", "spawn + exec of lode"),
     ("start", "launcher_exec", "probe_start", "ld.so, constructors, Rust runtime, main, arguments"),
-    ("probe", "probe_fork", "probe_done", "user-namespace probe (fork, unshare, exit, wait4)"),
-    ("plan", "probe_done", "plan_done", "temp dir, .git/.lode checks, paths, environment"),
+    ("plan", "probe_start", "plan_done", "temp dir, .git/.lode checks, paths, environment"),
     ("mounts", "unshare", "no_new_privs", "user + mount namespace, uid/gid maps, mounts"),
     ("confine", "no_new_privs", "seccomp_done", "Landlock ruleset + seccomp filter"),
     ("caps", "seccomp_done", "execve", "capabilities dropped, environment"),
@@ -119,18 +117,14 @@ def report(args: argparse.Namespace) -> None:
                 current["command_exec"] = t
             continue
         if pid != current["pid"]:
-            continue  # the probe's child
-        probed = "probe_done" in current
-        if enter and nr == NR_LANDLOCK_CREATE_RULESET and "probe_start" not in current:
+            continue
+        started = "probe_start" in current
+        if enter and nr == NR_LANDLOCK_CREATE_RULESET and not started:
             current["probe_start"] = t
-        elif enter and nr == NR_CLONE and "probe_fork" not in current:
-            current["probe_fork"] = t
-        elif leave and nr == NR_WAIT4 and "probe_fork" in current and not probed:
-            current["probe_done"] = t
-        elif enter and nr == NR_UNSHARE and probed and "unshare" not in current:
+        elif enter and nr == NR_UNSHARE and started and "unshare" not in current:
             current["unshare"] = current["plan_done"] = t
-        elif enter and nr == NR_PRCTL and probed and "no_new_privs" not in current:
-            # The first prctl after the probe is confine()'s PR_SET_NO_NEW_PRIVS.
+        elif enter and nr == NR_PRCTL and started and "no_new_privs" not in current:
+            # The first prctl after the ABI check is confine()'s PR_SET_NO_NEW_PRIVS.
             current["no_new_privs"] = t
             current.setdefault("plan_done", t)
         elif leave and nr == NR_SECCOMP and "no_new_privs" in current \
@@ -142,7 +136,7 @@ def report(args: argparse.Namespace) -> None:
         elif enter and nr == NR_EXIT_GROUP and "command_exec" in current:
             current["command_exit"] = t
     # Only the launcher's spawns (python3 may be a shim that spawned helpers in the same pid).
-    needed = ("probe_start", "probe_done", "no_new_privs", "seccomp_done", "command_exec")
+    needed = ("probe_start", "no_new_privs", "seccomp_done", "command_exec")
     runs = [r for r in runs if all(key in r for key in needed)]
     if not runs:
         sys.exit("phases.py: no launcher spawns found in the trace")
