@@ -379,7 +379,10 @@ mod tests {
             ),
             ("STRIPE_KEY=a1b2c3d4 node server.js", "a1b2c3d4"),
             // SECRET anywhere in the name (Rails' `SECRET_KEY_BASE`, `AWS_SECRET_ACCESS_KEY_ID`).
-            ("SECRET_KEY_BASE=5f2b1c9d8e7a6b5c4d3e2f1a", "5f2b1c9d8e7a6b5c4d3e2f1a"),
+            (
+                "SECRET_KEY_BASE=5f2b1c9d8e7a6b5c4d3e2f1a",
+                "5f2b1c9d8e7a6b5c4d3e2f1a",
+            ),
             (
                 r#"{"Authorization": "token 0123456789abcdef0123"}"#,
                 "0123456789abcdef0123",
