@@ -434,8 +434,18 @@ fn a_fix_that_leaves_an_error_gets_pyrights_diagnostics_of_the_unsaved_text_and_
             &server,
             &format!(
                 "[lsp.diagnostics]\ndefault_servers = false\ncommands = false\n\
-                 servers = {{ python = [{:?}, \"--stdio\"] }}\n",
-                pyright.display().to_string()
+                 servers = {{ python = [{:?}, \"--stdio\"] }}\n\n\
+                 # The language server runs in the sandbox, which reads nothing outside the\n\
+                 # workspace and the usual toolchains unless told: the test's tools live here.\n\
+                 [sandbox]\nread = [{:?}]\n",
+                pyright.display().to_string(),
+                std::fs::canonicalize(
+                    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("../../target/test-tools")
+                )
+                .unwrap()
+                .display()
+                .to_string()
             ),
         ),
     );

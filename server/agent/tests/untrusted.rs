@@ -382,7 +382,11 @@ async fn every_piece_of_workspace_content_reaches_the_model_inside_a_marked_bloc
     }
 
     let strings = sent_strings(first);
-    let system = &strings[0];
+    // The system prompt: OpenAI's first message (its key order in the JSON can vary).
+    let system = first.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(
         system.contains("untrusted_content"),
         "the system prompt explains the blocks"

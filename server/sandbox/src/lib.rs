@@ -47,11 +47,22 @@ pub enum SandboxError {
     SymlinkedProtectedPath { path: PathBuf },
     #[error("Landlock could not confine the file system: {0}")]
     Landlock(String),
-    #[error("cannot run {program}: {source}")]
+    #[error("cannot run {program}: {source}{}", exec_hint(source))]
     Exec {
         program: String,
         source: std::io::Error,
     },
+}
+
+/// What to do about a program the sandbox may not run: it lives outside the workspace and the
+/// folders commands can read.
+fn exec_hint(source: &std::io::Error) -> &'static str {
+    if source.kind() == std::io::ErrorKind::PermissionDenied {
+        " (commands read only the workspace, system folders and toolchains; if the program \
+         lives elsewhere, add its folder to `[sandbox] read` in your own config)"
+    } else {
+        ""
+    }
 }
 
 impl SandboxError {
