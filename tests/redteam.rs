@@ -18,53 +18,23 @@
 //! Token-shaped values are generated at run time so this source holds no string a secret
 //! scanner would flag; none of them is a real credential.
 
+mod canary;
+
 #[path = "acp_support/mod.rs"]
 mod acp;
 mod support;
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use canary::Canary;
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // Shared machinery: canaries, the scripted model, the scene (a user and a workspace).
 // ---------------------------------------------------------------------------------------------
-
-/// A listener on 127.0.0.1 that counts the connections it accepts and drops them.
-struct Canary {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-}
-
-impl Canary {
-    fn start() -> Canary {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let counted = connections.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                counted.fetch_add(1, Ordering::SeqCst);
-                drop(stream);
-            }
-        });
-        Canary { port, connections }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
 
 /// The scripted LLM server on its own runtime, which keeps serving while a test blocks on lode.
 struct Llm {

@@ -4,52 +4,22 @@
 //! is bound to the file's content, and a change asks again. A canary listener on 127.0.0.1
 //! stands where an attacker's provider would be: it must see no connection until trust.
 
+mod canary;
+
 mod lsp_support;
 #[path = "acp_support/mod.rs"]
 mod support;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     InitializeRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest,
 };
+use canary::Canary;
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use support::{Seen, authorized_client, lode, stdio_transport, with_client};
-
-/// A listener that counts the connections it accepts and drops them.
-struct Canary {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-}
-
-impl Canary {
-    fn start() -> Canary {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let counted = connections.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                counted.fetch_add(1, Ordering::SeqCst);
-                drop(stream);
-            }
-        });
-        Canary { port, connections }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
 
 /// A user (home, config, data directories) and a workspace, in one temporary folder.
 struct Scene {
