@@ -123,8 +123,6 @@ pub(crate) struct Shared {
     pub config_files: Vec<PathBuf>,
     pub providers: NamedProviders,
     pub index: Arc<Workspace>,
-    /// Resolved once the first full refresh after opening has finished (or failed).
-    pub index_ready: Arc<OnceCell<()>>,
     pub store: Arc<SessionStore>,
     pub policy: PermissionPolicy,
     pub audit: Arc<AuditLog>,
@@ -148,7 +146,8 @@ pub(crate) struct Shared {
 struct Lasting {
     root: PathBuf,
     index: Arc<Workspace>,
-    index_ready: Arc<OnceCell<()>>,
+    /// Resolved once the first full refresh after opening has finished (or failed).
+    index_ready: OnceCell<()>,
     store: Arc<SessionStore>,
     audit: Arc<AuditLog>,
     tools: Arc<ToolRegistry>,
@@ -165,20 +164,13 @@ struct Lasting {
     sandbox_launcher: Option<PathBuf>,
 }
 
-/// What the agent did about the workspace's untrusted settings (`Agent::settle_workspace_trust`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum TrustQuestion {
-    /// Not asked yet in this process.
-    Open,
-    /// Asked (or settled) once; not asked again in this process.
-    Settled,
-}
-
 struct AgentInner {
     lasting: Lasting,
     /// The configuration-dependent state; replaced when the user trusts the workspace.
     current: std::sync::RwLock<Arc<Shared>>,
-    trust_question: Mutex<TrustQuestion>,
+    /// The workspace's untrusted settings are still to be asked about, once per process
+    /// (`Agent::settle_workspace_trust`).
+    trust_question_open: std::sync::atomic::AtomicBool,
     /// The user trusted the workspace for this process only ("allow once").
     trusted_for_process: std::sync::atomic::AtomicBool,
 }
@@ -225,7 +217,7 @@ impl Agent {
                 pushed_diagnostics.clone(),
                 options.diagnostics,
             ));
-        let index_ready = Arc::new(OnceCell::new());
+        let index_ready = OnceCell::new();
         if !needs_refresh {
             let _ = index_ready.set(());
         }
@@ -246,16 +238,12 @@ impl Agent {
             sandbox_launcher: options.sandbox_launcher,
         };
         let shared = configure(&lasting, false)?;
-        let question = if shared.untrusted_ignored.is_empty() {
-            TrustQuestion::Settled
-        } else {
-            TrustQuestion::Open
-        };
+        let question_open = !shared.untrusted_ignored.is_empty();
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 lasting,
                 current: std::sync::RwLock::new(Arc::new(shared)),
-                trust_question: Mutex::new(question),
+                trust_question_open: std::sync::atomic::AtomicBool::new(question_open),
                 trusted_for_process: std::sync::atomic::AtomicBool::new(false),
             }),
         })
@@ -305,8 +293,7 @@ impl Agent {
             crate::trust::TrustStore::new(state)
                 .trust(&lasting.root)
                 .map_err(|error| AgentError::Other(error.to_string()))?;
-        }
-        if !remember {
+        } else {
             self.inner
                 .trusted_for_process
                 .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -316,11 +303,9 @@ impl Agent {
             .current
             .write()
             .unwrap_or_else(|p| p.into_inner()) = Arc::new(shared);
-        *self
-            .inner
-            .trust_question
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = TrustQuestion::Settled;
+        self.inner
+            .trust_question_open
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 
@@ -334,16 +319,13 @@ impl Agent {
         host: &dyn SessionHost,
         cancel: &CancellationToken,
     ) {
+        // Whoever takes the flag asks; every other turn goes on without a question.
+        if !self
+            .inner
+            .trust_question_open
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
         {
-            let mut question = self
-                .inner
-                .trust_question
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if *question == TrustQuestion::Settled {
-                return;
-            }
-            *question = TrustQuestion::Settled;
+            return;
         }
         let ignored = self.untrusted_settings();
         if ignored.is_empty() {
@@ -450,11 +432,11 @@ impl Agent {
     /// Makes sure the index has been brought up to date once since the agent opened. The first
     /// turn waits for it; later turns don't (edits made by tools update the index directly).
     pub(crate) async fn ensure_index_ready(&self) {
-        let shared = self.shared();
-        self.shared()
+        let index = self.index().clone();
+        self.inner
+            .lasting
             .index_ready
             .get_or_init(|| async move {
-                let index = shared.index.clone();
                 // A watcher holding the index's lease (`lode watch`, or this process's own in
                 // `lode acp`) knows what changed; without one, a quick refresh; when another
                 // process is writing, the index as it stands.
@@ -862,7 +844,6 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
         config,
         providers,
         index: lasting.index.clone(),
-        index_ready: lasting.index_ready.clone(),
         store: lasting.store.clone(),
         policy,
         audit: lasting.audit.clone(),

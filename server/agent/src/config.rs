@@ -188,10 +188,9 @@ impl ConfigSources {
         root: &Path,
         state_dir: Option<&Path>,
     ) -> ConfigSources {
-        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         let workspace_trusted = state_dir.is_some_and(|state| {
             crate::trust::TrustStore::new(state)
-                .status(&canonical)
+                .status(root)
                 .is_trusted()
         });
         ConfigSources {

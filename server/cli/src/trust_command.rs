@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use lode_agent::config::{Config, ConfigSources, WORKSPACE_CONFIG};
-use lode_agent::trust::{TrustStatus, TrustStore, config_fingerprint};
+use lode_agent::config::WORKSPACE_CONFIG;
+use lode_agent::trust::{TrustStatus, TrustStore, config_fingerprint, ignored_until_trusted};
 
 use crate::commands::{WorkspaceArgs, resolve_root};
 
@@ -72,13 +72,6 @@ pub fn run_trust(workspace: &WorkspaceArgs, args: TrustArgs) -> anyhow::Result<E
             .map_or("no config file".to_owned(), |hash| format!("sha256 {hash}"))
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// What the workspace's file sets that lode does not apply while it is untrusted.
-fn ignored_until_trusted(explicit: Option<&Path>, root: &Path) -> anyhow::Result<Vec<String>> {
-    // No store: the file is read as if untrusted, which is what the question is about.
-    let sources = ConfigSources::discover_with_state(explicit, root, None);
-    Ok(Config::load_from(&sources)?.untrusted_ignored)
 }
 
 fn print_summary(file: &Path, status: TrustStatus, ignored: &[String]) {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use lode_agent::Agent;
-use lode_agent::config::{Config, ConfigSources, WORKSPACE_CONFIG};
+use lode_agent::config::WORKSPACE_CONFIG;
 use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{MessageActionItem, MessageType};
 
@@ -35,9 +35,7 @@ pub fn ignored_settings(
     if trusted {
         return Vec::new();
     }
-    Config::load_from(&ConfigSources::discover_with_state(config_file, root, None))
-        .map(|loaded| loaded.untrusted_ignored)
-        .unwrap_or_default()
+    lode_agent::trust::ignored_until_trusted(config_file, root).unwrap_or_default()
 }
 
 /// Asks and acts on the answer. Returns what the user chose (`None`: dismissed or no answer).
@@ -51,16 +49,11 @@ pub async fn ask(
         return None;
     }
     let file = root.join(WORKSPACE_CONFIG);
-    let mut listed: Vec<&str> = ignored.iter().take(LISTED).map(String::as_str).collect();
-    let more = format!("and {} more", ignored.len().saturating_sub(LISTED));
-    if ignored.len() > LISTED {
-        listed.push(&more);
-    }
     let message = format!(
         "lode: {} is not trusted, so lode ignores: {}. Trust it? Providers receive your API \
          keys and code; MCP and language servers run as you. (`lode trust` shows it all.)",
         file.display(),
-        listed.join("; ")
+        lode_agent::trust::summary(&ignored, LISTED)
     );
     let actions = [TRUST, TRUST_ONCE, DONT_TRUST]
         .map(|title| MessageActionItem {

@@ -7,9 +7,9 @@
 //! Trust: bundled and user skills are trusted. Workspace skills (`<root>/.lode/skills/`) arrive
 //! with the code, so they are untrusted until the user runs `lode skill trust NAME`, which
 //! records the skill's content hash in the user's state folder (`crate::trust`; never in the
-//! workspace, where a repository could pre-seed it); a later change makes it untrusted again. An untrusted skill
-//! is only ever shown to the model as quoted reference text, and its `allowed-tools` grant
-//! nothing.
+//! workspace, where a repository could pre-seed it); a later change makes it untrusted again.
+//! An untrusted skill is only ever shown to the model as quoted reference text, and its
+//! `allowed-tools` grant nothing.
 
 pub mod bundled;
 pub mod catalog;
@@ -64,12 +64,11 @@ impl SkillsConfig {
     /// The standard locations for a workspace, with trust kept under `state_dir` (`None`: no
     /// trust store, so workspace skills stay untrusted).
     pub fn for_workspace_with_state(root: &Path, state_dir: Option<&Path>) -> Self {
-        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         Self {
             workspace_root: Some(root.to_owned()),
             user_dir: default_user_skills_dir(),
             include_bundled: true,
-            trust_db: state_dir.map(|state| crate::trust::grants_database(state, &canonical)),
+            trust_db: state_dir.map(|state| crate::trust::grants_database(state, root)),
             top_k: DEFAULT_TOP_K,
         }
     }

@@ -51,9 +51,15 @@ pub fn user_state_dir() -> Option<PathBuf> {
     dirs::data_dir().map(|dir| dir.join("lode"))
 }
 
+/// `root` as trust records key it: canonical (symlinks resolved) when it exists.
+fn canonical(root: &Path) -> PathBuf {
+    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
 /// The per-user folder of one workspace: `<state>/workspaces/<name>-<16 hex of SHA-256 of the
 /// canonical root>`. The name only helps a human browsing the folder.
 pub fn workspace_state_dir(state: &Path, root: &Path) -> PathBuf {
+    let root = &canonical(root);
     let digest = Sha256::digest(root.as_os_str().as_encoded_bytes());
     let hash: String = digest[..8]
         .iter()
@@ -152,9 +158,10 @@ impl TrustStore {
     /// Whether the settings of the workspace at `root` (canonical) are trusted as they are now.
     /// A record that cannot be read trusts nothing.
     pub fn status(&self, root: &Path) -> TrustStatus {
-        let current = config_fingerprint(root);
+        let root = canonical(root);
+        let current = config_fingerprint(&root);
         let wanted = current.as_deref().unwrap_or(NO_CONFIG);
-        match self.read_record(root) {
+        match self.read_record(&root) {
             Ok(Some(record)) if record.root == root && record.config_sha256 == wanted => {
                 TrustStatus::Trusted
             }
@@ -183,6 +190,7 @@ impl TrustStore {
     /// be trusted too: that lets remote ACP clients start MCP server commands in it). Returns
     /// the fingerprint recorded.
     pub fn trust(&self, root: &Path) -> Result<String, TrustError> {
+        let root = &canonical(root);
         let fingerprint = config_fingerprint(root).unwrap_or_else(|| NO_CONFIG.to_owned());
         let record = TrustRecord {
             root: root.to_path_buf(),
@@ -207,6 +215,27 @@ impl TrustStore {
             Err(source) => Err(TrustError::Write { path, source }),
         }
     }
+}
+
+/// What the workspace's own file sets that lode does not apply while it is untrusted, whatever
+/// the user's store says (what `lode trust` and the editors' trust questions show). `explicit`
+/// is `--config`, which may name the same file and so vouch for it.
+pub fn ignored_until_trusted(
+    explicit: Option<&Path>,
+    root: &Path,
+) -> Result<Vec<String>, crate::config::ConfigError> {
+    let sources = crate::config::ConfigSources::discover_with_state(explicit, root, None);
+    Ok(crate::config::Config::load_from(&sources)?.untrusted_ignored)
+}
+
+/// `ignored` in one line for a question: the first `at_most` spelled out, then how many more.
+pub fn summary(ignored: &[String], at_most: usize) -> String {
+    let mut listed: Vec<&str> = ignored.iter().take(at_most).map(String::as_str).collect();
+    let more = format!("and {} more", ignored.len().saturating_sub(at_most));
+    if ignored.len() > at_most {
+        listed.push(&more);
+    }
+    listed.join("; ")
 }
 
 /// SHA-256 (hex) of the workspace's `.lode/config.toml`, or `None` when it does not exist or
@@ -312,6 +341,28 @@ mod tests {
         std::fs::create_dir_all(root.join(".lode")).unwrap();
         std::fs::write(root.join(WORKSPACE_CONFIG), "[llm]\n").unwrap();
         assert_eq!(store.status(&root), TrustStatus::Changed);
+    }
+
+    #[test]
+    fn a_summary_spells_out_the_first_settings_and_counts_the_rest() {
+        let ignored: Vec<String> = ["a", "b", "c"].map(str::to_owned).to_vec();
+        assert_eq!(summary(&ignored, 5), "a; b; c");
+        assert_eq!(summary(&ignored, 2), "a; b; and 1 more");
+    }
+
+    #[test]
+    fn a_symlinked_root_shares_the_canonical_roots_record() {
+        let state = tempfile::tempdir().unwrap();
+        let workspace = workspace_with_config("[agent]\n");
+        let link = state.path().join("link");
+        std::os::unix::fs::symlink(workspace.path(), &link).unwrap();
+        let store = TrustStore::new(state.path().join("state"));
+        store.trust(&link).unwrap();
+        assert_eq!(store.status(workspace.path()), TrustStatus::Trusted);
+        assert_eq!(
+            grants_database(state.path(), &link),
+            grants_database(state.path(), workspace.path())
+        );
     }
 
     #[test]

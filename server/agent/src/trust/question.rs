@@ -14,12 +14,6 @@ const LISTED: usize = 6;
 
 /// The question for a session: what the workspace's `file` would change once trusted.
 pub fn trust_request(session_id: &str, file: &Path, ignored: &[String]) -> PermissionRequest {
-    let mut listed: Vec<&str> = ignored.iter().take(LISTED).map(String::as_str).collect();
-    let more = ignored.len().saturating_sub(LISTED);
-    let more_text = format!("{more} more");
-    if more > 0 {
-        listed.push(&more_text);
-    }
     PermissionRequest {
         tool_call_id: format!("trust-workspace-{session_id}"),
         tool: TRUST_QUESTION_TOOL.to_owned(),
@@ -28,7 +22,7 @@ pub fn trust_request(session_id: &str, file: &Path, ignored: &[String]) -> Permi
              Allow always trusts this content (a change asks again); allow once applies it \
              until lode exits.",
             file.display(),
-            listed.join("; ")
+            super::summary(ignored, LISTED)
         ),
         kind: ToolKind::Other,
         raw_input: serde_json::json!({

@@ -34,12 +34,14 @@ pub fn restrict_untrusted(layer: &mut toml::Table) -> Vec<String> {
             "skills" => keep_switches(
                 layer,
                 &key,
+                &key,
                 &["enabled", "top_k", "bundled"],
                 false,
                 &mut removed,
             ),
             "memory" => keep_switches(
                 layer,
+                &key,
                 &key,
                 &["enabled", "auto_recall", "session_summaries"],
                 false,
@@ -108,18 +110,19 @@ fn rule_subject(rule: &toml::Value) -> String {
     }
 }
 
-/// Keeps the named keys of section `key` (and, when `only_false`, only when set to `false`);
-/// removes the rest.
+/// Keeps the named keys of the table `key` of `parent` (and, when `only_false`, only when set
+/// to `false`); removes the rest, naming each as `[label] name`.
 fn keep_switches(
-    layer: &mut toml::Table,
+    parent: &mut toml::Table,
     key: &str,
+    label: &str,
     allowed: &[&str],
     only_false: bool,
     removed: &mut Vec<String>,
 ) {
-    let Some(toml::Value::Table(table)) = layer.get_mut(key) else {
-        if let Some(value) = layer.remove(key) {
-            describe_section(key, &value, removed);
+    let Some(toml::Value::Table(table)) = parent.get_mut(key) else {
+        if let Some(value) = parent.remove(key) {
+            describe_section(label, &value, removed);
         }
         return;
     };
@@ -128,7 +131,7 @@ fn keep_switches(
         let keep = allowed.contains(&name.as_str())
             && (!only_false || table.get(&name).and_then(toml::Value::as_bool) == Some(false));
         if !keep && let Some(value) = table.remove(&name) {
-            removed.push(format!("[{key}] {name} = {}", short(&value)));
+            removed.push(format!("[{label}] {name} = {}", short(&value)));
         }
     }
 }
@@ -146,16 +149,11 @@ fn restrict_lsp(layer: &mut toml::Table, removed: &mut Vec<String>) {
             keep_switches(
                 lsp,
                 "diagnostics",
+                "lsp.diagnostics",
                 &["enabled", "default_servers", "commands"],
                 true,
                 removed,
             );
-            // keep_switches names the section without its parent; say where it was.
-            for line in removed.iter_mut() {
-                if let Some(rest) = line.strip_prefix("[diagnostics]") {
-                    *line = format!("[lsp.diagnostics]{rest}");
-                }
-            }
         } else if let Some(value) = lsp.remove(&name) {
             removed.push(format!("[lsp] {name} = {}", short(&value)));
         }
@@ -179,7 +177,10 @@ fn describe_section(key: &str, value: &toml::Value, removed: &mut Vec<String>) {
                         field("name").unwrap_or("?"),
                         field("kind").unwrap_or("?"),
                         field("base_url")
-                            .map(|url| format!(", base_url {}", clip(&redact_url(url))))
+                            .map(|url| format!(
+                                ", base_url {}",
+                                clip(&crate::redact::redact_text(url))
+                            ))
                             .unwrap_or_default(),
                         field("api_key_env")
                             .map(|env| format!(", key from ${env}"))
@@ -214,7 +215,9 @@ fn describe_section(key: &str, value: &toml::Value, removed: &mut Vec<String>) {
                             .join(" ")
                     )
                 ),
-                (None, Some(url)) => format!("connects to {}", clip(&redact_url(url))),
+                (None, Some(url)) => {
+                    format!("connects to {}", clip(&crate::redact::redact_text(url)))
+                }
                 (None, None) => "no command".to_owned(),
             };
             removed.push(format!(
@@ -240,11 +243,6 @@ fn clip(text: &str) -> String {
     }
     let cut: String = text.chars().take(MAX).collect();
     format!("{cut}…")
-}
-
-/// A URL with any password replaced.
-fn redact_url(url: &str) -> String {
-    crate::redact::redact_text(url)
 }
 
 #[cfg(test)]
