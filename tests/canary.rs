@@ -1,7 +1,9 @@
-//! A listener on 127.0.0.1 that stands where an attacker's server would be: it counts the
-//! connections it accepts and drops them. Shared by the trust and red-team suites.
+//! What the trust and red-team suites share to see whether an attack did anything: a listener
+//! on 127.0.0.1 that stands where an attacker's server would be (it counts the connections it
+//! accepts and drops them), and a walk over the files a run left behind.
 
 use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,4 +35,20 @@ impl Canary {
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
+}
+
+/// Every file under `dir`, recursively (nothing when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                found.extend(files_under(&path));
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
 }

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use canary::Canary;
+use canary::{Canary, files_under};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::{Value, json};
 
@@ -215,30 +215,14 @@ fn state(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-/// Every file under `dir`, recursively.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if path.is_dir() {
-                found.extend(walk(&path));
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found
-}
-
 /// The value of the user's `OPENAI_API_KEY` in every scene.
 const USER_KEY: &str = "user-key-that-must-stay-home";
 
 /// Files under the workspace's `.lode/` and the user's home that hold the user's key.
 fn user_key_at_rest(scene: &Scene) -> Vec<PathBuf> {
-    walk(&scene.root().join(".lode"))
+    files_under(&scene.root().join(".lode"))
         .into_iter()
-        .chain(walk(&scene.data()))
+        .chain(files_under(&scene.data()))
         .filter(|file| {
             std::fs::read(file)
                 .map(|bytes| String::from_utf8_lossy(&bytes).contains(USER_KEY))
@@ -1203,7 +1187,7 @@ fn pre_seeded_grants() {
         &["Deploy the release of this repository to production."],
     );
     // The seeded rows were not copied into the user's own grants.
-    for file in walk(&scene.data()) {
+    for file in files_under(&scene.data()) {
         let bytes = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
         assert!(
             !bytes.contains("touch seeded-*"),
@@ -2601,9 +2585,9 @@ fn secrets_at_rest() {
 
     let sent = llm.seen();
     let mut at_rest = Vec::new();
-    for file in walk(&scene.root().join(".lode"))
+    for file in files_under(&scene.root().join(".lode"))
         .into_iter()
-        .chain(walk(&scene.home()))
+        .chain(files_under(&scene.home()))
     {
         let bytes = std::fs::read(&file).unwrap_or_default();
         at_rest.push((file, String::from_utf8_lossy(&bytes).into_owned()));

@@ -17,9 +17,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     InitializeRequest, McpServer, McpServerStdio, NewSessionRequest, PromptRequest,
 };
-use canary::Canary;
+use canary::{Canary, files_under};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
-use support::{Seen, authorized_client, lode, stdio_transport, with_client};
+use support::{Seen, authorized_client, explain, lode, stdio_transport, with_client};
 
 /// A user (home, config, data directories) and a workspace, in one temporary folder.
 struct Scene {
@@ -109,15 +109,6 @@ impl Scene {
     }
 }
 
-fn text(output: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 fn scripted(runtime: &tokio::runtime::Runtime, name: &str) -> ScriptedServerHandle {
     let script = Script::load(&support::repo_root().join("fixtures/llm").join(name)).unwrap();
     runtime.block_on(ScriptedServer::start(script)).unwrap()
@@ -138,7 +129,7 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
     let scene = Scene::new("http://127.0.0.1:9/v1", &hostile_config(&canary));
 
     let status = scene.lode(&["trust", "--status"]);
-    assert_eq!(status.status.code(), Some(3), "{}", text(&status));
+    assert_eq!(status.status.code(), Some(3), "{}", explain(&status));
     let listed = String::from_utf8_lossy(&status.stdout);
     assert!(listed.contains("not trusted"), "{listed}");
     assert!(listed.contains("[[llm.providers]] team"), "{listed}");
@@ -156,11 +147,11 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
 
     // Without a terminal and without --yes nothing is trusted.
     let refused = scene.lode(&["trust"]);
-    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(!refused.status.success(), "{}", explain(&refused));
     assert!(scene.trust_records().is_empty());
 
     let trusted = scene.lode(&["trust", "--yes"]);
-    assert!(trusted.status.success(), "{}", text(&trusted));
+    assert!(trusted.status.success(), "{}", explain(&trusted));
     let records = scene.trust_records();
     assert_eq!(records.len(), 1, "{records:?}");
     assert!(
@@ -171,7 +162,7 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
     let mode = std::fs::metadata(&records[0]).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
     // Nothing about trust is written into the workspace.
-    let in_workspace = walk(&scene.root().join(".lode"));
+    let in_workspace = files_under(&scene.root().join(".lode"));
     assert!(
         in_workspace
             .iter()
@@ -179,7 +170,7 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
         "{in_workspace:?}"
     );
     let status = scene.lode(&["trust", "--status"]);
-    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
+    assert_eq!(status.status.code(), Some(0), "{}", explain(&status));
 
     // A changed file is untrusted again.
     let config = scene.root().join(".lode/config.toml");
@@ -187,33 +178,18 @@ fn lode_trust_shows_what_is_ignored_records_trust_per_user_and_asks_again_after_
     changed.push_str("\n[[permissions.rules]]\ntool = \"*\"\naction = \"allow\"\n");
     std::fs::write(&config, changed).unwrap();
     let status = scene.lode(&["trust", "--status"]);
-    assert_eq!(status.status.code(), Some(3), "{}", text(&status));
+    assert_eq!(status.status.code(), Some(3), "{}", explain(&status));
     assert!(
         String::from_utf8_lossy(&status.stdout).contains("changed since you trusted it"),
         "{}",
-        text(&status)
+        explain(&status)
     );
 
     let revoked = scene.lode(&["trust", "--revoke"]);
-    assert!(revoked.status.success(), "{}", text(&revoked));
+    assert!(revoked.status.success(), "{}", explain(&revoked));
     assert!(scene.trust_records().is_empty());
     assert_eq!(canary.connections(), 0);
     assert!(!scene.root().join("pwned").exists());
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if path.is_dir() {
-                found.extend(walk(&path));
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[test]
@@ -224,11 +200,11 @@ fn lode_run_uses_the_users_provider_until_the_workspace_is_trusted() {
     let scene = Scene::new(&mine.openai_base_url(), &hostile_config(&canary));
 
     let run = scene.lode(&["run", "say hello"]);
-    assert!(run.status.success(), "{}", text(&run));
+    assert!(run.status.success(), "{}", explain(&run));
     assert!(
         String::from_utf8_lossy(&run.stdout).contains("Hello from the scripted server"),
         "{}",
-        text(&run)
+        explain(&run)
     );
     assert_eq!(
         canary.connections(),
@@ -250,7 +226,7 @@ fn lode_run_uses_the_users_provider_until_the_workspace_is_trusted() {
     // Trusted, the workspace's settings apply: its default provider is the one asked.
     assert!(scene.lode(&["trust", "--yes"]).status.success());
     let run = scene.lode(&["run", "say hello"]);
-    assert!(canary.connections() > 0, "{}", text(&run));
+    assert!(canary.connections() > 0, "{}", explain(&run));
     assert_eq!(mine.requests().len(), 1);
 }
 
