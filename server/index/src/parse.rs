@@ -39,6 +39,28 @@ pub fn parse_tree(language: Language, source: &str) -> Result<Option<Tree>, Inde
     })
 }
 
+/// Parses `source` again after edits: `old` is the previous tree with every edit applied to it
+/// (`Tree::edit`), so tree-sitter re-parses only what changed. `None` for plain text.
+pub fn reparse_tree(
+    language: Language,
+    source: &str,
+    old: &Tree,
+) -> Result<Option<Tree>, IndexError> {
+    let Some(grammar) = language.grammar() else {
+        return Ok(None);
+    };
+    PARSER.with(|parser| {
+        let mut parser = parser.borrow_mut();
+        parser
+            .set_language(&grammar)
+            .map_err(|e| IndexError::Grammar {
+                language: language.name(),
+                message: e.to_string(),
+            })?;
+        Ok(parser.parse(source, Some(old)))
+    })
+}
+
 /// Tags and chunks for one file, with the default chunk sizes.
 pub fn parse_file(language: Language, source: &str) -> Result<ParsedFile, IndexError> {
     parse_file_with(language, source, DEFAULT_SIZES)

@@ -276,8 +276,50 @@ pub fn extract_tags_and_comments(
     tree: &Tree,
     source: &str,
 ) -> Result<(FileTags, Vec<(usize, usize)>), IndexError> {
-    let Some(TagsQuery { query, roles }) = tags_query(language)? else {
+    let Some(raw) = run_tags_query(language, tree, source, None)? else {
         return Ok((FileTags::default(), Vec::new()));
+    };
+    Ok((assemble(raw.defs, raw.refs, source, &[]), raw.comments))
+}
+
+/// The tags inside `range` of a parsed tree: the definitions whose whole node lies in it and
+/// the references whose name starts in it. `enclosing` are the definitions around the range,
+/// outermost first (their labels begin every scope chain found inside, and the innermost one
+/// decides whether a function is a method). With the whole file as the range and nothing
+/// enclosing, this is [`extract_tags`]; an editor re-reads one changed definition this way.
+pub fn extract_tags_within(
+    language: Language,
+    tree: &Tree,
+    source: &str,
+    range: std::ops::Range<usize>,
+    enclosing: &[Definition],
+) -> Result<FileTags, IndexError> {
+    let Some(mut raw) = run_tags_query(language, tree, source, Some(range.clone()))? else {
+        return Ok(FileTags::default());
+    };
+    raw.defs
+        .retain(|def| range.start <= def.node_start && def.node_end <= range.end);
+    raw.refs.retain(|reference| range.contains(&reference.byte));
+    Ok(assemble(raw.defs, raw.refs, source, enclosing))
+}
+
+/// What one run of the tags query found, before nesting is worked out.
+struct RawTags {
+    defs: Vec<RawDef>,
+    refs: Vec<RawRef>,
+    comments: Vec<(usize, usize)>,
+}
+
+/// Runs the language's tags query over the tree (or the part of it that meets `range`);
+/// `None` for a language without a tags query.
+fn run_tags_query(
+    language: Language,
+    tree: &Tree,
+    source: &str,
+    range: Option<std::ops::Range<usize>>,
+) -> Result<Option<RawTags>, IndexError> {
+    let Some(TagsQuery { query, roles }) = tags_query(language)? else {
+        return Ok(None);
     };
     let mut raw_defs: Vec<RawDef> = Vec::new();
     let mut raw_refs: Vec<RawRef> = Vec::new();
@@ -285,6 +327,9 @@ pub fn extract_tags_and_comments(
     // Start bytes of name nodes that declare something (see the module doc).
     let mut declaring: Vec<usize> = Vec::new();
     let mut cursor = QueryCursor::new();
+    if let Some(range) = range {
+        cursor.set_byte_range(range);
+    }
     let mut matches = cursor.matches(query, tree.root_node(), source.as_bytes());
     while let Some(found) = matches.next() {
         let mut outer: Option<(Node, CaptureRole)> = None;
@@ -340,7 +385,11 @@ pub fn extract_tags_and_comments(
     }
     comments.sort_unstable();
     comments.dedup();
-    Ok((assemble(raw_defs, raw_refs, source), comments))
+    Ok(Some(RawTags {
+        defs: raw_defs,
+        refs: raw_refs,
+        comments,
+    }))
 }
 
 struct RawDef {
@@ -360,8 +409,14 @@ struct RawRef {
     kind: RefKind,
 }
 
-/// Orders tags, drops duplicates, and derives scope chains and method kinds from nesting.
-fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) -> FileTags {
+/// Orders tags, drops duplicates, and derives scope chains and method kinds from nesting
+/// (inside the `enclosing` definitions, outermost first, which are not part of the result).
+fn assemble(
+    mut raw_defs: Vec<RawDef>,
+    mut raw_refs: Vec<RawRef>,
+    source: &str,
+    enclosing: &[Definition],
+) -> FileTags {
     // Outer definitions first when two start at the same byte.
     raw_defs.sort_by(|a, b| {
         (a.node_start, std::cmp::Reverse(a.node_end))
@@ -392,8 +447,13 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
     };
     // Each definition's scope label, made once: every tag inside it repeats it.
     let mut labels: Vec<String> = Vec::with_capacity(raw_defs.len());
+    let outer: Vec<String> = enclosing.iter().map(Definition::scope_label).collect();
     let scope_of = |open: &[usize], labels: &[String]| -> Vec<String> {
-        open.iter().map(|&i| labels[i].clone()).collect()
+        outer
+            .iter()
+            .cloned()
+            .chain(open.iter().map(|&i| labels[i].clone()))
+            .collect()
     };
 
     for raw in raw_defs {
@@ -417,7 +477,10 @@ fn assemble(mut raw_defs: Vec<RawDef>, mut raw_refs: Vec<RawRef>, source: &str) 
                 break;
             }
         }
-        let parent_kind = open.last().map(|&i| definitions[i].kind);
+        let parent_kind = open
+            .last()
+            .map(|&i| definitions[i].kind)
+            .or(enclosing.last().map(|def| def.kind));
         let kind = match (raw.kind, parent_kind) {
             (DefKind::Function, Some(parent)) if parent.holds_methods() => DefKind::Method,
             (kind, _) => kind,

@@ -1,16 +1,20 @@
 //! An open editor buffer: its text, its version, and LSP positions (UTF-16 code units) mapped
 //! to byte offsets and back, with incremental `didChange` edits applied in order.
 
-use tower_lsp_server::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
+use std::sync::Arc;
 
-/// The text of one open document as the editor has it (saved or not).
+use tower_lsp_server::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
+use tree_sitter::{InputEdit, Point};
+
+/// The text of one open document as the editor has it (saved or not). Cheap to clone: the text
+/// and its line table are shared until the next edit, so a snapshot can go to another thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Document {
-    text: String,
+    text: Arc<String>,
     version: i32,
     language_id: String,
     /// Byte offset where each line starts; always begins with 0.
-    line_starts: Vec<usize>,
+    line_starts: Arc<Vec<usize>>,
 }
 
 /// A change that cannot be applied to the document it names.
@@ -24,15 +28,20 @@ impl Document {
     pub fn new(text: String, version: i32, language_id: impl Into<String>) -> Document {
         let line_starts = line_starts(&text);
         Document {
-            text,
+            text: Arc::new(text),
             version,
             language_id: language_id.into(),
-            line_starts,
+            line_starts: Arc::new(line_starts),
         }
     }
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// The text, shared (no copy).
+    pub fn shared_text(&self) -> Arc<String> {
+        self.text.clone()
     }
 
     pub fn version(&self) -> i32 {
@@ -45,34 +54,92 @@ impl Document {
 
     /// Applies the changes of one `didChange` in order, then takes the new version. A change
     /// without a range replaces the whole text. Positions past the end of a line or of the
-    /// document are clamped, as the protocol asks.
+    /// document are clamped, as the protocol asks. Returns each change as a tree-sitter edit,
+    /// in order (each relative to the text the previous one left), so a syntax tree of the old
+    /// text can follow. On an error the document is left as it was.
     pub fn apply_changes(
         &mut self,
         changes: &[TextDocumentContentChangeEvent],
         version: i32,
-    ) -> Result<(), EditError> {
-        // Work on a copy so a bad change in the middle leaves the document as it was.
-        let mut next = self.clone();
+    ) -> Result<Vec<InputEdit>, EditError> {
+        // Check every range first (against the text each change will see) only when there are
+        // several; one change is checked before anything is touched.
+        if changes.len() > 1 {
+            let mut next = self.clone();
+            let edits = next.apply_each(changes)?;
+            *self = next;
+            self.version = version;
+            return Ok(edits);
+        }
+        let edits = self.apply_each(changes)?;
+        self.version = version;
+        Ok(edits)
+    }
+
+    fn apply_each(
+        &mut self,
+        changes: &[TextDocumentContentChangeEvent],
+    ) -> Result<Vec<InputEdit>, EditError> {
+        let mut edits = Vec::with_capacity(changes.len());
         for change in changes {
-            match change.range {
-                None => next.text = change.text.clone(),
+            let (start, end) = match change.range {
+                None => (0, self.text.len()),
                 Some(range) => {
-                    let start = next.offset_of(range.start);
-                    let end = next.offset_of(range.end);
+                    let start = self.offset_of(range.start);
+                    let end = self.offset_of(range.end);
                     if end < start {
                         return Err(EditError::ReversedRange {
                             start: range.start,
                             end: range.end,
                         });
                     }
-                    next.text.replace_range(start..end, &change.text);
+                    (start, end)
                 }
-            }
-            next.line_starts = line_starts(&next.text);
+            };
+            edits.push(self.replace(start, end, &change.text));
         }
-        *self = next;
-        self.version = version;
-        Ok(())
+        Ok(edits)
+    }
+
+    /// Replaces the bytes `start..end` (on character boundaries) with `inserted`, keeping the
+    /// line table current without rescanning the whole text.
+    fn replace(&mut self, start: usize, end: usize, inserted: &str) -> InputEdit {
+        let start_position = self.point_of(start);
+        let old_end_position = self.point_of(end);
+        Arc::make_mut(&mut self.text).replace_range(start..end, inserted);
+        let new_end = start + inserted.len();
+        let delta = inserted.len() as isize - (end - start) as isize;
+        let lines = Arc::make_mut(&mut self.line_starts);
+        // Lines that started inside the replaced bytes are gone; the inserted text brings its
+        // own; every line after moves by the change in length.
+        let first_removed = lines.partition_point(|&line| line <= start);
+        let after_removed = lines.partition_point(|&line| line <= end);
+        let inserted_lines = inserted.match_indices('\n').map(|(at, _)| start + at + 1);
+        lines.splice(first_removed..after_removed, inserted_lines);
+        let moved_from = first_removed + inserted.matches('\n').count();
+        for line in &mut lines[moved_from..] {
+            *line = (*line as isize + delta) as usize;
+        }
+        InputEdit {
+            start_byte: start,
+            old_end_byte: end,
+            new_end_byte: new_end,
+            start_position,
+            old_end_position,
+            new_end_position: self.point_of(new_end),
+        }
+    }
+
+    /// The tree-sitter point (row, byte column) of a byte offset.
+    pub fn point_of(&self, offset: usize) -> Point {
+        let offset = offset.min(self.text.len());
+        let row = self.line_starts.partition_point(|&start| start <= offset) - 1;
+        Point::new(row, offset - self.line_starts[row])
+    }
+
+    /// Byte offsets where lines start.
+    pub fn line_starts(&self) -> &[usize] {
+        &self.line_starts
     }
 
     /// The byte offset of an LSP position (UTF-16 columns), clamped to the line and the text.

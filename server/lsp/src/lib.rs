@@ -14,6 +14,7 @@ pub mod live;
 pub mod navigate;
 pub mod outline;
 pub mod server;
+pub mod syntax;
 pub mod transport;
 pub mod trust_prompt;
 pub mod watch;
