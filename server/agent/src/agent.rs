@@ -37,6 +37,10 @@ pub enum AgentError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Provider(String),
+    /// No LLM provider is configured (an agent opened with
+    /// [`AgentOptions::allow_no_provider`]); the message says where and how to add one.
+    #[error("{0}")]
+    NoProvider(String),
     #[error("no session with id {0}")]
     NoSuchSession(String),
     #[error("session {0} is already running a turn; cancel it or wait")]
@@ -73,6 +77,11 @@ pub struct AgentOptions {
     /// The program that confines commands (`lode`, which runs `lode sandbox-exec`). `None`:
     /// commands cannot be confined, so every command that runs workspace code asks first.
     pub sandbox_launcher: Option<PathBuf>,
+    /// Opens even when no LLM provider is configured (`lode acp`, so that an editor can show
+    /// the reason instead of a process that exited): [`Agent::models`] is then empty and a turn
+    /// that needs a model fails with [`AgentError::NoProvider`], naming the fix. Without it,
+    /// `open` fails with that configuration error.
+    pub allow_no_provider: bool,
 }
 
 /// A session as front ends list it.
@@ -122,6 +131,8 @@ pub(crate) struct Shared {
     pub config: Config,
     pub config_files: Vec<PathBuf>,
     pub providers: NamedProviders,
+    /// Why `providers` is empty (only with [`AgentOptions::allow_no_provider`]).
+    pub no_provider: Option<String>,
     pub index: Arc<Workspace>,
     pub store: Arc<SessionStore>,
     pub policy: PermissionPolicy,
@@ -162,6 +173,8 @@ struct Lasting {
     /// The user's state folder (`crate::trust`).
     state_dir: Option<PathBuf>,
     sandbox_launcher: Option<PathBuf>,
+    /// [`AgentOptions::allow_no_provider`].
+    allow_no_provider: bool,
 }
 
 struct AgentInner {
@@ -236,6 +249,7 @@ impl Agent {
             config_file: options.config_file,
             state_dir,
             sandbox_launcher: options.sandbox_launcher,
+            allow_no_provider: options.allow_no_provider,
         };
         let shared = configure(&lasting, false)?;
         let question_open = !shared.untrusted_ignored.is_empty();
@@ -350,7 +364,10 @@ impl Agent {
                 // started after the trust would.
                 let trusted = self.trust_workspace(remember).and_then(|()| {
                     let model = self.default_model_name();
-                    Ok(self.shared().store.set_model(session_id, Some(&model))?)
+                    Ok(self
+                        .shared()
+                        .store
+                        .set_model(session_id, model.as_deref())?)
                 });
                 match trusted {
                     Ok(()) if remember => format!(
@@ -451,15 +468,17 @@ impl Agent {
             .await;
     }
 
-    fn default_model_name(&self) -> String {
+    /// The default provider's name; `None` when no provider is configured.
+    fn default_model_name(&self) -> Option<String> {
         self.shared()
             .providers
             .first()
             .map(|(name, _)| name.clone())
-            .unwrap_or_default()
     }
 
-    pub(crate) fn provider(&self, name: &str) -> Arc<dyn Provider> {
+    /// The provider named `name`, else the default one. Fails only when no provider is
+    /// configured at all ([`AgentOptions::allow_no_provider`]).
+    pub(crate) fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, AgentError> {
         let shared = self.shared();
         shared
             .providers
@@ -467,8 +486,14 @@ impl Agent {
             .find(|(candidate, _)| candidate == name)
             .or_else(|| shared.providers.first())
             .map(|(_, provider)| provider.clone())
-            // `build_providers` refuses an empty provider list, so there is always a first one.
-            .unwrap_or_else(|| unreachable!("an agent always has at least one provider"))
+            .ok_or_else(|| {
+                AgentError::NoProvider(
+                    shared
+                        .no_provider
+                        .clone()
+                        .unwrap_or_else(|| "no LLM provider is configured".to_owned()),
+                )
+            })
     }
 
     /// Starts a session in `cwd` (inside the workspace) with the configured default mode and model.
@@ -480,7 +505,7 @@ impl Agent {
         let record = self.shared().store.create_session(&NewSession {
             cwd,
             mode: self.shared().config.agent.default_mode.as_str().to_owned(),
-            model: Some(self.default_model_name()),
+            model: self.default_model_name(),
         })?;
         if !mcp_servers.is_empty() {
             crate::turn::remember_mcp_servers(&self.shared(), &record.id, mcp_servers);
@@ -491,7 +516,10 @@ impl Agent {
     fn session_info(&self, record: crate::store::SessionInfo) -> SessionInfo {
         SessionInfo {
             mode: parse_mode(&record.mode).unwrap_or(self.shared().config.agent.default_mode),
-            model: record.model.unwrap_or_else(|| self.default_model_name()),
+            model: record
+                .model
+                .or_else(|| self.default_model_name())
+                .unwrap_or_default(),
             id: record.id,
             title: record.title,
             cwd: record.cwd,
@@ -813,7 +841,13 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
     );
     sources.workspace_trusted |= trusted_now;
     let loaded = Config::load_from(&sources)?;
-    let providers = build_providers(&loaded)?;
+    let (providers, no_provider) = match build_providers(&loaded) {
+        Ok(providers) => (providers, None),
+        Err(AgentError::Config(
+            error @ (ConfigError::NoProvider { .. } | ConfigError::UntrustedProviders { .. }),
+        )) if lasting.allow_no_provider => (Vec::new(), Some(error.to_string())),
+        Err(error) => return Err(error),
+    };
     let LoadedConfig {
         config,
         files,
@@ -843,6 +877,7 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
         config_files: files,
         config,
         providers,
+        no_provider,
         index: lasting.index.clone(),
         store: lasting.store.clone(),
         policy,

@@ -114,7 +114,7 @@ pub(crate) async fn run_turn(
     // Trusting the workspace may have changed the session's model.
     let info = &agent.session(&info.id)?;
     let shared = &agent.shared();
-    let provider = agent.provider(&info.model);
+    let provider = agent.provider(&info.model)?;
     agent.ensure_index_ready().await;
 
     let sources = Arc::new(crate::untrusted::TurnSources::new());

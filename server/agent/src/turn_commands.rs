@@ -60,7 +60,7 @@ pub(crate) async fn run(
             },
         },
         "compact" => {
-            let provider = agent.provider(&info.model);
+            let provider = agent.provider(&info.model)?;
             let outcome = crate::compaction::compact_session(
                 &agent.shared().store.clone(),
                 &info.id,

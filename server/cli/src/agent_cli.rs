@@ -417,27 +417,64 @@ pub fn agent_args(
     flags: crate::commands::AgentFlags,
 ) -> anyhow::Result<AgentArgs> {
     let root = crate::commands::resolve_root(workspace, None)?;
-    let embedder = crate::semantic_cli::embedder(&workspace.embedding)?;
-    let diagnostics = crate::diagnostics_adapter::source_for(&root, workspace.config.as_deref())?;
+    let setup = AgentSetup::from_args(workspace)?;
     Ok(AgentArgs {
-        options: lode_agent::AgentOptions {
+        options: setup.options_for(&root, workspace.index_dir.clone())?,
+        root,
+        mode: flags.mode,
+        model: flags.model,
+    })
+}
+
+/// What opening an agent takes from the global flags, whatever its workspace: one process that
+/// opens several workspaces (`lode acp`) builds the embedder once and shares it.
+pub struct AgentSetup {
+    config_file: Option<PathBuf>,
+    scan: lode_index::scan::ScanOptions,
+    embedder: Option<Arc<dyn lode_index::embed::Embedder>>,
+    vector_store: crate::qdrant_cli::VectorStoreArgs,
+}
+
+impl AgentSetup {
+    pub fn from_args(workspace: &crate::commands::WorkspaceArgs) -> anyhow::Result<AgentSetup> {
+        let flags = &workspace.vector_store;
+        Ok(AgentSetup {
             config_file: workspace.config.clone(),
-            index_dir: workspace.index_dir.clone(),
-            scan: Some(crate::commands::scan_options(workspace)),
+            scan: crate::commands::scan_options(workspace),
+            embedder: crate::semantic_cli::embedder(&workspace.embedding)?,
+            vector_store: crate::qdrant_cli::VectorStoreArgs {
+                vectors: flags.vectors.clone(),
+                qdrant_url: flags.qdrant_url.clone(),
+                qdrant_api_key_env: flags.qdrant_api_key_env.clone(),
+            },
+        })
+    }
+
+    /// The options of the agent on `root`: its own diagnostics source and vector store, its
+    /// index in `index_dir` (`None`: `<root>/.lode/index`).
+    pub fn options_for(
+        &self,
+        root: &std::path::Path,
+        index_dir: Option<PathBuf>,
+    ) -> anyhow::Result<lode_agent::AgentOptions> {
+        let diagnostics =
+            crate::diagnostics_adapter::source_for(root, self.config_file.as_deref())?;
+        Ok(lode_agent::AgentOptions {
+            config_file: self.config_file.clone(),
+            index_dir,
+            scan: Some(self.scan.clone()),
             index: None,
-            embedder: embedder.clone(),
+            embedder: self.embedder.clone(),
             vector_store: crate::qdrant_cli::vector_store(
-                &workspace.vector_store,
-                &root,
-                embedder.as_ref(),
+                &self.vector_store,
+                root,
+                self.embedder.as_ref(),
             )?,
             data_dir: None,
             state_dir: None,
             diagnostics,
             sandbox_launcher: crate::sandbox_command::launcher(),
-        },
-        root,
-        mode: flags.mode,
-        model: flags.model,
-    })
+            allow_no_provider: false,
+        })
+    }
 }

@@ -1,0 +1,117 @@
+//! An agent opened without an LLM provider (`AgentOptions::allow_no_provider`, what `lode acp`
+//! does): it opens, keeps sessions, and refuses each turn that needs a model with
+//! `AgentError::NoProvider` naming the fix; without the option, opening fails as before.
+//! This binary clears `$LODE_CONFIG` and points `$XDG_CONFIG_HOME` nowhere, once, so no config
+//! on the machine running it can supply a provider.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lode_agent::event::{AgentEvent, StopReason};
+use lode_agent::host::SessionHost;
+use lode_agent::{Agent, AgentError, AgentOptions, UserInput};
+use tokio_util::sync::CancellationToken;
+
+struct Silent;
+
+impl SessionHost for Silent {
+    fn emit(&self, _event: AgentEvent) {}
+}
+
+fn options(root: &Path, allow_no_provider: bool) -> AgentOptions {
+    AgentOptions {
+        state_dir: Some(root.join("user-state")),
+        allow_no_provider,
+        ..AgentOptions::default()
+    }
+}
+
+/// A workspace with no provider anywhere but, optionally, its own (untrusted) config.
+fn workspace(own_provider: bool) -> tempfile::TempDir {
+    static NO_CONFIG_ELSEWHERE: std::sync::Once = std::sync::Once::new();
+    // Safety: set once, before any test of this binary reads the environment (the others wait
+    // on the `Once`).
+    NO_CONFIG_ELSEWHERE.call_once(|| unsafe {
+        std::env::set_var("LODE_CONFIG", "");
+        std::env::set_var("XDG_CONFIG_HOME", "/nonexistent/lode-test-user-config");
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    if own_provider {
+        std::fs::create_dir_all(dir.path().join(".lode")).unwrap();
+        std::fs::write(
+            dir.path().join(".lode/config.toml"),
+            "[[llm.providers]]\nname = \"local\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+        )
+        .unwrap();
+    }
+    dir
+}
+
+async fn prompt(agent: &Agent, session: &str, text: &str) -> Result<StopReason, AgentError> {
+    agent
+        .prompt(
+            session,
+            vec![UserInput::Text(text.into())],
+            Arc::new(Silent),
+            CancellationToken::new(),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn without_a_provider_the_agent_opens_and_each_turn_says_how_to_add_one() {
+    let dir = workspace(false);
+    let refused = Agent::open(dir.path(), options(dir.path(), false))
+        .err()
+        .expect("opening without a provider fails unless allowed");
+    assert!(
+        refused
+            .to_string()
+            .contains("no LLM provider is configured"),
+        "{refused}"
+    );
+
+    let agent = Agent::open(dir.path(), options(dir.path(), true)).unwrap();
+    assert!(agent.models().is_empty());
+    let session = agent.new_session(dir.path().to_path_buf(), vec![]).unwrap();
+    assert_eq!(session.model, "");
+    let Err(AgentError::NoProvider(message)) = prompt(&agent, &session.id, "hello").await else {
+        panic!("a turn needs a provider");
+    };
+    for fix in [
+        "no LLM provider is configured",
+        "[[llm.providers]]",
+        "api_key_env",
+    ] {
+        assert!(message.contains(fix), "names {fix:?}: {message}");
+    }
+    assert!(
+        agent.visible_messages(&session.id).unwrap().is_empty(),
+        "nothing is stored for a refused turn"
+    );
+    // lode's own commands need no model.
+    assert_eq!(
+        prompt(&agent, &session.id, "/help").await.unwrap(),
+        StopReason::EndTurn
+    );
+}
+
+#[tokio::test]
+async fn providers_only_in_the_untrusted_workspace_apply_once_it_is_trusted() {
+    let dir = workspace(true);
+    let agent = Agent::open(dir.path(), options(dir.path(), true)).unwrap();
+    assert!(agent.models().is_empty());
+    let session = agent.new_session(dir.path().to_path_buf(), vec![]).unwrap();
+    // Nobody answers the trust question (the host refuses), so the turn has no provider.
+    let Err(AgentError::NoProvider(message)) = prompt(&agent, &session.id, "hello").await else {
+        panic!("an untrusted workspace supplies no provider");
+    };
+    assert!(message.contains("lode trust"), "{message}");
+
+    agent.trust_workspace(false).unwrap();
+    assert_eq!(agent.models()[0].provider, "local");
+    // The session made without a model follows the default one.
+    assert_eq!(agent.session(&session.id).unwrap().model, "local");
+}
