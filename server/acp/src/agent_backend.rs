@@ -1,7 +1,7 @@
 //! [`AgentBackend`] for lode's agent: the only place the adapter touches `lode_agent::Agent`,
 //! converting its session, mode, MCP and input types to and from the adapter's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
@@ -19,6 +19,7 @@ use crate::backend::{
 fn backend_error(error: AgentError) -> BackendError {
     match error {
         AgentError::NoSuchSession(id) => BackendError::SessionNotFound(id),
+        AgentError::NoProvider(message) => BackendError::AuthRequired(message),
         error @ (AgentError::UnknownModel { .. } | AgentError::Busy(_)) => {
             BackendError::InvalidInput(error.to_string())
         }
@@ -81,7 +82,7 @@ fn user_input(input: PromptInput) -> UserInput {
 
 #[async_trait::async_trait]
 impl AgentBackend for Agent {
-    fn models(&self) -> Vec<ModelInfo> {
+    fn models(&self, _session_id: Option<&str>) -> Vec<ModelInfo> {
         Agent::models(self)
     }
 
@@ -107,20 +108,24 @@ impl AgentBackend for Agent {
             .map_err(backend_error)
     }
 
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, BackendError> {
+    fn list_sessions(&self, _cwd: Option<&Path>) -> Result<Vec<SessionSummary>, BackendError> {
         Agent::list_sessions(self)
             .map(|sessions| sessions.into_iter().map(summary).collect())
             .map_err(backend_error)
     }
 
-    fn load_session(&self, id: &str) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError> {
+    fn load_session(
+        &self,
+        id: &str,
+        _cwd: &Path,
+    ) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError> {
         Agent::load_session(self, id)
             .map(|(info, history)| (summary(info), history))
             .map_err(backend_error)
     }
 
-    fn workspace_trusted(&self) -> bool {
-        Agent::workspace_trusted(self)
+    fn workspace_trusted(&self, _cwd: &Path) -> Result<bool, BackendError> {
+        Ok(Agent::workspace_trusted(self))
     }
 
     fn attach_mcp_servers(
@@ -132,7 +137,7 @@ impl AgentBackend for Agent {
             .map_err(backend_error)
     }
 
-    fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError> {
+    fn resume_session(&self, id: &str, _cwd: &Path) -> Result<SessionSummary, BackendError> {
         Agent::resume_session(self, id)
             .map(summary)
             .map_err(backend_error)
@@ -237,6 +242,10 @@ mod tests {
             backend_error(AgentError::Busy("s".into())),
             BackendError::InvalidInput(_)
         ));
+        assert_eq!(
+            backend_error(AgentError::NoProvider("add a provider".into())),
+            BackendError::AuthRequired("add a provider".into())
+        );
         assert!(matches!(
             backend_error(AgentError::Other("disk".into())),
             BackendError::Internal(_)

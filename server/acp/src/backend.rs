@@ -2,7 +2,7 @@
 //! against [`AgentBackend`]; `lode_agent::Agent` implements it in [`crate::agent_backend`]. Keeping
 //! the seam here lets the adapter follow the agent's facade without reaching into it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
@@ -103,6 +103,10 @@ pub enum BackendError {
     SessionNotFound(String),
     #[error("{0}")]
     InvalidInput(String),
+    /// The agent cannot work until the user sets it up (no LLM provider is configured); the
+    /// message says how.
+    #[error("{0}")]
+    AuthRequired(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -110,8 +114,9 @@ pub enum BackendError {
 /// The agent as the ACP adapter uses it. Every method but [`AgentBackend::prompt`] is quick.
 #[async_trait::async_trait]
 pub trait AgentBackend: Send + Sync + 'static {
-    /// The models the user configured, for the `model` config option.
-    fn models(&self) -> Vec<ModelInfo>;
+    /// The models the user configured, for the `model` config option: those of the session's
+    /// workspace, or with no session those of the workspace lode started in.
+    fn models(&self, session_id: Option<&str>) -> Vec<ModelInfo>;
     /// Slash commands for `available_commands_update`.
     fn slash_commands(&self) -> Vec<SlashCommandInfo>;
     fn new_session(
@@ -119,17 +124,27 @@ pub trait AgentBackend: Send + Sync + 'static {
         cwd: PathBuf,
         mcp_servers: Vec<McpServerSpec>,
     ) -> Result<SessionSummary, BackendError>;
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, BackendError>;
-    /// The session and its history, to replay as `session/update`s.
-    fn load_session(&self, id: &str) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError>;
-    fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError>;
+    /// The stored sessions; `cwd`, when the client names one, is where it is looking (a backend
+    /// serving several workspaces includes that one's sessions). The caller filters by `cwd`.
+    fn list_sessions(&self, cwd: Option<&Path>) -> Result<Vec<SessionSummary>, BackendError>;
+    /// The session and its history, to replay as `session/update`s. `cwd` is the client's
+    /// working directory for it (`session/load`'s).
+    fn load_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+    ) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError>;
+    /// The stored session, picked up again without a replay; `cwd` as for `load_session`.
+    fn resume_session(&self, id: &str, cwd: &Path) -> Result<SessionSummary, BackendError>;
+    /// Whether the user trusts the workspace of `cwd` (`lode trust`): remote clients may then
+    /// pass MCP servers that run commands. Backends that cannot tell answer no; a `cwd` that
+    /// cannot be a session's is an error.
+    fn workspace_trusted(&self, cwd: &Path) -> Result<bool, BackendError> {
+        let _ = cwd;
+        Ok(false)
+    }
     /// The MCP servers a client passes with `session/load` or `session/resume`: they join the
     /// session's tools from its next turn. Backends without MCP support have nothing to attach.
-    /// Whether the user trusts the workspace (`lode trust`): remote clients may then pass MCP
-    /// servers that run commands. Backends that cannot tell answer no.
-    fn workspace_trusted(&self) -> bool {
-        false
-    }
     fn attach_mcp_servers(
         &self,
         id: &str,

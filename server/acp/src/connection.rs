@@ -3,6 +3,7 @@
 //! so `session/cancel` and the client's answers keep flowing while the agent works.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -40,14 +41,16 @@ pub struct ConnectionOptions {
     pub remote: bool,
 }
 
-/// A session this connection opened: in memory, or released after being idle (its id is kept so
-/// the next request on it picks it up again from the store).
+/// A session this connection opened: in memory, or released after being idle (its id and cwd are
+/// kept so the next request on it picks it up again from the store, in its workspace).
 enum OpenSession {
     Active {
         summary: SessionSummary,
         last_active: Instant,
     },
-    Released,
+    Released {
+        cwd: PathBuf,
+    },
 }
 
 /// What one connection remembers: the client's capabilities, the sessions it opened, and the turn
@@ -74,7 +77,7 @@ impl ConnectionState {
     /// idle is picked up again from the store, transparently: to the client it never went away.
     fn session(&self, id: &SessionId) -> Result<SessionSummary, Error> {
         let not_found = || -> Error { SchemaError::session_not_found(id.clone()).into() };
-        {
+        let cwd = {
             let mut sessions = lock(&self.sessions);
             match sessions.get_mut(&*id.0) {
                 None => return Err(not_found()),
@@ -85,10 +88,10 @@ impl ConnectionState {
                     *last_active = Instant::now();
                     return Ok(summary.clone());
                 }
-                Some(OpenSession::Released) => {}
+                Some(OpenSession::Released { cwd }) => cwd.clone(),
             }
-        }
-        match self.backend.resume_session(&id.0) {
+        };
+        match self.backend.resume_session(&id.0, &cwd) {
             Ok(summary) => {
                 self.remember(summary.clone());
                 Ok(summary)
@@ -130,7 +133,7 @@ impl ConnectionState {
                 *last_active = Instant::now();
                 Some(summary.clone())
             }
-            OpenSession::Released => None,
+            OpenSession::Released { .. } => None,
         }
     }
 
@@ -146,12 +149,15 @@ impl ConnectionState {
             let turns = lock(&self.turns);
             let mut sessions = lock(&self.sessions);
             for (id, session) in sessions.iter_mut() {
-                let idle = match session {
-                    OpenSession::Active { last_active, .. } => now.duration_since(*last_active),
-                    OpenSession::Released => continue,
+                let (idle, cwd) = match session {
+                    OpenSession::Active {
+                        last_active,
+                        summary,
+                    } => (now.duration_since(*last_active), summary.cwd.clone()),
+                    OpenSession::Released { .. } => continue,
                 };
                 if idle >= timeout && !turns.contains_key(id) {
-                    *session = OpenSession::Released;
+                    *session = OpenSession::Released { cwd };
                     released.push((id.clone(), idle));
                 }
             }
@@ -175,15 +181,20 @@ impl ConnectionState {
 
     fn images_supported(&self, session: &SessionSummary) -> bool {
         self.backend
-            .models()
+            .models(Some(&session.id))
             .iter()
             .any(|model| model.provider == session.model && model.supports_images)
+    }
+
+    /// The session's mode and model options, its model choices from its own workspace.
+    fn config_options(&self, session: &SessionSummary) -> Vec<SessionConfigOption> {
+        mapping::config_options(session, &self.backend.models(Some(&session.id)))
     }
 
     fn capabilities(&self) -> AgentCapabilities {
         let images = self
             .backend
-            .models()
+            .models(None)
             .iter()
             .any(|model| model.supports_images);
         AgentCapabilities::new()
@@ -215,6 +226,7 @@ fn backend_error(error: BackendError) -> Error {
     match error {
         BackendError::SessionNotFound(id) => SchemaError::session_not_found(id).into(),
         BackendError::InvalidInput(message) => Error::new(ErrorCode::INVALID_PARAMS, message),
+        BackendError::AuthRequired(message) => Error::new(ErrorCode::AUTH_REQUIRED, message),
         BackendError::Internal(message) => Error::new(ErrorCode::INTERNAL_ERROR, message),
     }
 }
@@ -309,7 +321,7 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
-                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
                         return responder.respond_with_error(error);
                     }
                     let session = match state.backend.new_session(request.cwd, servers) {
@@ -317,7 +329,7 @@ pub fn agent_connection(
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
                     state.remember(session.clone());
-                    let options = mapping::config_options(&session, &state.backend.models());
+                    let options = state.config_options(&session);
                     responder.respond(
                         NewSessionResponse::new(session.id.clone())
                             .modes(mapping::mode_state(&session.mode))
@@ -341,11 +353,13 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
-                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
                         return responder.respond_with_error(error);
                     }
-                    let (session, history) = match state.backend.load_session(&request.session_id.0)
-                    {
+                    let loaded = state
+                        .backend
+                        .load_session(&request.session_id.0, &request.cwd);
+                    let (session, history) = match loaded {
                         Ok(loaded) => loaded,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
@@ -380,10 +394,13 @@ pub fn agent_connection(
                             return responder.respond_with_error(invalid_params(message));
                         }
                     };
-                    if let Err(error) = remote_servers_allowed(&state, &servers) {
+                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
                         return responder.respond_with_error(error);
                     }
-                    let session = match state.backend.resume_session(&request.session_id.0) {
+                    let resumed = state
+                        .backend
+                        .resume_session(&request.session_id.0, &request.cwd);
+                    let session = match resumed {
                         Ok(session) => session,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
@@ -408,7 +425,7 @@ pub fn agent_connection(
                 async move |request: ListSessionsRequest,
                             responder: Responder<ListSessionsResponse>,
                             _cx: ConnectionTo<Client>| {
-                    let sessions = match state.backend.list_sessions() {
+                    let sessions = match state.backend.list_sessions(request.cwd.as_deref()) {
                         Ok(sessions) => sessions,
                         Err(error) => return responder.respond_with_error(backend_error(error)),
                     };
@@ -464,8 +481,7 @@ pub fn agent_connection(
                             cx: ConnectionTo<Client>| {
                     match set_mode(&state, &request.session_id, &request.mode_id.0) {
                         Ok(session) => {
-                            let options =
-                                mapping::config_options(&session, &state.backend.models());
+                            let options = state.config_options(&session);
                             notify(
                                 &cx,
                                 &session.id,
@@ -499,8 +515,7 @@ pub fn agent_connection(
                     };
                     match result {
                         Ok(session) => {
-                            let options =
-                                mapping::config_options(&session, &state.backend.models());
+                            let options = state.config_options(&session);
                             if &*request.config_id.0 == mapping::MODE_OPTION_ID {
                                 notify(
                                     &cx,
@@ -554,12 +569,12 @@ pub fn agent_connection(
         )
 }
 
-/// The shared tail of `session/load` and `session/resume`: the client's MCP servers join the
-/// session and the connection remembers it; returns the modes and config options to answer with.
-/// Refuses command (stdio) MCP servers from a remote client unless the workspace is trusted.
+/// Refuses command (stdio) MCP servers from a remote client unless the workspace of `cwd` is
+/// trusted.
 fn remote_servers_allowed(
     state: &ConnectionState,
     servers: &[crate::backend::McpServerSpec],
+    cwd: &Path,
 ) -> Result<(), Error> {
     let commands: Vec<&str> = servers
         .iter()
@@ -568,7 +583,14 @@ fn remote_servers_allowed(
             crate::backend::McpServerSpec::Http { .. } => None,
         })
         .collect();
-    if !state.remote || commands.is_empty() || state.backend.workspace_trusted() {
+    if !state.remote || commands.is_empty() {
+        return Ok(());
+    }
+    if state
+        .backend
+        .workspace_trusted(cwd)
+        .map_err(backend_error)?
+    {
         return Ok(());
     }
     Err(invalid_params(format!(
@@ -579,6 +601,8 @@ fn remote_servers_allowed(
     )))
 }
 
+/// The shared tail of `session/load` and `session/resume`: the client's MCP servers join the
+/// session and the connection remembers it; returns the modes and config options to answer with.
 fn reopen(
     state: &ConnectionState,
     session: &SessionSummary,
@@ -591,7 +615,7 @@ fn reopen(
     state.remember(session.clone());
     Ok((
         mapping::mode_state(&session.mode),
-        mapping::config_options(session, &state.backend.models()),
+        state.config_options(session),
     ))
 }
 
@@ -650,7 +674,7 @@ fn set_model(
     state.session(id)?;
     if !state
         .backend
-        .models()
+        .models(Some(&id.0))
         .iter()
         .any(|model| model.provider == provider)
     {

@@ -11,6 +11,8 @@
 //! - `connection` — one ACP v1 connection and its method handlers.
 //! - [`ext_diagnostics`] — the `_lode/diagnostics` extension notification (editor-pushed
 //!   diagnostics).
+//! - [`workspaces`] — sessions in the workspaces their `cwd`s name: one backend routing to a
+//!   set of open workspaces, each its own agent.
 //! - [`transport`] — stdio and HTTP/WebSocket; `http_guard` — the Host, Origin and bearer-token
 //!   checks of every HTTP request; [`token_file`] — the generated token and where it is kept.
 
@@ -23,6 +25,7 @@ mod http_guard;
 pub mod mapping;
 pub mod token_file;
 pub mod transport;
+pub mod workspaces;
 
 pub use backend::{
     AgentBackend, BackendError, MODES, McpServerSpec, ModeInfo, PromptInput, SessionSummary,
@@ -33,3 +36,4 @@ pub use transport::{
     HttpOptions, MAX_MESSAGE_BYTES, TransportError, bind_http, http_router, serve_http,
     serve_lines, serve_stdio,
 };
+pub use workspaces::{OpenWorkspace, WorkspaceOpener, Workspaces};

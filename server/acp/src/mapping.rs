@@ -250,7 +250,18 @@ pub fn mcp_server_spec(server: McpServer) -> Result<McpServerSpec, String> {
     }
 }
 
+/// The most MCP servers one session may be given (`session/new`, `session/load`,
+/// `session/resume`): each may be a process lode starts or a connection it keeps open.
+pub const MAX_MCP_SERVERS: usize = 64;
+
+/// The client's MCP servers, at most [`MAX_MCP_SERVERS`] of them.
 pub fn mcp_server_specs(servers: Vec<McpServer>) -> Result<Vec<McpServerSpec>, String> {
+    if servers.len() > MAX_MCP_SERVERS {
+        return Err(format!(
+            "{} MCP servers were passed; a session takes at most {MAX_MCP_SERVERS}",
+            servers.len()
+        ));
+    }
     servers.into_iter().map(mcp_server_spec).collect()
 }
 

@@ -572,6 +572,74 @@ async fn out_of_order_and_malformed_input_gets_errors_and_the_connection_keeps_s
 }
 
 #[tokio::test]
+async fn more_mcp_servers_than_the_cap_are_refused_on_new_load_and_resume() {
+    let backend = Arc::new(ScriptedBackend::default());
+    let mut wire = Wire::start(backend.clone());
+    wire.initialize(json!({})).await;
+    let servers = |count: usize| -> Vec<Value> {
+        (0..count)
+            .map(|n| json!({"type": "http", "name": format!("s{n}"), "url": "http://127.0.0.1:9/", "headers": []}))
+            .collect()
+    };
+    let cap = lode_acp::mapping::MAX_MCP_SERVERS;
+    let too_many = wire
+        .request(
+            "session/new",
+            json!({"cwd": "/work/project", "mcpServers": servers(cap + 1)}),
+        )
+        .await;
+    assert_eq!(too_many["error"]["code"], -32602, "{too_many}");
+    assert_eq!(
+        too_many["error"]["message"],
+        "65 MCP servers were passed; a session takes at most 64"
+    );
+    assert!(
+        lode_acp::AgentBackend::list_sessions(&*backend, None)
+            .unwrap()
+            .is_empty(),
+        "no session made"
+    );
+    let at_cap = wire
+        .request(
+            "session/new",
+            json!({"cwd": "/work/project", "mcpServers": servers(cap)}),
+        )
+        .await;
+    let session = at_cap["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{at_cap}");
+    assert_eq!(backend.mcp.lock().unwrap().len(), cap);
+    for method in ["session/load", "session/resume"] {
+        let refused = wire
+            .request(
+                method,
+                json!({"sessionId": session, "cwd": "/work/project", "mcpServers": servers(cap + 1)}),
+            )
+            .await;
+        assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_without_a_provider_is_refused_with_auth_required_and_the_fix() {
+    let mut wire = Wire::start(Arc::default());
+    wire.initialize(json!({})).await;
+    let session = wire.new_session().await;
+    let refused = wire.prompt(&session, "no provider").await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[[llm.providers]]"),
+        "{refused}"
+    );
+    assert_eq!(
+        wire.prompt(&session, "stream").await["result"]["stopReason"],
+        "end_turn"
+    );
+}
+
+#[tokio::test]
 async fn a_panicking_turn_fails_only_its_prompt_and_a_second_prompt_waits_its_turn() {
     let mut wire = Wire::start(Arc::default());
     wire.initialize(json!({})).await;

@@ -278,6 +278,24 @@ fn mcp_servers_keep_their_transport_details() {
     assert!(mcp_server_spec(sse).unwrap_err().contains("SSE"));
 }
 
+#[test]
+fn a_session_takes_at_most_the_capped_number_of_mcp_servers() {
+    let servers = |count: usize| -> Vec<McpServer> {
+        (0..count)
+            .map(|n| McpServer::Http(McpServerHttp::new(format!("s{n}"), "http://127.0.0.1:9/")))
+            .collect()
+    };
+    assert_eq!(
+        mcp_server_specs(servers(MAX_MCP_SERVERS)).unwrap().len(),
+        MAX_MCP_SERVERS
+    );
+    let refused = mcp_server_specs(servers(MAX_MCP_SERVERS + 1)).unwrap_err();
+    assert_eq!(
+        refused,
+        "65 MCP servers were passed; a session takes at most 64"
+    );
+}
+
 fn question() -> PermissionRequest {
     PermissionRequest {
         tool_call_id: "call_3".into(),

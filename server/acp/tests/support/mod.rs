@@ -1,8 +1,8 @@
 //! A scripted stand-in for the agent, shared by the adapter's protocol tests. Its turns follow
-//! the prompt text: `stream`, `permission`, `wait`, `panic`.
+//! the prompt text: `stream`, `permission`, `wait`, `no provider`, `panic`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use lode_acp::{
@@ -16,7 +16,8 @@ use lode_agent::llm::ModelInfo;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// A backend whose turns follow the prompt text: `stream`, `permission`, `wait`, `panic`.
+/// A backend whose turns follow the prompt text: `stream`, `permission`, `wait`, `no provider`,
+/// `panic`.
 #[derive(Default)]
 pub struct ScriptedBackend {
     sessions: Mutex<HashMap<String, SessionSummary>>,
@@ -39,7 +40,7 @@ impl ScriptedBackend {
 
 #[async_trait::async_trait]
 impl AgentBackend for ScriptedBackend {
-    fn models(&self) -> Vec<ModelInfo> {
+    fn models(&self, _session_id: Option<&str>) -> Vec<ModelInfo> {
         ["local", "cloud"]
             .map(|provider| ModelInfo {
                 provider: provider.into(),
@@ -75,12 +76,16 @@ impl AgentBackend for ScriptedBackend {
         *self.mcp.lock().unwrap() = mcp_servers;
         Ok(session)
     }
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, BackendError> {
+    fn list_sessions(&self, _cwd: Option<&Path>) -> Result<Vec<SessionSummary>, BackendError> {
         let mut sessions: Vec<_> = self.sessions.lock().unwrap().values().cloned().collect();
         sessions.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(sessions)
     }
-    fn load_session(&self, id: &str) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError> {
+    fn load_session(
+        &self,
+        id: &str,
+        _cwd: &Path,
+    ) -> Result<(SessionSummary, Vec<AgentEvent>), BackendError> {
         let history = vec![
             AgentEvent::UserMessage {
                 text: "earlier question".into(),
@@ -91,7 +96,7 @@ impl AgentBackend for ScriptedBackend {
         ];
         Ok((self.get(id)?, history))
     }
-    fn resume_session(&self, id: &str) -> Result<SessionSummary, BackendError> {
+    fn resume_session(&self, id: &str, _cwd: &Path) -> Result<SessionSummary, BackendError> {
         self.get(id)
     }
     fn release_session(&self, id: &str) -> bool {
@@ -245,6 +250,9 @@ impl AgentBackend for ScriptedBackend {
                 host.emit(AgentEvent::TextDelta { text });
                 Ok(StopReason::EndTurn)
             }
+            "no provider" => Err(BackendError::AuthRequired(
+                "no LLM provider is configured: add [[llm.providers]] to your config".into(),
+            )),
             "panic" => panic!("scripted panic inside a turn"),
             other => Err(BackendError::InvalidInput(format!(
                 "no script for {other:?}"
