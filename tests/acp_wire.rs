@@ -6,59 +6,7 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{PATIENCE, Workspace};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-
-struct Wire {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
-impl Wire {
-    fn start(workspace: &Workspace) -> Wire {
-        let mut child = workspace.spawn_acp(&[]);
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Wire {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    async fn send_raw(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).await.unwrap();
-        self.stdin.write_all(b"\n").await.unwrap();
-        self.stdin.flush().await.unwrap();
-    }
-
-    /// The next line lode writes; every line must be one JSON-RPC message.
-    async fn next(&mut self) -> Value {
-        let line = tokio::time::timeout(PATIENCE, self.lines.next_line())
-            .await
-            .expect("lode answered in time")
-            .unwrap()
-            .expect("lode still running");
-        let message: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout carried non-JSON {line:?}: {e}"));
-        assert_eq!(message["jsonrpc"], "2.0", "{line}");
-        message
-    }
-
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send_raw(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
-        )
-        .await;
-        loop {
-            let message = self.next().await;
-            if message.get("method").is_none() && message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-}
+use support::{PATIENCE, Wire, Workspace};
 
 #[tokio::test]
 async fn bad_and_out_of_order_input_gets_errors_and_lode_keeps_serving() {
@@ -96,14 +44,7 @@ async fn bad_and_out_of_order_input_gets_errors_and_lode_keeps_serving() {
     assert_eq!(refused["error"]["code"], -32700, "{refused}");
     assert!(refused.to_string().contains("1 MiB"), "{refused}");
 
-    let init = wire
-        .request(
-            5,
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
-        )
-        .await;
-    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    wire.initialize(5).await;
     let unknown = wire.request(6, "session/teleport", json!({})).await;
     assert_eq!(unknown["error"]["code"], -32601);
     let missing = wire

@@ -40,6 +40,84 @@ pub fn explain(output: &std::process::Output) -> String {
     )
 }
 
+/// `lode acp` on the raw wire: hand-written JSON-RPC lines in, and every line it writes checked
+/// to be one JSON-RPC message.
+pub struct Wire {
+    pub child: tokio::process::Child,
+    pub stdin: tokio::process::ChildStdin,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Wire {
+    /// `lode acp` on stdio in `workspace`.
+    pub fn start(workspace: &Workspace) -> Wire {
+        Wire::new(workspace.spawn_acp(&[]))
+    }
+
+    /// A `lode acp` child started with piped stdin and stdout.
+    pub fn new(mut child: tokio::process::Child) -> Wire {
+        use tokio::io::AsyncBufReadExt;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let lines = tokio::io::BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        Wire {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    pub async fn send_raw(&mut self, line: &str) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next line lode writes; every line must be one JSON-RPC message.
+    pub async fn next(&mut self) -> serde_json::Value {
+        let line = tokio::time::timeout(PATIENCE, self.lines.next_line())
+            .await
+            .expect("lode answered in time")
+            .unwrap()
+            .expect("lode still running");
+        let message: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried non-JSON {line:?}: {e}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        message
+    }
+
+    /// `initialize` with no client capabilities, checked to be answered with protocol 1.
+    pub async fn initialize(&mut self, id: u64) -> serde_json::Value {
+        let init = self
+            .request(
+                id,
+                "initialize",
+                serde_json::json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            )
+            .await;
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        init
+    }
+
+    /// Sends a request and returns its response, skipping what comes before it.
+    pub async fn request(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: serde_json::Value,
+    ) -> serde_json::Value {
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&request.to_string()).await;
+        loop {
+            let message = self.next().await;
+            if message.get("method").is_none() && message["id"] == serde_json::json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
 /// A scripted LLM server; killed when dropped.
 pub struct LlmServer {
     child: std::process::Child,
@@ -112,22 +190,30 @@ impl Workspace {
         std::fs::canonicalize(self.dir.path()).unwrap()
     }
 
-    /// `lode acp` on stdio, with `LODE_CONFIG` unset so only the workspace config counts.
+    /// `lode acp` on stdio, its config the workspace's (see [`workspace_config_env`]).
     pub fn spawn_acp(&self, extra: &[&str]) -> tokio::process::Child {
-        tokio::process::Command::new(lode())
-            .arg("--root")
-            .arg(self.root())
-            .arg("acp")
+        acp_command(&self.root(), workspace_config_env(&self.root()))
             .args(extra)
-            .env("LODE_CONFIG", workspace_config_env(&self.root()))
-            .env("XDG_CONFIG_HOME", self.root().join(".no-user-config"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
             .spawn()
             .expect("lode acp starts")
     }
+}
+
+/// `lode acp` on stdio in `root`, with `config` as `$LODE_CONFIG` (empty: none) and no user
+/// config, ready for more arguments and variables before it is spawned.
+pub fn acp_command(root: &Path, config: std::ffi::OsString) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(lode());
+    command
+        .arg("--root")
+        .arg(root)
+        .arg("acp")
+        .env("LODE_CONFIG", config)
+        .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    command
 }
 
 /// A running `lode acp --http`: its address, its bearer token and what it has written to stderr
@@ -272,6 +358,17 @@ impl Seen {
             .lock()
             .unwrap()
             .iter()
+            .map(|n| n.update.clone())
+            .collect()
+    }
+
+    /// The updates of one session, in order.
+    pub fn updates_of(&self, session_id: &str) -> Vec<SessionUpdate> {
+        self.updates
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|n| &*n.session_id.0 == session_id)
             .map(|n| n.update.clone())
             .collect()
     }

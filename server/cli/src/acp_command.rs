@@ -1,17 +1,22 @@
 //! `lode acp`: lode as an Agent Client Protocol agent, on stdio (what editors spawn) or, with
 //! `--http`, over the streamable HTTP / WebSocket transport for clients that connect to a
-//! long-running lode. Opens the agent and hands it to `lode_acp`; stdout is the protocol.
+//! long-running lode. Opens the agent of the starting workspace and hands `lode_acp` the set of
+//! workspaces it may grow into (one per session `cwd`); stdout is the protocol.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use lode_acp::{AgentBackend, ConnectionOptions, HttpOptions};
+use lode_acp::{
+    AgentBackend, BackendError, ConnectionOptions, HttpOptions, OpenWorkspace, WorkspaceOpener,
+    Workspaces,
+};
 
-use crate::commands::{AgentFlags, WorkspaceArgs};
+use crate::commands::WorkspaceArgs;
 
 /// Options of `lode acp`.
 #[derive(Debug, Args)]
@@ -48,18 +53,18 @@ pub struct AcpArgs {
 }
 
 pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitCode> {
-    let flags = AgentFlags {
-        mode: None,
-        model: None,
-    };
-    let agent_args = crate::agent_cli::agent_args(workspace, flags)?;
+    let root = crate::commands::resolve_root(workspace, None)?;
+    let setup = crate::agent_cli::AgentSetup::from_args(workspace)?;
+    let mut options = setup.options_for(&root, workspace.index_dir.clone())?;
+    // Without a provider lode still answers `initialize`, and each prompt says how to add one.
+    options.allow_no_provider = true;
     // The token is settled before anything starts, so a bad token file stops lode at once.
     let http = match args.http {
         None => None,
         Some(addr) if !addr.ip().is_loopback() && args.token.is_none() => {
             return Err(lode_acp::TransportError::TokenRequired(addr).into());
         }
-        Some(addr) => Some((addr, http_token(args.token.clone(), &agent_args.root)?)),
+        Some(addr) => Some((addr, http_token(args.token.clone(), &root)?)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -67,29 +72,23 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
         .build()
         .context("cannot start the async runtime")?;
     let outcome = runtime.block_on(async {
-        let agent = lode_agent::Agent::open(&agent_args.root, agent_args.options)
-            .context("cannot open the agent")?;
+        let agent = lode_agent::Agent::open(&root, options).context("cannot open the agent")?;
         let connection =
             acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
-        // Keeps the index current for this process's sessions and, through the lease, lets
-        // query commands in a terminal skip their freshness check.
-        let _watcher = if args.no_watch {
-            None
-        } else {
-            match crate::watch_command::start_watcher(
-                agent.index().clone(),
-                "lode acp",
-                false,
-                false,
-            ) {
-                Ok(watcher) => Some(watcher),
-                Err(error) => {
-                    eprintln!("lode acp: not watching the workspace: {error}");
-                    None
-                }
-            }
+        if agent.models().is_empty() {
+            eprintln!(
+                "lode acp: no LLM provider is configured; prompts are refused until one is \
+                 (`lode config` shows where lode looks)"
+            );
+        }
+        let opener = Opener {
+            setup,
+            watch: !args.no_watch,
         };
-        let backend: Arc<dyn AgentBackend> = Arc::new(agent);
+        let default = opener.serve(agent);
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let backend: Arc<dyn AgentBackend> =
+            Arc::new(Workspaces::new(opener, &root, default, home.as_deref()));
         match http {
             None => lode_acp::serve_stdio(backend, connection).await?,
             Some((addr, (token, token_given))) => {
@@ -119,6 +118,69 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
     // are already cancelled: do not wait for either.
     runtime.shutdown_timeout(Duration::from_millis(200));
     outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Opens the workspace a session's `cwd` names, as `lode acp` opens its own: an agent with the
+/// same global flags (its index in `<root>/.lode/index`: `--index-dir` is the starting
+/// workspace's), its own config layering and trust, and a watcher holding its lease.
+struct Opener {
+    setup: crate::agent_cli::AgentSetup,
+    watch: bool,
+}
+
+impl Opener {
+    /// The agent as the sessions of its workspace see it, with the watcher that keeps its index
+    /// current for them and, through the lease, lets query commands in a terminal skip their
+    /// freshness check.
+    fn serve(&self, agent: lode_agent::Agent) -> OpenWorkspace {
+        let watcher = if self.watch {
+            match crate::watch_command::start_watcher(
+                agent.index().clone(),
+                "lode acp",
+                false,
+                false,
+            ) {
+                Ok(watcher) => Some(watcher),
+                Err(error) => {
+                    eprintln!("lode acp: not watching {}: {error}", agent.root().display());
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        OpenWorkspace {
+            backend: Arc::new(agent),
+            keep_alive: Box::new(watcher),
+        }
+    }
+}
+
+impl WorkspaceOpener for Opener {
+    fn root_for(&self, dir: &Path) -> Option<PathBuf> {
+        let root = crate::root::discover_root(dir);
+        // `discover_root` falls back to `dir` itself when no marker is found.
+        let marked = root != dir || dir.join(".lode").is_dir() || dir.join(".git").exists();
+        marked.then_some(root)
+    }
+
+    fn open(&self, root: &Path) -> Result<OpenWorkspace, BackendError> {
+        let refused = |error: String| {
+            BackendError::Internal(format!(
+                "cannot open the workspace {}: {error}",
+                root.display()
+            ))
+        };
+        let mut options = self
+            .setup
+            .options_for(root, None)
+            .map_err(|error| refused(format!("{error:#}")))?;
+        options.allow_no_provider = true;
+        let agent =
+            lode_agent::Agent::open(root, options).map_err(|error| refused(error.to_string()))?;
+        eprintln!("lode acp: opened the workspace {}", root.display());
+        Ok(self.serve(agent))
+    }
 }
 
 /// The bearer token of `lode acp --http`, and whether it was given: `--token` /
