@@ -281,8 +281,10 @@ pub fn path_matcher(glob: &str) -> Result<GlobMatcher, IndexError> {
         })
 }
 
-/// How `name` matches `query`, with a tie-breaking penalty (lower is better).
-fn match_name(query: &str, name: &str) -> Option<(NameMatch, usize)> {
+/// How `name` matches a symbol query, and a penalty ordering matches of one kind (smaller is
+/// better): what [`Workspace::symbols`] ranks by, for callers that merge in names of their own
+/// (an editor's unsaved buffers).
+pub fn match_name(query: &str, name: &str) -> Option<(NameMatch, usize)> {
     if name == query {
         return Some((NameMatch::Exact, 0));
     }

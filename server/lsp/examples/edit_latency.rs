@@ -62,7 +62,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let target = dir.path().join("src/module_0.rs");
     let base = module(0, files);
-    index.open_buffer(&target, base.clone());
+    index.open_buffer(&target, std::sync::Arc::new(base.clone()));
     index.flush().await;
     let reader = index.reader();
     let mut live = Vec::new();
@@ -74,7 +74,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         parse_only.push(parse_started.elapsed());
 
         let edit_started = Instant::now();
-        index.change_buffer(&target, text);
+        index.change_buffer(&target, std::sync::Arc::new(text));
         index.flush().await;
         live.push(edit_started.elapsed());
         let hits = reader.search(&SearchRequest::new(format!("typed_edit_{edit}")))?;

@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod agent_diagnostics;
+pub mod buffers;
 pub mod document;
 pub mod downstream;
 pub mod framing;

@@ -4,8 +4,10 @@
 //! All writes go through one writer thread, in order: buffer syncs (debounced per document),
 //! refreshes, and changes seen on disk. Queries read through a second handle on the same index,
 //! so a long refresh never blocks them: they see whatever the index has committed so far.
-//! [`LiveIndex::flush`] pushes pending buffer syncs through before a query, so a query always
-//! sees the text the editor sent before it (unless a refresh is running, when it answers at once).
+//! Language-server requests never wait for the writer: open buffers answer from their own
+//! analysis (`crate::buffers`), and the index follows a buffer once it has been quiet for the
+//! debounce interval, or when it is saved. [`LiveIndex::flush`] (at shutdown) pushes pending
+//! buffer syncs through and waits for them.
 
 use std::collections::HashMap;
 use std::fs;
@@ -53,7 +55,8 @@ enum Command {
 }
 
 /// Text of the open buffers by canonical path: what the index should show instead of disk.
-type Overlays = Arc<Mutex<HashMap<PathBuf, String>>>;
+/// Shared with the editor's documents: an update copies nothing.
+type Overlays = Arc<Mutex<HashMap<PathBuf, Arc<String>>>>;
 
 struct Inner {
     root: PathBuf,
@@ -93,6 +96,7 @@ impl LiveIndex {
     /// Opens the index (two handles: the writer's and the readers'), starts the writer thread
     /// and the debouncer. Does not refresh: call [`LiveIndex::refresh`].
     pub fn open(options: WorkspaceOptions, debounce: Duration) -> Result<LiveIndex, IndexError> {
+        let max_file_bytes = options.scan.max_file_bytes;
         let writer = Workspace::open(options.clone())?;
         report_repairs(&writer);
         let mut reader_options = options;
@@ -109,6 +113,7 @@ impl LiveIndex {
             .spawn(move || {
                 WriterThread {
                     workspace: writer,
+                    max_file_bytes,
                     reader: thread_reader,
                     overlays: thread_overlays,
                     refreshing: refreshing_sender,
@@ -164,8 +169,9 @@ impl LiveIndex {
         answer.await.unwrap_or_else(|_| Err(writer_gone()))
     }
 
-    /// The editor opened a buffer: its text is indexed at once.
-    pub fn open_buffer(&self, path: &Path, text: String) {
+    /// The editor opened a buffer: its text is indexed at once. A buffer larger than the
+    /// index's file-size limit is left out of the index, as such a file on disk is.
+    pub fn open_buffer(&self, path: &Path, text: Arc<String>) {
         let path = canonical(path);
         lock(&self.inner.overlays).insert(path.clone(), text);
         lock(&self.inner.pending).remove(&path);
@@ -174,7 +180,7 @@ impl LiveIndex {
 
     /// The buffer's text changed: it is re-indexed once the buffer has been quiet for the
     /// debounce interval, or at the next [`LiveIndex::flush`].
-    pub fn change_buffer(&self, path: &Path, text: String) {
+    pub fn change_buffer(&self, path: &Path, text: Arc<String>) {
         let path = canonical(path);
         lock(&self.inner.overlays).insert(path.clone(), text);
         lock(&self.inner.pending).insert(path, Instant::now() + self.inner.debounce);
@@ -314,6 +320,8 @@ async fn debounce_loop(inner: Weak<Inner>, wake: Arc<Notify>, closed: Arc<Atomic
 
 struct WriterThread {
     workspace: Workspace,
+    /// Buffers larger than this are not indexed (the scan's limit for files on disk).
+    max_file_bytes: u64,
     reader: Arc<Workspace>,
     overlays: Overlays,
     refreshing: watch::Sender<bool>,
@@ -323,7 +331,31 @@ impl WriterThread {
     fn run(self, commands: mpsc::Receiver<Command>) {
         while let Ok(command) = commands.recv() {
             match command {
-                Command::Sync(path) => self.sync(&path),
+                Command::Sync(path) => {
+                    // A burst of syncs (typing in several buffers) indexes each buffer once:
+                    // the overlay already holds its newest text.
+                    let mut paths = vec![path];
+                    let mut next_command = None;
+                    while let Ok(next) = commands.try_recv() {
+                        match next {
+                            Command::Sync(more) => {
+                                if !paths.contains(&more) {
+                                    paths.push(more);
+                                }
+                            }
+                            other => {
+                                next_command = Some(other);
+                                break;
+                            }
+                        }
+                    }
+                    for path in paths {
+                        self.sync(&path);
+                    }
+                    if let Some(command) = next_command {
+                        self.run_one(command);
+                    }
+                }
                 Command::Refresh {
                     mode,
                     progress,
@@ -463,10 +495,17 @@ impl WriterThread {
         result
     }
 
-    /// Indexes the buffer's text, or the file on disk, or drops a file that is gone.
+    /// Indexes the buffer's text, or the file on disk, or drops a file that is gone (or a
+    /// buffer over the size limit).
     fn sync(&self, path: &Path) {
         let overlay = lock(&self.overlays).get(path).cloned();
         let result = match overlay {
+            Some(text) if text.len() as u64 > self.max_file_bytes => {
+                retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+                    self.workspace.remove_file(path)
+                })
+                .map(|_| ())
+            }
             Some(text) => retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
                 self.workspace.update_file(path, &text)
             })
@@ -500,7 +539,7 @@ impl WriterThread {
     }
 
     fn reapply_overlays(&self) {
-        let open: Vec<(PathBuf, String)> = lock(&self.overlays)
+        let open: Vec<(PathBuf, Arc<String>)> = lock(&self.overlays)
             .iter()
             .map(|(path, text)| (path.clone(), text.clone()))
             .collect();

@@ -1,5 +1,7 @@
 //! The language server: LSP requests and notifications translated into calls on the live
-//! index. Definitions and references are name-based (tree-sitter tags), not type-resolved.
+//! index and the open buffers' analyses. Definitions and references are name-based
+//! (tree-sitter tags), not type-resolved. No request waits for the index's writer: open
+//! buffers answer from their own analysis, other files from what the index has committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::lsp_types::*;
 use tower_lsp_server::{Client, LanguageServer, UriExt};
 
+use crate::buffers::{Analysis, Buffers};
 use crate::document::{Document, utf16_column};
 use crate::live::LiveIndex;
 use crate::navigate::{Imports, Proximity, identifier_at};
@@ -75,6 +78,10 @@ pub struct LodeServer {
     options: ServerOptions,
     index: OnceLock<LiveIndex>,
     documents: Mutex<HashMap<Uri, Document>>,
+    /// The open buffers' syntax, analysed off the async workers (set by `initialize`).
+    buffers: OnceLock<Buffers>,
+    /// Buffers the user was already told are too large to parse.
+    told_too_large: Mutex<std::collections::HashSet<Uri>>,
     progress_supported: AtomicBool,
     watcher: Arc<Mutex<Option<DiskWatcher>>>,
     shut_down: Arc<AtomicBool>,
@@ -117,6 +124,8 @@ impl LodeServer {
             options,
             index: OnceLock::new(),
             documents: Mutex::default(),
+            buffers: OnceLock::new(),
+            told_too_large: Mutex::default(),
             progress_supported: AtomicBool::new(false),
             watcher: Arc::default(),
             shut_down,
@@ -154,21 +163,40 @@ impl LodeServer {
         }
     }
 
-    /// The buffer's text, or the file on disk when the editor has not opened it.
-    fn document(&self, uri: &Uri) -> Result<Document> {
-        if let Some(document) = lock(&self.documents).get(uri) {
-            return Ok(document.clone());
-        }
-        let path = file_path(uri)?;
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| internal(format!("cannot read {}: {error}", path.display())))?;
-        Ok(Document::new(text, 0, ""))
+    fn buffers(&self) -> Result<&Buffers> {
+        self.buffers
+            .get()
+            .ok_or_else(|| internal("the server is not initialized"))
     }
 
-    async fn flush(&self) -> Result<&LiveIndex> {
-        let index = self.index()?;
-        index.flush().await;
-        Ok(index)
+    /// Buffers larger than this are not parsed: four times the index's file-size limit.
+    fn parse_limit(&self) -> usize {
+        usize::try_from(self.options.scan.max_file_bytes.saturating_mul(4)).unwrap_or(usize::MAX)
+    }
+
+    /// The text and tags of a document: the open buffer's analysis for the version the editor
+    /// last sent, else the file on disk, read and parsed off the async workers.
+    async fn analysis_of(&self, uri: &Uri) -> Result<Arc<Analysis>> {
+        let version = lock(&self.documents).get(uri).map(Document::version);
+        if let Some(version) = version
+            && let Some(analysis) = self.buffers()?.analysis(uri, version).await
+        {
+            if let Some(reason) = &analysis.skipped
+                && lock(&self.told_too_large).insert(uri.clone())
+            {
+                eprintln!("lode lsp: {} — {reason}", uri.as_str());
+                self.client
+                    .log_message(MessageType::WARNING, reason.clone())
+                    .await;
+            }
+            return Ok(analysis);
+        }
+        let path = file_path(uri)?;
+        let limit = self.parse_limit();
+        tokio::task::spawn_blocking(move || read_and_analyse(&path, limit))
+            .await
+            .map_err(internal)?
+            .map(Arc::new)
     }
 
     /// The workspace-relative path of a document, when it is inside the workspace.
@@ -183,15 +211,14 @@ impl LodeServer {
         uri: &Uri,
         position: Position,
     ) -> Result<Option<(String, Vec<Location>, Vec<Location>)>> {
-        let index = self.flush().await?.clone();
-        let document = self.document(uri)?;
+        let index = self.index()?.clone();
+        let analysis = self.analysis_of(uri).await?;
+        let (document, tags) = (&analysis.document, &analysis.tags);
         let Some((start, end)) = identifier_at(document.text(), document.offset_of(position))
         else {
             return Ok(None);
         };
         let name = document.text()[start..end].to_string();
-        let path = file_path(uri)?;
-        let tags = buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
         let current = self.relative(&index, uri);
         let local: Vec<Location> = tags
             .definitions
@@ -208,7 +235,7 @@ impl LodeServer {
             .await
             .map_err(internal)?
             .or_else(empty_on_bad_name)?;
-        let imports = Imports::of_buffer(document.text(), &tags);
+        let imports = Imports::of_buffer(document.text(), tags);
         let mut lines = LineSource::new(index.root(), &self.documents);
         let mut elsewhere: Vec<(Proximity, Location)> = hits
             .into_iter()
@@ -249,47 +276,60 @@ impl IndexingTask {
             watch,
             watcher,
         } = self;
-        let token = NumberOrString::String("lode/indexing".into());
-        let progress = if with_progress
-            && client
-                .send_request::<request::WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
-                    token: token.clone(),
-                })
-                .await
-                .is_ok()
-        {
-            Some(
-                client
-                    .progress(token, "lode: indexing")
-                    .with_percentage(0)
-                    .begin()
-                    .await,
-            )
-        } else {
-            None
-        };
+        // The build starts now, whether or not (or whenever) the client answers the request
+        // that creates the progress report.
         let (updates, mut received) = tokio::sync::mpsc::unbounded_channel();
         let refresh = index.refresh(RefreshMode::Quick, move |step| {
             let _ = updates.send(step);
         });
         let reporter = async {
+            let token = NumberOrString::String("lode/indexing".into());
+            let create = async {
+                if !with_progress {
+                    return std::future::pending().await;
+                }
+                let created = client
+                    .send_request::<request::WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                        token: token.clone(),
+                    })
+                    .await;
+                match created {
+                    Ok(()) => Some(
+                        client
+                            .progress(token.clone(), "lode: indexing")
+                            .with_percentage(0)
+                            .begin()
+                            .await,
+                    ),
+                    Err(_) => std::future::pending().await,
+                }
+            };
+            tokio::pin!(create);
+            let mut progress = None;
             let mut last = None;
-            while let Some(step) = received.recv().await {
-                let percent = (step.done * 100).checked_div(step.total).unwrap_or(100) as u32;
-                if last != Some(percent) {
-                    last = Some(percent);
-                    if let Some(progress) = &progress {
-                        progress
-                            .report_with_message(
-                                format!("{}/{} files", step.done, step.total),
-                                percent,
-                            )
-                            .await;
+            loop {
+                tokio::select! {
+                    created = &mut create, if progress.is_none() => progress = created,
+                    step = received.recv() => {
+                        let Some(step) = step else { break };
+                        let percent = (step.done * 100).checked_div(step.total).unwrap_or(100) as u32;
+                        if last != Some(percent) {
+                            last = Some(percent);
+                            if let Some(progress) = &progress {
+                                progress
+                                    .report_with_message(
+                                        format!("{}/{} files", step.done, step.total),
+                                        percent,
+                                    )
+                                    .await;
+                            }
+                        }
                     }
                 }
             }
+            progress
         };
-        let (result, ()) = tokio::join!(refresh, reporter);
+        let (result, progress) = tokio::join!(refresh, reporter);
         let summary = match &result {
             Ok(stats) => format!(
                 "indexed {} files ({} parsed): {} symbols",
@@ -315,6 +355,30 @@ impl IndexingTask {
             }
         }
     }
+}
+
+/// A file the editor has not opened, read and parsed (nothing when it is over `limit` bytes).
+fn read_and_analyse(path: &Path, limit: usize) -> Result<Analysis> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| internal(format!("cannot read {}: {error}", path.display())))?;
+    let document = Document::new(text, 0, "");
+    let tags = if document.text().len() > limit {
+        FileTags::default()
+    } else {
+        buffer_tags(Language::from_path(path), document.text()).map_err(internal)?
+    };
+    Ok(Analysis {
+        document,
+        tags,
+        outline: Vec::new(),
+        skipped: None,
+    })
+}
+
+/// How well a name answers a `workspace/symbol` query (smaller is better), as the index ranks.
+fn symbol_rank(query: &str, name: &str) -> Option<(lode_index::NameMatch, usize, usize)> {
+    let (how, penalty) = lode_index::search::match_name(query, name)?;
+    Some((how, penalty, name.len()))
 }
 
 /// An unusable name (too long) finds nothing rather than failing the request.
@@ -429,6 +493,9 @@ impl LanguageServer for LodeServer {
             .await
             .map(|agent| crate::actions::Actions::new(agent, self.client.clone(), progress, turns));
         let offers_actions = actions.is_some();
+        let buffers = Buffers::start(self.parse_limit())
+            .map_err(|error| internal(format!("cannot start the buffer analysis: {error}")))?;
+        let _ = self.buffers.set(buffers);
         let _ = self.actions.set(actions);
         let _ = self.index.set(index);
 
@@ -504,13 +571,17 @@ impl LanguageServer for LodeServer {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let item = params.text_document;
-        if let (Ok(index), Some(path)) = (self.index(), item.uri.to_file_path()) {
-            index.open_buffer(&path, item.text.clone());
+        let document = Document::new(item.text, item.version, item.language_id);
+        let path = item.uri.to_file_path().map(|path| path.into_owned());
+        if let (Ok(index), Some(path)) = (self.index(), &path) {
+            index.open_buffer(path, document.shared_text());
         }
-        lock(&self.documents).insert(
-            item.uri,
-            Document::new(item.text, item.version, item.language_id),
-        );
+        if let Ok(buffers) = self.buffers() {
+            let language = path.as_deref().and_then(Language::from_path);
+            buffers.open(item.uri.clone(), language, document.clone());
+        }
+        lock(&self.told_too_large).remove(&item.uri);
+        lock(&self.documents).insert(item.uri, document);
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
@@ -524,14 +595,17 @@ impl LanguageServer for LodeServer {
                 )),
                 Some(document) => document
                     .apply_changes(&params.content_changes, params.text_document.version)
-                    .map(|()| document.text().to_string())
+                    .map(|edits| (document.clone(), edits))
                     .map_err(|error| format!("cannot apply a change to {}: {error}", uri.as_str())),
             }
         };
         match updated {
-            Ok(text) => {
+            Ok((document, edits)) => {
                 if let (Ok(index), Some(path)) = (self.index(), uri.to_file_path()) {
-                    index.change_buffer(&path, text);
+                    index.change_buffer(&path, document.shared_text());
+                }
+                if let Ok(buffers) = self.buffers() {
+                    buffers.change(uri, document, edits);
                 }
             }
             Err(message) => {
@@ -550,6 +624,10 @@ impl LanguageServer for LodeServer {
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         let uri = params.text_document.uri;
         lock(&self.documents).remove(&uri);
+        lock(&self.told_too_large).remove(&uri);
+        if let Ok(buffers) = self.buffers() {
+            buffers.close(&uri);
+        }
         if let (Ok(index), Some(path)) = (self.index(), uri.to_file_path()) {
             index.close_buffer(&path);
         }
@@ -559,47 +637,98 @@ impl LanguageServer for LodeServer {
         &self,
         params: WorkspaceSymbolParams,
     ) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
-        let index = self.flush().await?.clone();
+        let index = self.index()?.clone();
         let query = params.query.trim().to_string();
         if query.is_empty() {
             return Ok(Some(OneOf::Right(Vec::new())));
         }
+        // Open buffers answer for themselves (their text may be ahead of the index); the
+        // index answers for every other file, from what it has committed.
+        let versions: Vec<(Uri, i32)> = lock(&self.documents)
+            .iter()
+            .map(|(uri, document)| (uri.clone(), document.version()))
+            .collect();
+        let buffers = self.buffers()?;
+        let mut open = Vec::with_capacity(versions.len());
+        for (uri, version) in versions {
+            if let Some(analysis) = buffers.analysis(&uri, version).await {
+                open.push((uri, analysis));
+            }
+        }
+        let open_paths: std::collections::HashSet<String> = open
+            .iter()
+            .filter_map(|(uri, _)| self.relative(&index, uri))
+            .collect();
         let reader = index.reader();
-        let hits =
-            tokio::task::spawn_blocking(move || reader.symbols(&query, WORKSPACE_SYMBOL_LIMIT))
-                .await
-                .map_err(internal)?
-                .or_else(empty_on_bad_name)?;
+        let lookup = query.clone();
+        let wanted = WORKSPACE_SYMBOL_LIMIT + open_paths.len() * 8;
+        let hits = tokio::task::spawn_blocking(move || reader.symbols(&lookup, wanted))
+            .await
+            .map_err(internal)?
+            .or_else(empty_on_bad_name)?;
         let mut lines = LineSource::new(index.root(), &self.documents);
-        let symbols = hits
+        let mut ranked: Vec<((lode_index::NameMatch, usize, usize), WorkspaceSymbol)> = hits
             .into_iter()
+            .filter(|hit| !open_paths.contains(&hit.path))
             .filter_map(|hit| {
+                let rank = symbol_rank(&query, &hit.name)?;
                 let location = lines.name_location(&hit.path, hit.start_line, None, &hit.name)?;
-                Some(WorkspaceSymbol {
-                    kind: symbol_kind_named(&hit.kind),
-                    container_name: Some(hit.scope.join(" > ")).filter(|s| !s.is_empty()),
-                    name: hit.name,
-                    tags: None,
-                    location: OneOf::Left(location),
-                    data: None,
-                })
+                Some((
+                    rank,
+                    WorkspaceSymbol {
+                        kind: symbol_kind_named(&hit.kind),
+                        container_name: Some(hit.scope.join(" > ")).filter(|s| !s.is_empty()),
+                        name: hit.name,
+                        tags: None,
+                        location: OneOf::Left(location),
+                        data: None,
+                    },
+                ))
             })
             .collect();
-        Ok(Some(OneOf::Right(symbols)))
+        for (uri, analysis) in &open {
+            let text = analysis.document.text();
+            for definition in &analysis.tags.definitions {
+                let Some(rank) = symbol_rank(&query, &definition.name) else {
+                    continue;
+                };
+                let (start, end) = name_span(text, definition);
+                ranked.push((
+                    rank,
+                    WorkspaceSymbol {
+                        kind: crate::outline::symbol_kind(definition.kind),
+                        container_name: Some(definition.scope.join(" > "))
+                            .filter(|s| !s.is_empty()),
+                        name: definition.name.clone(),
+                        tags: None,
+                        location: OneOf::Left(Location::new(
+                            uri.clone(),
+                            analysis.document.range_of(start, end),
+                        )),
+                        data: None,
+                    },
+                ));
+            }
+        }
+        ranked.sort_by_key(|(rank, _)| *rank);
+        ranked.truncate(WORKSPACE_SYMBOL_LIMIT);
+        Ok(Some(OneOf::Right(
+            ranked.into_iter().map(|(_, symbol)| symbol).collect(),
+        )))
     }
 
     async fn document_symbol(
         &self,
         params: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
-        let uri = params.text_document.uri;
-        let document = self.document(&uri)?;
-        let path = file_path(&uri)?;
-        let tags: FileTags =
-            buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
-        Ok(Some(DocumentSymbolResponse::Nested(document_symbols(
-            &document, &tags,
-        ))))
+        let analysis = self.analysis_of(&params.text_document.uri).await?;
+        let outline = if analysis.outline.is_empty() && !analysis.tags.definitions.is_empty() {
+            // A file read from disk: its outline is made for this request only.
+            document_symbols(&analysis.document, &analysis.tags)
+        } else {
+            analysis.outline.clone()
+        };
+        Ok(Some(DocumentSymbolResponse::Nested(outline)))
     }
 
     async fn goto_definition(
@@ -625,10 +754,9 @@ impl LanguageServer for LodeServer {
             return Ok(None);
         };
         let index = self.index()?.clone();
-        let document = self.document(&uri)?;
-        let path = file_path(&uri)?;
-        let tags = buffer_tags(Language::from_path(&path), document.text()).map_err(internal)?;
-        let imports = Imports::of_buffer(document.text(), &tags);
+        let analysis = self.analysis_of(&uri).await?;
+        let (document, tags) = (&analysis.document, &analysis.tags);
+        let imports = Imports::of_buffer(document.text(), tags);
         let current = self.relative(&index, &uri);
         let current_path = current.clone().unwrap_or_default();
 
@@ -688,18 +816,15 @@ impl LanguageServer for LodeServer {
             return Ok(None);
         }
         let uri = params.text_document.uri;
-        let document = self.document(&uri)?;
-        let path = file_path(&uri)?;
-        let enclosing = buffer_tags(Language::from_path(&path), document.text())
-            .ok()
-            .and_then(|tags| {
-                let line = params.range.start.line + 1;
-                tags.definitions
-                    .into_iter()
-                    .filter(|def| def.start_line <= line && line <= def.end_line)
-                    .min_by_key(|def| def.end_line - def.start_line)
-                    .map(|def| def.name)
-            });
+        let analysis = self.analysis_of(&uri).await?;
+        let line = params.range.start.line + 1;
+        let enclosing = analysis
+            .tags
+            .definitions
+            .iter()
+            .filter(|def| def.start_line <= line && line <= def.end_line)
+            .min_by_key(|def| def.end_line - def.start_line)
+            .map(|def| def.name.clone());
         Ok(Some(crate::actions::code_actions(
             &uri,
             params.range,

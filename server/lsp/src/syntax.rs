@@ -205,15 +205,12 @@ impl Syntax {
     /// The innermost definition whose bytes strictly contain `lines` (so the edited lines are
     /// neither its first line nor its last, and its borders are where they were).
     fn innermost_definition_around(&self, lines: &Range<usize>) -> Option<usize> {
+        // Definitions are ordered outer first: the last one that contains is innermost.
+        // Strictly: text typed right at a definition's end may or may not belong to it.
         self.tags
             .definitions
             .iter()
-            .enumerate()
-            // Strictly: text typed right at a definition's end may or may not belong to it.
-            .filter(|(_, def)| def.start_byte < lines.start && lines.end < def.end_byte)
-            // Definitions are ordered outer first: the last one that contains is innermost.
-            .last()
-            .map(|(index, _)| index)
+            .rposition(|def| def.start_byte < lines.start && lines.end < def.end_byte)
     }
 
     /// The definitions around definition `index`, outermost first.
@@ -628,7 +625,7 @@ function helper(r: number): number { return r * r }
     fn rust_tags_follow_typing_exactly() {
         let mut used = [0; 3];
         let mut compared = 0;
-        for seed in 1..=30 {
+        for seed in 1..=16 {
             let (paths, checked) =
                 follows_typing(Language::Rust, RUST, "fn typed_N() {}\n", seed, 40);
             compared += checked;
@@ -644,7 +641,7 @@ function helper(r: number): number { return r * r }
     #[test]
     fn python_tags_follow_typing_exactly() {
         let mut compared = 0;
-        for seed in 1..=20 {
+        for seed in 1..=10 {
             compared += follows_typing(
                 Language::Python,
                 PYTHON,
@@ -660,7 +657,7 @@ function helper(r: number): number { return r * r }
     #[test]
     fn typescript_tags_follow_typing_exactly() {
         let mut compared = 0;
-        for seed in 1..=20 {
+        for seed in 1..=10 {
             compared += follows_typing(
                 Language::TypeScript,
                 TYPESCRIPT,
