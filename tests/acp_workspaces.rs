@@ -4,13 +4,17 @@
 //! lode started in; two sessions in two workspaces share one `lode acp --http`; a `cwd` that is
 //! missing, a file, `/` or the home directory itself is refused, as are more than 64 MCP
 //! servers; with no provider configured lode answers `initialize` and `session/new`, and each
-//! prompt gets `auth_required` naming the fix while the process keeps serving.
+//! prompt gets `auth_required` naming the fix while the process keeps serving. Started the way
+//! editors start it, in the home directory or at `/` without `--root`, lode opens nothing there
+//! (it used to index the whole home, and failed to start at `/`) and each session opens its
+//! project; started inside a project, it opens that project at once, as before.
 
 #[path = "acp_support/mod.rs"]
 mod support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::schema::ProtocolVersion;
@@ -385,4 +389,269 @@ async fn without_a_provider_lode_answers_and_prompts_say_how_to_add_one() {
         .expect("lode exits when its client goes")
         .unwrap();
     assert!(exit.success(), "{exit:?}");
+}
+
+/// `lode acp` on stdio started as editors start it: in `dir`, without `--root` or
+/// `$LODE_CONFIG`, its home `home` (so its user config is `home/.config/lode/config.toml`), its
+/// stderr written to `log`.
+fn spawn_acp_in(dir: &Path, home: &Path, log: &Path) -> tokio::process::Child {
+    tokio::process::Command::new(support::lode())
+        .arg("acp")
+        .current_dir(dir)
+        .env("LODE_CONFIG", "")
+        .env_remove("LODE_INDEX_DIR")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("lode acp starts")
+}
+
+/// Waits for `lode acp` to exit once its client is gone, and returns what it wrote to stderr.
+async fn exited(mut child: tokio::process::Child, log: &Path) -> String {
+    drop(child.stdin.take());
+    let exit = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("lode exits when its client goes")
+        .unwrap();
+    let stderr = std::fs::read_to_string(log).unwrap();
+    assert!(exit.success(), "{exit:?}; stderr:\n{stderr}");
+    stderr
+}
+
+/// A home directory (canonical, inside `dir`) holding the project `code/project` (a repository
+/// whose `src/main.rs` defines `beta_greeting`).
+fn home_with_project(dir: &tempfile::TempDir) -> (PathBuf, PathBuf) {
+    let home = std::fs::canonicalize(dir.path()).unwrap().join("home");
+    let project = home.join("code/project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/main.rs"), main_rs("beta")).unwrap();
+    (home, project)
+}
+
+/// The user's own config file in `home`: `text`.
+fn user_config(home: &Path, text: &str) {
+    std::fs::create_dir_all(home.join(".config/lode")).unwrap();
+    std::fs::write(home.join(".config/lode/config.toml"), text).unwrap();
+}
+
+#[tokio::test]
+async fn started_in_the_home_directory_lode_opens_only_the_project_a_session_names() {
+    let llm = support::llm_server("acp_workspaces.json");
+    let dir = tempfile::tempdir().unwrap();
+    let (home, project) = home_with_project(&dir);
+    // Code in the home outside the project: a search of the whole home would find it.
+    std::fs::create_dir_all(home.join("scratch")).unwrap();
+    std::fs::write(home.join("scratch/main.rs"), main_rs("alpha")).unwrap();
+    // The user's own config is the only one: it must apply before any workspace is open
+    // (`initialize` offers images because its model takes them) and in the project's.
+    user_config(
+        &home,
+        &format!(
+            "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-1\"\ncontext_window = 32000\nsupports_images = true\n",
+            llm.base_url
+        ),
+    );
+    let log = dir.path().join("stderr.log");
+    let mut acp = spawn_acp_in(&home, &home, &log);
+    let seen = Seen::default();
+    let (init, before, session, stop, after) = with_client(
+        stdio_transport(&mut acp),
+        "allow_once",
+        seen.clone(),
+        async |cx| {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            // Nothing is open yet, so nothing is listed.
+            let before = cx
+                .send_request(ListSessionsRequest::new())
+                .block_task()
+                .await?
+                .sessions;
+            let session = cx
+                .send_request(NewSessionRequest::new(project.clone()))
+                .block_task()
+                .await?
+                .session_id;
+            let stop = cx
+                .send_request(PromptRequest::new(
+                    session.clone(),
+                    vec!["Please find the greeting and say goodbye".into()],
+                ))
+                .block_task()
+                .await?
+                .stop_reason;
+            let after = cx
+                .send_request(ListSessionsRequest::new())
+                .block_task()
+                .await?
+                .sessions;
+            Ok((init, before, session, stop, after))
+        },
+    )
+    .await;
+    let stderr = exited(acp, &log).await;
+
+    let init = serde_json::to_value(&init).unwrap();
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "the user's model takes images: {init}"
+    );
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!(stop, StopReason::EndTurn);
+    let updates = seen.updates_of(&session.0);
+    let search = finished_call(&updates, "call_search_1").to_string();
+    assert!(search.contains("beta_greeting"), "{search}");
+    assert!(
+        !search.contains("alpha_greeting"),
+        "the search saw the home outside the project: {search}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("src/main.rs")).unwrap(),
+        main_rs("beta").replace("hello", "goodbye")
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("scratch/main.rs")).unwrap(),
+        main_rs("alpha")
+    );
+    let cwds: Vec<(String, PathBuf)> = after
+        .iter()
+        .map(|info| (info.session_id.0.to_string(), info.cwd.clone()))
+        .collect();
+    assert_eq!(cwds, [(session.0.to_string(), project.clone())]);
+    // The project has its index and sessions; the home has none, and lode said why.
+    assert!(project.join(".lode/index").is_dir());
+    assert!(project.join(".lode/agent.sqlite").is_file());
+    assert!(
+        !home.join(".lode").exists(),
+        "the home was opened: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{} is your home directory itself, too wide to be one workspace, so no workspace is \
+             opened now",
+            home.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("opened the workspace {}", project.display())),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn started_at_the_file_system_root_lode_answers_and_writes_nothing_there() {
+    let had_lode_dir = Path::new("/.lode").exists();
+    let dir = tempfile::tempdir().unwrap();
+    let (home, project) = home_with_project(&dir);
+    let log = dir.path().join("stderr.log");
+    let mut wire = Wire::new(spawn_acp_in(Path::new("/"), &home, &log));
+
+    let init = wire.initialize(1).await;
+    assert_eq!(init["result"]["agentInfo"]["name"], "lode");
+    // What needs a workspace but names none: an empty list, a dropped notification.
+    let listed = wire.request(2, "session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+    wire.send_raw(
+        &json!({"jsonrpc": "2.0", "method": "_lode/diagnostics", "params": {
+            "uri": "file:///etc/hostname", "diagnostics": []}})
+        .to_string(),
+    )
+    .await;
+    let listed = wire.request(3, "session/list", json!({"cwd": "/"})).await;
+    assert_eq!(listed["result"]["sessions"], json!([]), "{listed}");
+    // `/` is still no session's cwd; a project is.
+    let refused = wire
+        .request(4, "session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
+    let (code, message) = error_of(&refused);
+    assert_eq!(code, -32602);
+    assert!(message.contains("root of the file system"), "{message}");
+    let created = wire
+        .request(5, "session/new", json!({"cwd": project, "mcpServers": []}))
+        .await;
+    let session = created["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{created}");
+    let listed = wire.request(6, "session/list", json!({})).await;
+    assert_eq!(listed["result"]["sessions"][0]["sessionId"], session);
+    assert_eq!(listed["result"]["sessions"][0]["cwd"], json!(project));
+    assert!(project.join(".lode/agent.sqlite").is_file());
+
+    drop(wire.stdin);
+    let stderr = exited(wire.child, &log).await;
+    if !had_lode_dir {
+        assert!(!Path::new("/.lode").exists(), "lode wrote into /: {stderr}");
+    }
+    assert!(!home.join(".lode").exists(), "{stderr}");
+    assert!(
+        stderr.contains("/ is the root of the file system, too wide to be one workspace"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "ignored _lode/diagnostics for /etc/hostname: not a file in an open workspace"
+        ),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn started_inside_a_project_lode_opens_it_at_once_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, project) = home_with_project(&dir);
+    let log = dir.path().join("stderr.log");
+    let mut wire = Wire::new(spawn_acp_in(&project.join("src"), &home, &log));
+    wire.initialize(1).await;
+    // Opened before any session names it: its index and store are there already.
+    assert!(project.join(".lode/index").is_dir());
+    assert!(project.join(".lode/agent.sqlite").is_file());
+    let created = wire
+        .request(
+            2,
+            "session/new",
+            json!({"cwd": project.join("src"), "mcpServers": []}),
+        )
+        .await;
+    assert!(created["result"]["sessionId"].is_string(), "{created}");
+    drop(wire.stdin);
+    let stderr = exited(wire.child, &log).await;
+    assert!(!stderr.contains("no workspace is opened"), "{stderr}");
+    assert!(
+        !stderr.contains("opened the workspace"),
+        "the session went to the starting workspace: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn started_outside_a_project_lode_still_reads_the_acp_settings_of_the_user_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, _project) = home_with_project(&dir);
+    user_config(&home, "[acp]\nidle_session_timeout_secs = \"soon\"\n");
+    let output = tokio::process::Command::new(support::lode())
+        .arg("acp")
+        .current_dir(&home)
+        .env("LODE_CONFIG", "")
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("idle_session_timeout_secs must be a whole number"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+    assert!(!home.join(".lode").exists());
 }

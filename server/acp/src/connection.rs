@@ -647,7 +647,8 @@ fn receive_diagnostics(state: &ConnectionState, params: &serde_json::Value) {
         .push_diagnostics(file.session_id.as_deref(), file.path, file.diagnostics)
     {
         eprintln!(
-            "lode acp: ignored {} for {shown}: not a file in the workspace",
+            "lode acp: ignored {} for {shown}: not a file in an open workspace (a session whose \
+             cwd is in the project opens it)",
             ext_diagnostics::METHOD
         );
     }

@@ -114,13 +114,15 @@ pub fn read_token(path: &Path) -> Result<Option<String>, TokenFileError> {
 
 /// The token kept at `path`, made and stored first when there is none (mode 0600 in a directory
 /// created 0700). Returns the token and whether it was made now. Refuses a `path` inside
-/// `workspace`. Two processes starting at once end up with the same token: the file appears
+/// `workspace`, the one lode started in (`None`: it started in none). Two processes starting at once end up with the same token: the file appears
 /// whole, through a hard link that fails when another process got there first.
 pub fn load_or_create_token(
     path: &Path,
-    workspace: &Path,
+    workspace: Option<&Path>,
 ) -> Result<(String, bool), TokenFileError> {
-    refuse_inside(path, workspace)?;
+    if let Some(workspace) = workspace {
+        refuse_inside(path, workspace)?;
+    }
     if let Some(token) = read_token(path)? {
         return Ok((token, false));
     }
@@ -229,7 +231,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let path = home.path().join("lode").join(TOKEN_FILE_NAME);
-        let (token, created) = load_or_create_token(&path, workspace.path()).unwrap();
+        let (token, created) = load_or_create_token(&path, Some(workspace.path())).unwrap();
         assert!(created);
         assert_eq!(token.len(), 2 * TOKEN_BYTES);
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
@@ -241,7 +243,7 @@ mod tests {
             let dir = std::fs::metadata(path.parent().unwrap()).unwrap();
             assert_eq!(dir.permissions().mode() & 0o777, 0o700);
         }
-        let (again, created) = load_or_create_token(&path, workspace.path()).unwrap();
+        let (again, created) = load_or_create_token(&path, Some(workspace.path())).unwrap();
         assert!(!created);
         assert_eq!(again, token);
         assert_eq!(read_token(&path).unwrap().as_deref(), Some(token.as_str()));
@@ -262,7 +264,7 @@ mod tests {
     fn a_token_file_inside_the_workspace_is_refused() {
         let workspace = tempfile::tempdir().unwrap();
         let path = workspace.path().join(".config/lode").join(TOKEN_FILE_NAME);
-        let error = load_or_create_token(&path, workspace.path()).unwrap_err();
+        let error = load_or_create_token(&path, Some(workspace.path())).unwrap_err();
         assert!(
             matches!(error, TokenFileError::InsideWorkspace { .. }),
             "{error}"

@@ -5,6 +5,10 @@
 //! and `session/resume` (and `session/list` naming a `cwd`) open or reuse the workspace of the
 //! request's `cwd`, and every other call goes to the workspace that holds the session.
 //!
+//! A process that started in a project has that workspace open from the start (the default);
+//! one that started elsewhere ([`Workspaces::without_default`]) has none until a session names
+//! one, and answers what needs a workspace but names none from what is open (nothing, at first).
+//!
 //! Routing only: which directory is a workspace's root and how a workspace is opened belong to
 //! a [`WorkspaceOpener`] (the binary's); what a workspace does belongs to its backend.
 
@@ -40,6 +44,11 @@ pub trait WorkspaceOpener: Send + Sync + 'static {
     fn root_for(&self, dir: &Path) -> Option<PathBuf>;
     /// Opens the workspace at `root` (canonical). Called once per root, one call at a time.
     fn open(&self, root: &Path) -> Result<OpenWorkspace, BackendError>;
+    /// The models of the configuration that belongs to no workspace (for lode the user's own),
+    /// for what belongs to no session (`initialize`) when no workspace was open at start.
+    fn models(&self) -> Vec<ModelInfo> {
+        Vec::new()
+    }
 }
 
 struct Opened {
@@ -48,14 +57,14 @@ struct Opened {
 }
 
 /// The open workspaces of one process and which of them holds each session (see the module
-/// docs). The workspace the process started in is the default: it answers what belongs to no
-/// session (models, slash commands).
+/// docs). The workspace the process started in, if it started in one, is the default: it
+/// answers what belongs to no session (models, slash commands).
 pub struct Workspaces {
     opener: Box<dyn WorkspaceOpener>,
     /// The user's home directory, canonical: too wide to be a workspace.
     home: Option<PathBuf>,
-    default_root: PathBuf,
-    default: Arc<dyn AgentBackend>,
+    /// The root and backend of the workspace the process started in, when it started in one.
+    default: Option<(PathBuf, Arc<dyn AgentBackend>)>,
     open: Mutex<HashMap<PathBuf, Opened>>,
     /// Held while a workspace opens, so that two requests for a new root open it once.
     opening: Mutex<()>,
@@ -139,20 +148,28 @@ impl Workspaces {
         home: Option<&Path>,
     ) -> Workspaces {
         let default_root = canonical(default_root);
-        let backend = default.backend.clone();
-        let open = HashMap::from([(
-            default_root.clone(),
+        let mut workspaces = Workspaces::without_default(opener, home);
+        workspaces.default = Some((default_root.clone(), default.backend.clone()));
+        lock(&workspaces.open).insert(
+            default_root,
             Opened {
                 backend: default.backend,
                 _keep_alive: default.keep_alive,
             },
-        )]);
+        );
+        workspaces
+    }
+
+    /// The workspaces of a process that started in no workspace (its directory is no project,
+    /// or too wide to be one): none is open until a session's `cwd` names one. Until then what
+    /// belongs to no session is answered from the opener's [`WorkspaceOpener::models`], a
+    /// listing is empty and diagnostics are dropped.
+    pub fn without_default(opener: impl WorkspaceOpener, home: Option<&Path>) -> Workspaces {
         Workspaces {
             opener: Box::new(opener),
             home: home.map(canonical),
-            default_root,
-            default: backend,
-            open: Mutex::new(open),
+            default: None,
+            open: Mutex::new(HashMap::new()),
             opening: Mutex::new(()),
             sessions: Mutex::new(HashMap::new()),
         }
@@ -160,8 +177,9 @@ impl Workspaces {
 
     /// The roots of the open workspaces, the default first.
     pub fn roots(&self) -> Vec<PathBuf> {
+        let default_root = self.default.as_ref().map(|(root, _)| root);
         let mut roots: Vec<PathBuf> = lock(&self.open).keys().cloned().collect();
-        roots.sort_by_key(|root| (*root != self.default_root, root.clone()));
+        roots.sort_by_key(|root| (Some(root) != default_root, root.clone()));
         roots
     }
 
@@ -299,12 +317,27 @@ impl AgentBackend for Workspaces {
     fn models(&self, session_id: Option<&str>) -> Vec<ModelInfo> {
         match session_id.and_then(|id| self.holder(id).ok()) {
             Some(backend) => backend.models(session_id),
-            None => self.default.models(None),
+            None => match &self.default {
+                Some((_, default)) => default.models(None),
+                None => self.opener.models(),
+            },
         }
     }
 
+    /// lode's own commands, the same in every workspace: the default's, else those of the first
+    /// open workspace (they are announced once a session has opened one).
     fn slash_commands(&self) -> Vec<SlashCommandInfo> {
-        self.default.slash_commands()
+        let first = || {
+            self.all_open()
+                .into_iter()
+                .next()
+                .map(|(_, backend)| backend)
+        };
+        self.default
+            .as_ref()
+            .map(|(_, default)| default.clone())
+            .or_else(first)
+            .map_or_else(Vec::new, |backend| backend.slash_commands())
     }
 
     fn new_session(

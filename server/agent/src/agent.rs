@@ -915,6 +915,23 @@ fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> 
     Ok(providers)
 }
 
+/// The models `loaded` configures, the default first, as an agent opened on it offers them; none
+/// when it configures no provider. An error where opening an agent would fail (a provider that
+/// cannot be built, a `default` naming none). For a front end that answers before it has a
+/// workspace (`lode acp` started outside a project).
+pub fn configured_models(loaded: &LoadedConfig) -> Result<Vec<ModelInfo>, AgentError> {
+    match build_providers(loaded) {
+        Ok(providers) => Ok(providers
+            .iter()
+            .map(|(_, provider)| provider.info().clone())
+            .collect()),
+        Err(AgentError::Config(
+            ConfigError::NoProvider { .. } | ConfigError::UntrustedProviders { .. },
+        )) => Ok(Vec::new()),
+        Err(error) => Err(error),
+    }
+}
+
 /// A mode by its exact name (`ask`, `code`, `architect`), surrounding whitespace ignored.
 pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
     Mode::ALL

@@ -195,12 +195,23 @@ impl ConfigSources {
         });
         ConfigSources {
             workspace_trusted,
+            workspace: Some(root.join(WORKSPACE_CONFIG)),
+            ..ConfigSources::outside_workspace(explicit)
+        }
+    }
+
+    /// The standard places that belong to no workspace (the flag, `$LODE_CONFIG`, the user's
+    /// file): what every workspace's configuration is layered on, for a front end that has no
+    /// workspace yet (`lode acp` started outside a project).
+    pub fn outside_workspace(explicit: Option<&Path>) -> ConfigSources {
+        ConfigSources {
             flag: explicit.map(Path::to_path_buf),
             env: std::env::var_os(CONFIG_ENV)
                 .filter(|value| !value.is_empty())
                 .map(PathBuf::from),
-            workspace: Some(root.join(WORKSPACE_CONFIG)),
+            workspace: None,
             user: dirs::config_dir().map(|dir| dir.join("lode").join("config.toml")),
+            workspace_trusted: false,
         }
     }
 

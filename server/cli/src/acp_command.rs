@@ -1,7 +1,8 @@
 //! `lode acp`: lode as an Agent Client Protocol agent, on stdio (what editors spawn) or, with
 //! `--http`, over the streamable HTTP / WebSocket transport for clients that connect to a
-//! long-running lode. Opens the agent of the starting workspace and hands `lode_acp` the set of
-//! workspaces it may grow into (one per session `cwd`); stdout is the protocol.
+//! long-running lode. Opens the agent of the starting workspace, when it starts in one (see
+//! [`Start`]), and hands `lode_acp` the set of workspaces it may grow into (one per session
+//! `cwd`); stdout is the protocol.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -53,18 +54,40 @@ pub struct AcpArgs {
 }
 
 pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitCode> {
-    let root = crate::commands::resolve_root(workspace, None)?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let start = start_in(workspace, home.as_deref())?;
     let setup = crate::agent_cli::AgentSetup::from_args(workspace)?;
-    let mut options = setup.options_for(&root, workspace.index_dir.clone())?;
-    // Without a provider lode still answers `initialize`, and each prompt says how to add one.
-    options.allow_no_provider = true;
+    // The starting workspace and its agent's options, when lode starts in one.
+    let starting = match start {
+        Start::Workspace(root) => {
+            let mut options = setup.options_for(&root, workspace.index_dir.clone())?;
+            // Without a provider lode still answers `initialize`, and each prompt says how to
+            // add one.
+            options.allow_no_provider = true;
+            Some((root, options))
+        }
+        Start::Outside(why) => {
+            eprintln!(
+                "lode acp: {why}, so no workspace is opened now; each session opens the one its \
+                 cwd names"
+            );
+            if workspace.index_dir.is_some() {
+                eprintln!(
+                    "lode acp: --index-dir ($LODE_INDEX_DIR) is not used: it is the starting \
+                     workspace's, and there is none (--root gives one)"
+                );
+            }
+            None
+        }
+    };
+    let start_root = starting.as_ref().map(|(root, _)| root.clone());
     // The token is settled before anything starts, so a bad token file stops lode at once.
     let http = match args.http {
         None => None,
         Some(addr) if !addr.ip().is_loopback() && args.token.is_none() => {
             return Err(lode_acp::TransportError::TokenRequired(addr).into());
         }
-        Some(addr) => Some((addr, http_token(args.token.clone(), &root)?)),
+        Some(addr) => Some((addr, http_token(args.token.clone(), start_root.as_deref())?)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,23 +95,53 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
         .build()
         .context("cannot start the async runtime")?;
     let outcome = runtime.block_on(async {
-        let agent = lode_agent::Agent::open(&root, options).context("cannot open the agent")?;
-        let connection =
-            acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
-        if agent.models().is_empty() {
-            eprintln!(
-                "lode acp: no LLM provider is configured; prompts are refused until one is \
-                 (`lode config` shows where lode looks)"
-            );
-        }
-        let opener = Opener {
+        let mut opener = Opener {
             setup,
             watch: !args.no_watch,
+            models: Vec::new(),
         };
-        let default = opener.serve(agent);
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let backend: Arc<dyn AgentBackend> =
-            Arc::new(Workspaces::new(opener, &root, default, home.as_deref()));
+        let (workspaces, connection) = match starting {
+            Some((root, options)) => {
+                let agent =
+                    lode_agent::Agent::open(&root, options).context("cannot open the agent")?;
+                let connection =
+                    acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
+                if agent.models().is_empty() {
+                    eprintln!(
+                        "lode acp: no LLM provider is configured; prompts are refused until one \
+                         is (`lode config` shows where lode looks)"
+                    );
+                }
+                let default = opener.serve(agent);
+                let workspaces = Workspaces::new(opener, &root, default, home.as_deref());
+                (workspaces, connection)
+            }
+            None => {
+                // No workspace's file applies: the user's own configuration answers until a
+                // session opens a workspace, which then layers its own file over it.
+                let sources = lode_agent::config::ConfigSources::outside_workspace(
+                    opener.setup.config_file(),
+                );
+                let loaded = lode_agent::config::Config::load_from(&sources)
+                    .context("cannot read the configuration")?;
+                opener.models = lode_agent::configured_models(&loaded)
+                    .context("cannot use the configured LLM providers")?;
+                let connection =
+                    acp_settings(loaded.config.other.get("acp")).map_err(anyhow::Error::msg)?;
+                if opener.models.is_empty() {
+                    eprintln!(
+                        "lode acp: no LLM provider is configured outside the workspaces; prompts \
+                         are refused until one is, but for a workspace whose own \
+                         .lode/config.toml adds one (`lode config` shows where lode looks)"
+                    );
+                }
+                (
+                    Workspaces::without_default(opener, home.as_deref()),
+                    connection,
+                )
+            }
+        };
+        let backend: Arc<dyn AgentBackend> = Arc::new(workspaces);
         match http {
             None => lode_acp::serve_stdio(backend, connection).await?,
             Some((addr, (token, token_given))) => {
@@ -120,12 +173,74 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
     outcome.map(|()| ExitCode::SUCCESS)
 }
 
+/// Where `lode acp` starts.
+#[derive(Debug, PartialEq, Eq)]
+enum Start {
+    /// In the workspace at this root, opened at once: `--root`, else the project the current
+    /// directory lies in.
+    Workspace(PathBuf),
+    /// In no workspace, for this reason: the current directory lies in no project, or is `/` or
+    /// the home directory itself. Editors often start agents there and name the project in
+    /// each session's `cwd`; opening the directory would index and watch everything below it
+    /// (or fail, where lode cannot write) for a workspace no session can use.
+    Outside(String),
+}
+
+/// Where `lode acp` starts (see [`Start`]). With `--root` as every command does; else in the
+/// project the current directory lies in: its nearest ancestor marked with `.lode/` or `.git`
+/// (the directory itself included), unless that is `/` or `home` itself.
+fn start_in(workspace: &WorkspaceArgs, home: Option<&Path>) -> anyhow::Result<Start> {
+    let root = crate::commands::resolve_root(workspace, None)?;
+    if workspace.root.is_some() {
+        return Ok(Start::Workspace(root));
+    }
+    let dir = std::env::current_dir().context("cannot read the current directory")?;
+    Ok(start_at(&dir, root, home))
+}
+
+/// [`start_in`] without `--root`: `dir` is the current directory, `root` what root discovery
+/// made of it.
+fn start_at(dir: &Path, root: PathBuf, home: Option<&Path>) -> Start {
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let canonical_root = real(&root);
+    if canonical_root.parent().is_none() {
+        return Start::Outside(format!(
+            "{} is the root of the file system, too wide to be one workspace",
+            dir.display()
+        ));
+    }
+    if home.map(real).as_deref() == Some(canonical_root.as_path()) {
+        return Start::Outside(format!(
+            "{} is your home directory itself, too wide to be one workspace",
+            dir.display()
+        ));
+    }
+    match marked_root(dir) {
+        Some(_) => Start::Workspace(root),
+        None => Start::Outside(format!(
+            "{} is in no project (no .lode/ or .git marks it or a folder above it)",
+            dir.display()
+        )),
+    }
+}
+
+/// The root of the project `dir` lies in as the disk marks it: the nearest ancestor, `dir`
+/// itself included, with `.lode/` or `.git`; `None` when nothing marks one.
+fn marked_root(dir: &Path) -> Option<PathBuf> {
+    let root = crate::root::discover_root(dir);
+    // `discover_root` falls back to `dir` itself when no marker is found.
+    let marked = root != dir || dir.join(".lode").is_dir() || dir.join(".git").exists();
+    marked.then_some(root)
+}
+
 /// Opens the workspace a session's `cwd` names, as `lode acp` opens its own: an agent with the
 /// same global flags (its index in `<root>/.lode/index`: `--index-dir` is the starting
 /// workspace's), its own config layering and trust, and a watcher holding its lease.
 struct Opener {
     setup: crate::agent_cli::AgentSetup,
     watch: bool,
+    /// The models of the user's own configuration, when lode started in no workspace.
+    models: Vec<lode_agent::llm::ModelInfo>,
 }
 
 impl Opener {
@@ -158,10 +273,7 @@ impl Opener {
 
 impl WorkspaceOpener for Opener {
     fn root_for(&self, dir: &Path) -> Option<PathBuf> {
-        let root = crate::root::discover_root(dir);
-        // `discover_root` falls back to `dir` itself when no marker is found.
-        let marked = root != dir || dir.join(".lode").is_dir() || dir.join(".git").exists();
-        marked.then_some(root)
+        marked_root(dir)
     }
 
     fn open(&self, root: &Path) -> Result<OpenWorkspace, BackendError> {
@@ -181,11 +293,16 @@ impl WorkspaceOpener for Opener {
         eprintln!("lode acp: opened the workspace {}", root.display());
         Ok(self.serve(agent))
     }
+
+    fn models(&self) -> Vec<lode_agent::llm::ModelInfo> {
+        self.models.clone()
+    }
 }
 
 /// The bearer token of `lode acp --http`, and whether it was given: `--token` /
-/// `$LODE_ACP_TOKEN`, else the one kept in the token file (made on first start).
-fn http_token(given: Option<String>, root: &std::path::Path) -> anyhow::Result<(String, bool)> {
+/// `$LODE_ACP_TOKEN`, else the one kept in the token file (made on first start), which must not
+/// lie inside the starting workspace `root` (when lode starts in one).
+fn http_token(given: Option<String>, root: Option<&Path>) -> anyhow::Result<(String, bool)> {
     if let Some(token) = given {
         anyhow::ensure!(
             !token.trim().is_empty(),
@@ -268,6 +385,35 @@ mod tests {
                 .idle_session_timeout,
             None
         );
+    }
+
+    #[test]
+    fn lode_starts_in_a_project_and_outside_anything_else() {
+        let temp = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(temp.path()).unwrap().join("home");
+        let project = home.join("code/project");
+        let notes = home.join("notes");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(project.join("src")).unwrap();
+        std::fs::create_dir_all(&notes).unwrap();
+        let start = |dir: &Path| start_at(dir, crate::root::discover_root(dir), Some(&home));
+        let outside = |dir: &Path| match start(dir) {
+            Start::Outside(why) => why,
+            other => panic!("{dir:?} should start outside any workspace, got {other:?}"),
+        };
+        // A project, from its root or from a folder inside it, is opened at once.
+        assert_eq!(start(&project), Start::Workspace(project.clone()));
+        assert_eq!(
+            start(&project.join("src")),
+            Start::Workspace(project.clone())
+        );
+        // A folder no marker claims is no project.
+        assert!(outside(&notes).contains("is in no project"));
+        // The home directory itself is too wide, marked or not; so is the file system's root.
+        assert!(outside(&home).contains("your home directory itself"));
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        assert!(outside(&home).contains("your home directory itself"));
+        assert!(outside(Path::new("/")).contains("the root of the file system"));
     }
 
     #[test]

@@ -450,6 +450,11 @@ impl AgentSetup {
         })
     }
 
+    /// The `--config` file, if one was given.
+    pub fn config_file(&self) -> Option<&std::path::Path> {
+        self.config_file.as_deref()
+    }
+
     /// The options of the agent on `root`: its own diagnostics source and vector store, its
     /// index in `index_dir` (`None`: `<root>/.lode/index`).
     pub fn options_for(

@@ -5,6 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 
+fn model(provider: &str) -> ModelInfo {
+    ModelInfo {
+        provider: provider.to_owned(),
+        model: "m".into(),
+        context_window: 1000,
+        max_output_tokens: 100,
+        supports_images: false,
+    }
+}
+
 /// One workspace's sessions, their ids prefixed with the workspace's name.
 struct Fake {
     name: String,
@@ -32,16 +42,14 @@ impl Fake {
 #[async_trait::async_trait]
 impl AgentBackend for Fake {
     fn models(&self, _session_id: Option<&str>) -> Vec<ModelInfo> {
-        vec![ModelInfo {
-            provider: self.name.clone(),
-            model: "m".into(),
-            context_window: 1000,
-            max_output_tokens: 100,
-            supports_images: false,
-        }]
+        vec![model(&self.name)]
     }
     fn slash_commands(&self) -> Vec<SlashCommandInfo> {
-        Vec::new()
+        vec![SlashCommandInfo {
+            name: format!("{}-help", self.name),
+            description: String::new(),
+            input_hint: None,
+        }]
     }
     fn new_session(
         &self,
@@ -152,6 +160,10 @@ impl WorkspaceOpener for Opener {
             backend: fake,
             keep_alive: Box::new(KeepAlive(self.dropped.clone())),
         })
+    }
+    /// The user's own configuration names one model, `user`.
+    fn models(&self) -> Vec<ModelInfo> {
+        vec![model("user")]
     }
 }
 
@@ -496,4 +508,61 @@ fn diagnostics_go_to_the_innermost_open_workspace_of_the_file() {
         vec![nested.join("lib.rs")]
     );
     assert_eq!(*lock(&default.pushed), vec![home.join("alpha/src/main.rs")]);
+}
+
+#[test]
+fn without_a_default_nothing_opens_until_a_session_names_a_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = std::fs::canonicalize(dir.path()).unwrap().join("home");
+    for project in ["alpha", "beta"] {
+        std::fs::create_dir_all(home.join(project).join(".git")).unwrap();
+        std::fs::create_dir_all(home.join(project).join("src")).unwrap();
+    }
+    std::fs::create_dir_all(home.join("notes/2026")).unwrap();
+    let opener = Opener::default();
+    let workspaces = Workspaces::without_default(opener.clone(), Some(&home));
+    let providers = |models: Vec<ModelInfo>| -> Vec<String> {
+        models.into_iter().map(|model| model.provider).collect()
+    };
+
+    // What needs a workspace but names none gets an empty answer, and opens nothing.
+    assert!(workspaces.roots().is_empty());
+    assert_eq!(providers(workspaces.models(None)), ["user"]);
+    assert_eq!(providers(workspaces.models(Some("nowhere-1"))), ["user"]);
+    assert!(workspaces.slash_commands().is_empty());
+    assert_eq!(workspaces.list_sessions(None).unwrap(), vec![]);
+    assert_eq!(workspaces.list_sessions(Some(&home)).unwrap(), vec![]);
+    assert_eq!(
+        workspaces.list_sessions(Some(Path::new("/"))).unwrap(),
+        vec![]
+    );
+    assert!(!workspaces.push_diagnostics(None, home.join("alpha/src/main.rs"), vec![]));
+    assert_eq!(
+        workspaces.set_mode("nowhere-1", "ask"),
+        Err(BackendError::SessionNotFound("nowhere-1".into()))
+    );
+    assert!(matches!(
+        workspaces.new_session(home.clone(), vec![]),
+        Err(BackendError::InvalidInput(_))
+    ));
+    assert_eq!(opener.count(), 0);
+
+    // A session opens its project, which then answers for itself.
+    let in_alpha = workspaces
+        .new_session(home.join("alpha/src"), vec![])
+        .unwrap();
+    assert_eq!(workspaces.roots(), vec![home.join("alpha")]);
+    assert_eq!(providers(workspaces.models(Some(&in_alpha.id))), ["alpha"]);
+    assert_eq!(providers(workspaces.models(None)), ["user"]);
+    assert_eq!(workspaces.slash_commands()[0].name, "alpha-help");
+    assert!(workspaces.push_diagnostics(None, home.join("alpha/src/main.rs"), vec![]));
+    assert_eq!(workspaces.list_sessions(None).unwrap(), vec![in_alpha]);
+    // With no project around it, a folder is its own workspace (nothing wider is open).
+    workspaces
+        .new_session(home.join("notes/2026"), vec![])
+        .unwrap();
+    assert_eq!(
+        workspaces.roots(),
+        vec![home.join("alpha"), home.join("notes/2026")]
+    );
 }
