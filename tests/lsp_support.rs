@@ -35,6 +35,8 @@ pub struct LspClient {
     pub root: PathBuf,
     /// The button chosen for `window/showMessageRequest` (`None`: dismissed, answered `null`).
     pub message_request_choice: Option<String>,
+    /// Server requests (by method) this client never answers, as a slow or broken editor.
+    pub unanswered: Vec<String>,
 }
 
 /// What the client answers a server request: `workspace/applyEdit` is applied (the test
@@ -150,6 +152,7 @@ impl LspClient {
             stderr,
             root: std::fs::canonicalize(root).expect("root exists"),
             message_request_choice: None,
+            unanswered: Vec::new(),
         }
     }
 
@@ -223,7 +226,12 @@ impl LspClient {
     /// Answers a server request (progress tokens, anything else with null) or keeps a
     /// notification for later.
     fn keep(&mut self, message: Value) {
-        if let (Some(method), Some(id)) = (message.get("method"), message.get("id")) {
+        if let (Some(method), Some(id)) = (message.get("method"), message.get("id"))
+            && !self
+                .unanswered
+                .iter()
+                .any(|skipped| method == skipped.as_str())
+        {
             let result = answer_for(method, self.message_request_choice.as_deref());
             let id = id.clone();
             self.send(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));

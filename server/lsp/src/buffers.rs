@@ -2,14 +2,14 @@
 //!
 //! Edits go to the `lode-buffers` thread as they arrive; it takes everything queued at once,
 //! so a burst of keystrokes costs one update per buffer (the newest text wins), brings each
-//! buffer's [`Syntax`] up to date and publishes an [`Analysis`]: the version's tags and
-//! outline, computed once. A request waits for the analysis of the version it was sent after
+//! buffer's [`Syntax`] up to date and publishes an [`Analysis`]: the version's tags (and
+//! outline, made once on first use). A request waits for the analysis of the version it was sent after
 //! (a few milliseconds) and never for the index's writer; if that takes longer than
 //! [`PATIENCE`], it answers from the newest analysis there is.
 
 use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use lode_index::Language;
@@ -30,14 +30,31 @@ pub const PATIENCE: Duration = Duration::from_secs(2);
 pub struct Analysis {
     pub document: Document,
     pub tags: FileTags,
-    pub outline: Vec<DocumentSymbol>,
     /// Why the buffer was not parsed (too large), to tell the user once.
     pub skipped: Option<String>,
+    /// The outline, made by the first request that wants it (typing followed by symbol
+    /// searches only never pays for it).
+    outline: OnceLock<Vec<DocumentSymbol>>,
 }
 
 impl Analysis {
+    pub fn new(document: Document, tags: FileTags, skipped: Option<String>) -> Analysis {
+        Analysis {
+            document,
+            tags,
+            skipped,
+            outline: OnceLock::new(),
+        }
+    }
+
     pub fn version(&self) -> i32 {
         self.document.version()
+    }
+
+    /// The hierarchical outline (`textDocument/documentSymbol`) of this version.
+    pub fn outline(&self) -> &[DocumentSymbol] {
+        self.outline
+            .get_or_init(|| document_symbols(&self.document, &self.tags))
     }
 }
 
@@ -232,23 +249,14 @@ fn update(buffer: &mut Buffer, parse_limit: usize) -> Analysis {
     if document.text().len() > parse_limit {
         buffer.syntax = None;
         buffer.reparse = true;
-        return Analysis {
-            skipped: Some(format!(
-                "lode: this buffer is {} bytes, over the {parse_limit}-byte limit for outlines and symbols; it is not parsed or indexed while it is that large",
-                document.text().len()
-            )),
-            document,
-            tags: FileTags::default(),
-            outline: Vec::new(),
-        };
+        let reason = format!(
+            "lode: this buffer is {} bytes, over the {parse_limit}-byte limit for outlines and symbols; it is not parsed or indexed while it is that large",
+            document.text().len()
+        );
+        return Analysis::new(document, FileTags::default(), Some(reason));
     }
     let Some(language) = buffer.language else {
-        return Analysis {
-            document,
-            tags: FileTags::default(),
-            outline: Vec::new(),
-            skipped: None,
-        };
+        return Analysis::new(document, FileTags::default(), None);
     };
     let followed = match (&mut buffer.syntax, buffer.reparse) {
         (Some(syntax), false) => syntax
@@ -271,11 +279,5 @@ fn update(buffer: &mut Buffer, parse_limit: usize) -> Analysis {
         .as_ref()
         .map(|syntax| syntax.tags().clone())
         .unwrap_or_default();
-    let outline = document_symbols(&document, &tags);
-    Analysis {
-        document,
-        tags,
-        outline,
-        skipped: None,
-    }
+    Analysis::new(document, tags, None)
 }

@@ -171,6 +171,31 @@ impl Document {
         Range::new(self.position_of(start), self.position_of(end))
     }
 
+    /// The LSP position of a byte offset believed to be on 0-based `row` (a definition knows its
+    /// lines): no search through the line table when it is. Same answer as
+    /// [`Document::position_of`].
+    pub fn position_on_row(&self, offset: usize, row: usize) -> Position {
+        let offset = offset.min(self.text.len());
+        let on_row = self
+            .line_starts
+            .get(row)
+            .is_some_and(|&start| start <= offset)
+            && self
+                .line_starts
+                .get(row + 1)
+                .is_none_or(|&next| offset < next);
+        if !on_row || !self.text.is_char_boundary(offset) {
+            return self.position_of(offset);
+        }
+        let prefix = &self.text[self.line_starts[row]..offset];
+        let character = if prefix.is_ascii() {
+            prefix.len()
+        } else {
+            prefix.chars().map(char::len_utf16).sum()
+        };
+        Position::new(row as u32, character as u32)
+    }
+
     /// The end of a line's content (before its `\n` or `\r\n`).
     fn line_end(&self, line: usize) -> usize {
         let next = self
@@ -204,10 +229,12 @@ pub fn position_in(text: &str, line_starts: &[usize], offset: usize) -> Position
         offset -= 1;
     }
     let line = line_starts.partition_point(|&start| start <= offset) - 1;
-    let character: usize = text[line_starts[line]..offset]
-        .chars()
-        .map(char::len_utf16)
-        .sum();
+    let prefix = &text[line_starts[line]..offset];
+    let character = if prefix.is_ascii() {
+        prefix.len()
+    } else {
+        prefix.chars().map(char::len_utf16).sum()
+    };
     Position::new(line as u32, character as u32)
 }
 
@@ -285,6 +312,44 @@ mod tests {
         assert!(matches!(error, EditError::ReversedRange { .. }));
         assert_eq!(doc.text(), "new\ntext");
         assert_eq!(doc.version(), 2);
+    }
+
+    #[test]
+    fn positions_on_a_known_row_match_the_searched_ones() {
+        let doc = Document::new("fn a() {}\nlet é😀 = 1;\n\n  tail".into(), 1, "rust");
+        for offset in 0..=doc.text().len() + 2 {
+            let expected = doc.position_of(offset);
+            // The right row, a wrong one, and one past the end all give the same answer.
+            for row in [expected.line as usize, 0, 2, 99] {
+                assert_eq!(
+                    doc.position_on_row(offset, row),
+                    expected,
+                    "{offset} on {row}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_line_table_follows_edits_as_a_rescan_would() {
+        let mut doc = Document::new("one\ntwo\nthree\n".into(), 1, "text");
+        let edits: [(((u32, u32), (u32, u32)), &str); 5] = [
+            (((0, 3), (0, 3)), "\nnew\nlines"),
+            (((1, 0), (3, 2)), ""),
+            (((0, 0), (0, 0)), "\r\n"),
+            (((2, 1), (2, 1)), "é\n😀"),
+            (((0, 0), (9, 0)), "all\ngone\n"),
+        ];
+        for (version, (range, text)) in edits.into_iter().enumerate() {
+            doc.apply_changes(&[change(Some(range), text)], version as i32 + 2)
+                .unwrap();
+            assert_eq!(
+                doc.line_starts(),
+                line_starts(doc.text()),
+                "{:?}",
+                doc.text()
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use lode_index::Language;
 use lode_index::parse::parse_tree;
 use lode_index::tags::{DefKind, Definition, FileTags, extract_tags};
-use tower_lsp_server::lsp_types::{DocumentSymbol, SymbolKind};
+use tower_lsp_server::lsp_types::{DocumentSymbol, Range, SymbolKind};
 
 use crate::document::Document;
 
@@ -58,27 +58,22 @@ pub fn name_span(text: &str, definition: &Definition) -> (usize, usize) {
     }
 }
 
-/// First occurrence of `word` in `haystack` not embedded in a longer identifier.
+/// First occurrence of `word` in `haystack` not embedded in a longer identifier. A plain scan
+/// from the start: the names looked up sit a few bytes into the text searched (a definition's
+/// name), where setting up a substring searcher would cost more than the search.
 pub fn find_word(haystack: &str, word: &str) -> Option<usize> {
-    if word.is_empty() {
-        return None;
-    }
     let bytes = haystack.as_bytes();
-    let mut from = 0;
-    while let Some(found) = haystack[from..].find(word) {
-        let at = from + found;
-        let end = at + word.len();
-        let before_ok = at == 0 || !is_identifier_byte(bytes[at - 1]);
-        let after_ok = end >= bytes.len() || !is_identifier_byte(bytes[end]);
-        if before_ok && after_ok {
-            return Some(at);
-        }
-        from = at + word.len().max(1);
-        while from < haystack.len() && !haystack.is_char_boundary(from) {
-            from += 1;
-        }
-    }
-    None
+    let wanted = word.as_bytes();
+    let &first = wanted.first()?;
+    let last_start = bytes.len().checked_sub(wanted.len())?;
+    (0..=last_start).find(|&at| {
+        bytes[at] == first
+            && &bytes[at..at + wanted.len()] == wanted
+            && (at == 0 || !is_identifier_byte(bytes[at - 1]))
+            && bytes
+                .get(at + wanted.len())
+                .is_none_or(|&next| !is_identifier_byte(next))
+    })
 }
 
 /// Bytes that can continue an identifier in the languages lode parses.
@@ -106,7 +101,18 @@ pub fn document_symbols(document: &Document, tags: &FileTags) -> Vec<DocumentSym
             close_top(&mut stack, &mut roots);
         }
         let (name_start, name_end) = name_span(text, definition);
-        let range = document.range_of(definition.start_byte, definition.end_byte);
+        // Definitions know their lines: no search through the line table.
+        let first_row = definition.start_line.saturating_sub(1) as usize;
+        let last_row = definition.end_line.saturating_sub(1) as usize;
+        let range = Range::new(
+            document.position_on_row(definition.start_byte, first_row),
+            document.position_on_row(definition.end_byte, last_row),
+        );
+        let name_row = first_row
+            + text[definition.start_byte.min(name_start)..name_start]
+                .bytes()
+                .filter(|&byte| byte == b'\n')
+                .count();
         let symbol = DocumentSymbol {
             name: definition.scope_label(),
             detail: Some(definition.signature.clone()).filter(|s| !s.is_empty()),
@@ -114,7 +120,10 @@ pub fn document_symbols(document: &Document, tags: &FileTags) -> Vec<DocumentSym
             tags: None,
             deprecated: None,
             range,
-            selection_range: document.range_of(name_start, name_end),
+            selection_range: Range::new(
+                document.position_on_row(name_start, name_row),
+                document.position_on_row(name_end, name_row),
+            ),
             children: None,
         };
         stack.push((definition.end_byte, symbol));

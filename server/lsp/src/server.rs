@@ -20,7 +20,7 @@ use crate::buffers::{Analysis, Buffers};
 use crate::document::{Document, utf16_column};
 use crate::live::LiveIndex;
 use crate::navigate::{Imports, Proximity, identifier_at};
-use crate::outline::{buffer_tags, document_symbols, find_word, name_span, symbol_kind_named};
+use crate::outline::{buffer_tags, find_word, name_span, symbol_kind_named};
 use crate::watch::{DiskWatcher, watch_disk};
 
 /// At most this many results for `workspace/symbol`.
@@ -367,12 +367,45 @@ fn read_and_analyse(path: &Path, limit: usize) -> Result<Analysis> {
     } else {
         buffer_tags(Language::from_path(path), document.text()).map_err(internal)?
     };
-    Ok(Analysis {
-        document,
-        tags,
-        outline: Vec::new(),
-        skipped: None,
-    })
+    Ok(Analysis::new(document, tags, None))
+}
+
+/// A query's letters, lowercased, without underscores: every name the index's matching accepts
+/// (exactly, by prefix, substring or fuzzily, underscores optional) holds them in order. Lets a
+/// search over thousands of buffer definitions skip most names without allocating.
+struct QueryLetters(Option<Vec<u8>>);
+
+impl QueryLetters {
+    fn of(query: &str) -> QueryLetters {
+        QueryLetters(query.is_ascii().then(|| {
+            query
+                .bytes()
+                .filter(|&byte| byte != b'_')
+                .map(|byte| byte.to_ascii_lowercase())
+                .collect()
+        }))
+    }
+
+    /// `false` only when `name` cannot match (non-ASCII queries are never ruled out here).
+    fn may_match(&self, name: &str) -> bool {
+        let Some(letters) = &self.0 else {
+            return true;
+        };
+        if !name.is_ascii() {
+            // Lowercasing some non-ASCII letters yields ASCII ones (the Kelvin sign is `k`).
+            return true;
+        }
+        let mut wanted = letters.iter().peekable();
+        for byte in name.bytes() {
+            if wanted
+                .peek()
+                .is_some_and(|&&letter| letter == byte.to_ascii_lowercase())
+            {
+                wanted.next();
+            }
+        }
+        wanted.peek().is_none()
+    }
 }
 
 /// How well a name answers a `workspace/symbol` query (smaller is better), as the index ranks.
@@ -686,9 +719,13 @@ impl LanguageServer for LodeServer {
                 ))
             })
             .collect();
+        let folded = QueryLetters::of(&query);
         for (uri, analysis) in &open {
             let text = analysis.document.text();
             for definition in &analysis.tags.definitions {
+                if !folded.may_match(&definition.name) {
+                    continue;
+                }
                 let Some(rank) = symbol_rank(&query, &definition.name) else {
                     continue;
                 };
@@ -722,13 +759,9 @@ impl LanguageServer for LodeServer {
         params: DocumentSymbolParams,
     ) -> Result<Option<DocumentSymbolResponse>> {
         let analysis = self.analysis_of(&params.text_document.uri).await?;
-        let outline = if analysis.outline.is_empty() && !analysis.tags.definitions.is_empty() {
-            // A file read from disk: its outline is made for this request only.
-            document_symbols(&analysis.document, &analysis.tags)
-        } else {
-            analysis.outline.clone()
-        };
-        Ok(Some(DocumentSymbolResponse::Nested(outline)))
+        Ok(Some(DocumentSymbolResponse::Nested(
+            analysis.outline().to_vec(),
+        )))
     }
 
     async fn goto_definition(
@@ -869,5 +902,39 @@ impl LanguageServer for LodeServer {
         let _ = turn.await;
         guard.disarm();
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_letters_never_rule_out_a_name_the_index_would_match() {
+        let names = [
+            "get_user",
+            "GetUser",
+            "getUser",
+            "user_get",
+            "Index",
+            "IndexWriter",
+            "x",
+            "g_e_t",
+            "Kelvin\u{212A}",
+            "über",
+        ];
+        let queries = [
+            "getusr", "get_user", "GETUSER", "ind", "dexwr", "k", "x", "g_e", "üb",
+        ];
+        for query in queries {
+            let letters = QueryLetters::of(query);
+            for name in names {
+                if symbol_rank(query, name).is_some() {
+                    assert!(letters.may_match(name), "{query:?} would skip {name:?}");
+                }
+            }
+        }
+        assert!(!QueryLetters::of("zzz").may_match("get_user"));
+        assert!(!QueryLetters::of("resu").may_match("user"));
     }
 }
