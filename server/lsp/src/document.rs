@@ -333,7 +333,8 @@ mod tests {
     #[test]
     fn the_line_table_follows_edits_as_a_rescan_would() {
         let mut doc = Document::new("one\ntwo\nthree\n".into(), 1, "text");
-        let edits: [(((u32, u32), (u32, u32)), &str); 5] = [
+        type LineRange = ((u32, u32), (u32, u32));
+        let edits: [(LineRange, &str); 5] = [
             (((0, 3), (0, 3)), "\nnew\nlines"),
             (((1, 0), (3, 2)), ""),
             (((0, 0), (0, 0)), "\r\n"),
