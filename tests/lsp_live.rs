@@ -88,15 +88,20 @@ fn typing_in_a_large_file_keeps_the_outline_and_symbols_current() {
     let mut client = LspClient::start(dir.path(), &["--no-watch", "--debounce-ms", "600000"]);
     client.initialize_and_wait_for_index();
     let doc = client.doc_uri("src/generated.rs");
-    client.open("src/generated.rs", "rust", &text);
-    let mut before = Vec::new();
-    outline_names(
-        &client.call(
-            "textDocument/documentSymbol",
-            json!({ "textDocument": { "uri": doc } }),
-        ),
-        &mut before,
+    // Not open: the server reads the file. Open: the transport answers from the buffer's
+    // analysis, written straight to the wire. Both say the same.
+    let from_disk = client.call(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": doc } }),
     );
+    client.open("src/generated.rs", "rust", &text);
+    let from_buffer = client.call(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": doc } }),
+    );
+    assert_eq!(from_disk, from_buffer);
+    let mut before = Vec::new();
+    outline_names(&from_buffer, &mut before);
     assert!(before.len() > 3000, "{}", before.len());
 
     // A new top-level function typed on the blank line after the first impl block, with the
@@ -168,13 +173,28 @@ fn typing_in_a_large_file_keeps_the_outline_and_symbols_current() {
     let found = client.call("workspace/symbol", json!({ "query": "grow_faster" }));
     assert_eq!(found[0]["name"], "grow_faster", "{found}");
 
-    // A generous bound (the benchmark in bench/lsp checks the real targets): before the live
-    // path kept buffers incrementally, each of these re-parsed and re-read the whole file.
+    // A generous bound, against a reference from the same run (bench/lsp checks the real
+    // targets): the same text opened as a new buffer, whose outline needs a whole parse.
+    // Before the live path kept buffers incrementally, every keystroke cost about that much
+    // (a whole parse, tags query and outline each time); now a fraction (0.04 to 0.08 in a
+    // release build, about 0.4 in a debug build, where the outline's fixed costs weigh more).
+    let copy = client.doc_uri("src/copy.rs");
+    let started = Instant::now();
+    client.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": copy, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    client.call(
+        "textDocument/documentSymbol",
+        json!({ "textDocument": { "uri": copy } }),
+    );
+    let whole = started.elapsed();
     latencies.sort();
     let median = latencies[latencies.len() / 2];
+    eprintln!("keystroke + documentSymbol median {median:?}, a whole new buffer {whole:?}");
     assert!(
-        median < Duration::from_millis(250),
-        "median keystroke + documentSymbol took {median:?}"
+        median * 10 < whole * 7,
+        "median keystroke + documentSymbol took {median:?}, a whole new buffer {whole:?}"
     );
     assert!(client.call("shutdown", Value::Null).is_null());
     client.notify("exit", Value::Null);

@@ -8,6 +8,7 @@
 pub mod actions;
 pub mod agent_diagnostics;
 pub mod buffers;
+pub mod direct;
 pub mod document;
 pub mod downstream;
 pub mod framing;
@@ -48,11 +49,12 @@ where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
-    let pipes = transport::guard(input, output, options.max_message_bytes);
     let shut_down = Arc::new(AtomicBool::new(false));
+    let direct = Arc::new(direct::DirectAnswers::new(shut_down.clone()));
+    let pipes = transport::guard(input, output, options.max_message_bytes, direct.clone());
     let server_flag = shut_down.clone();
     let (service, socket) =
-        LspService::build(move |client| LodeServer::new(client, options, server_flag))
+        LspService::build(move |client| LodeServer::new(client, options, server_flag, direct))
             .custom_method(
                 "window/workDoneProgress/cancel",
                 LodeServer::work_done_progress_cancel,

@@ -80,6 +80,8 @@ pub struct LodeServer {
     documents: Mutex<HashMap<Uri, Document>>,
     /// The open buffers' syntax, analysed off the async workers (set by `initialize`).
     buffers: OnceLock<Buffers>,
+    /// The transport's side of answering outlines (given the buffers at `initialize`).
+    direct: Arc<crate::direct::DirectAnswers>,
     /// Buffers the user was already told are too large to parse.
     told_too_large: Mutex<std::collections::HashSet<Uri>>,
     progress_supported: AtomicBool,
@@ -118,8 +120,14 @@ impl LodeServer {
         }
     }
 
-    pub fn new(client: Client, options: ServerOptions, shut_down: Arc<AtomicBool>) -> LodeServer {
+    pub fn new(
+        client: Client,
+        options: ServerOptions,
+        shut_down: Arc<AtomicBool>,
+        direct: Arc<crate::direct::DirectAnswers>,
+    ) -> LodeServer {
         LodeServer {
+            direct,
             client,
             options,
             index: OnceLock::new(),
@@ -528,6 +536,7 @@ impl LanguageServer for LodeServer {
         let offers_actions = actions.is_some();
         let buffers = Buffers::start(self.parse_limit())
             .map_err(|error| internal(format!("cannot start the buffer analysis: {error}")))?;
+        self.direct.set_buffers(buffers.clone());
         let _ = self.buffers.set(buffers);
         let _ = self.actions.set(actions);
         let _ = self.index.set(index);

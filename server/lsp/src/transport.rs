@@ -2,10 +2,14 @@
 //! messages and broken headers with a JSON-RPC error (instead of buffering without bound),
 //! and one writer that interleaves the server's messages and the guard's errors whole.
 
+use std::sync::Arc;
+
+use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Request, Response};
 
+use crate::direct::DirectAnswers;
 use crate::framing::{Frame, read_frame, request_id_in, write_frame};
 
 /// Size of the in-process pipes between the guard and the protocol library.
@@ -20,15 +24,36 @@ pub struct GuardedPipes {
     pub output_task: tokio::task::JoinHandle<()>,
 }
 
-/// Puts the guard between `input`/`output` and a server.
-pub fn guard<I, O>(input: I, output: O, max_message_bytes: usize) -> GuardedPipes
+/// Messages queued between the guard and the protocol library (the guard waits beyond this,
+/// so a flooding client is slowed down rather than buffered without bound).
+const FORWARD_QUEUE: usize = 64;
+
+/// Puts the guard between `input`/`output` and a server. Outlines of open buffers are answered
+/// here when `direct` can ([`crate::direct`]).
+pub fn guard<I, O>(
+    input: I,
+    output: O,
+    max_message_bytes: usize,
+    direct: Arc<DirectAnswers>,
+) -> GuardedPipes
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let (mut to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
     let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
+    // Answers written by the guard itself: its errors, and the outlines it answers.
     let (errors, error_queue) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (forward, mut forwarded) = mpsc::channel::<Vec<u8>>(FORWARD_QUEUE);
+
+    let forward_task = tokio::spawn(async move {
+        while let Some(body) = forwarded.recv().await {
+            if write_frame(&mut to_server, &body).await.is_err() {
+                break; // the server has stopped
+            }
+        }
+        // Dropping `to_server` tells the server its input ended.
+    });
 
     let input_task = tokio::spawn(async move {
         let mut input = BufReader::new(input);
@@ -43,8 +68,24 @@ where
             };
             match frame {
                 Frame::Message(body) => match check_message(&body) {
-                    Ok(()) => {
-                        if write_frame(&mut to_server, &body).await.is_err() {
+                    Ok(message) => {
+                        direct.observe(&message);
+                        if let Some(request) = direct.outline_request(&message) {
+                            let (direct, replies, forward) =
+                                (direct.clone(), errors.clone(), forward.clone());
+                            tokio::spawn(async move {
+                                match direct.answer(&request).await {
+                                    Some(reply) => {
+                                        let _ = replies.send(reply);
+                                    }
+                                    None => {
+                                        let _ = forward.send(body).await;
+                                    }
+                                }
+                            });
+                            continue;
+                        }
+                        if forward.send(body).await.is_err() {
                             break; // the server has stopped
                         }
                     }
@@ -70,7 +111,9 @@ where
                 }
             }
         }
-        // Dropping `to_server` tells the server its input ended.
+        // The forwarder ends once every sender (this loop's and any pending answer's) is gone.
+        drop(forward);
+        let _ = forward_task.await;
     });
 
     let output_task = tokio::spawn(async move {
@@ -113,9 +156,9 @@ where
     }
 }
 
-/// Whether a body is a JSON-RPC request, notification or response; otherwise the error to
-/// answer with: (id, code, message).
-fn check_message(body: &[u8]) -> Result<(), (serde_json::Value, i64, String)> {
+/// The message, when a body is a JSON-RPC request, notification or response; otherwise the
+/// error to answer with: (id, code, message).
+fn check_message(body: &[u8]) -> Result<serde_json::Value, (serde_json::Value, i64, String)> {
     let value: serde_json::Value = serde_json::from_slice(body).map_err(|error| {
         (
             serde_json::Value::Null,
@@ -123,10 +166,9 @@ fn check_message(body: &[u8]) -> Result<(), (serde_json::Value, i64, String)> {
             format!("message is not valid JSON: {error}"),
         )
     })?;
-    if serde_json::from_value::<Request>(value.clone()).is_ok()
-        || serde_json::from_value::<Response>(value.clone()).is_ok()
-    {
-        return Ok(());
+    // Checked on the parsed value in place (a `didOpen` of a large file is not copied).
+    if Request::deserialize(&value).is_ok() || Response::deserialize(&value).is_ok() {
+        return Ok(value);
     }
     let id = value
         .get("id")
