@@ -417,7 +417,10 @@ impl QueryLetters {
 }
 
 /// How well a name answers a `workspace/symbol` query (smaller is better), as the index ranks.
-fn symbol_rank(query: &str, name: &str) -> Option<(lode_index::NameMatch, usize, usize)> {
+type SymbolRank = (lode_index::NameMatch, usize, usize);
+
+/// The [`SymbolRank`] of a name, `None` when it does not match.
+fn symbol_rank(query: &str, name: &str) -> Option<SymbolRank> {
     let (how, penalty) = lode_index::search::match_name(query, name)?;
     Some((how, penalty, name.len()))
 }
@@ -685,11 +688,20 @@ impl LanguageServer for LodeServer {
             return Ok(Some(OneOf::Right(Vec::new())));
         }
         // Open buffers answer for themselves (their text may be ahead of the index); the
-        // index answers for every other file, from what it has committed.
+        // index answers for every other file, from what it has committed. Its query runs on
+        // a blocking thread while the buffers' analyses are awaited.
         let versions: Vec<(Uri, i32)> = lock(&self.documents)
             .iter()
             .map(|(uri, document)| (uri.clone(), document.version()))
             .collect();
+        let open_paths: std::collections::HashSet<String> = versions
+            .iter()
+            .filter_map(|(uri, _)| self.relative(&index, uri))
+            .collect();
+        let reader = index.reader();
+        let lookup = query.clone();
+        let wanted = WORKSPACE_SYMBOL_LIMIT + open_paths.len() * 8;
+        let index_hits = tokio::task::spawn_blocking(move || reader.symbols(&lookup, wanted));
         let buffers = self.buffers()?;
         let mut open = Vec::with_capacity(versions.len());
         for (uri, version) in versions {
@@ -697,70 +709,70 @@ impl LanguageServer for LodeServer {
                 open.push((uri, analysis));
             }
         }
-        let open_paths: std::collections::HashSet<String> = open
-            .iter()
-            .filter_map(|(uri, _)| self.relative(&index, uri))
-            .collect();
-        let reader = index.reader();
-        let lookup = query.clone();
-        let wanted = WORKSPACE_SYMBOL_LIMIT + open_paths.len() * 8;
-        let hits = tokio::task::spawn_blocking(move || reader.symbols(&lookup, wanted))
+        let hits = index_hits
             .await
             .map_err(internal)?
             .or_else(empty_on_bad_name)?;
-        let mut lines = LineSource::new(index.root(), &self.documents);
-        let mut ranked: Vec<((lode_index::NameMatch, usize, usize), WorkspaceSymbol)> = hits
+
+        // Rank every candidate first; only the ones kept get a location.
+        enum Candidate {
+            Indexed(lode_index::SymbolHit),
+            InBuffer { buffer: usize, definition: usize },
+        }
+        let mut ranked: Vec<(SymbolRank, Candidate)> = hits
             .into_iter()
             .filter(|hit| !open_paths.contains(&hit.path))
-            .filter_map(|hit| {
-                let rank = symbol_rank(&query, &hit.name)?;
-                let location = lines.name_location(&hit.path, hit.start_line, None, &hit.name)?;
-                Some((
-                    rank,
-                    WorkspaceSymbol {
+            .filter_map(|hit| Some((symbol_rank(&query, &hit.name)?, Candidate::Indexed(hit))))
+            .collect();
+        let folded = QueryLetters::of(&query);
+        for (buffer, (_, analysis)) in open.iter().enumerate() {
+            for (definition, found) in analysis.tags.definitions.iter().enumerate() {
+                if !folded.may_match(&found.name) {
+                    continue;
+                }
+                if let Some(rank) = symbol_rank(&query, &found.name) {
+                    ranked.push((rank, Candidate::InBuffer { buffer, definition }));
+                }
+            }
+        }
+        ranked.sort_by_key(|(rank, _)| *rank);
+        ranked.truncate(WORKSPACE_SYMBOL_LIMIT);
+
+        let mut lines = LineSource::new(index.root(), &self.documents);
+        let symbols = ranked
+            .into_iter()
+            .filter_map(|(_, candidate)| match candidate {
+                Candidate::Indexed(hit) => {
+                    let location =
+                        lines.name_location(&hit.path, hit.start_line, None, &hit.name)?;
+                    Some(WorkspaceSymbol {
                         kind: symbol_kind_named(&hit.kind),
                         container_name: Some(hit.scope.join(" > ")).filter(|s| !s.is_empty()),
                         name: hit.name,
                         tags: None,
                         location: OneOf::Left(location),
                         data: None,
-                    },
-                ))
-            })
-            .collect();
-        let folded = QueryLetters::of(&query);
-        for (uri, analysis) in &open {
-            let text = analysis.document.text();
-            for definition in &analysis.tags.definitions {
-                if !folded.may_match(&definition.name) {
-                    continue;
+                    })
                 }
-                let Some(rank) = symbol_rank(&query, &definition.name) else {
-                    continue;
-                };
-                let (start, end) = name_span(text, definition);
-                ranked.push((
-                    rank,
-                    WorkspaceSymbol {
-                        kind: crate::outline::symbol_kind(definition.kind),
-                        container_name: Some(definition.scope.join(" > "))
-                            .filter(|s| !s.is_empty()),
-                        name: definition.name.clone(),
+                Candidate::InBuffer { buffer, definition } => {
+                    let (uri, analysis) = &open[buffer];
+                    let found = &analysis.tags.definitions[definition];
+                    let (start, end) = name_span(analysis.document.text(), found);
+                    Some(WorkspaceSymbol {
+                        kind: crate::outline::symbol_kind(found.kind),
+                        container_name: Some(found.scope.join(" > ")).filter(|s| !s.is_empty()),
+                        name: found.name.clone(),
                         tags: None,
                         location: OneOf::Left(Location::new(
                             uri.clone(),
                             analysis.document.range_of(start, end),
                         )),
                         data: None,
-                    },
-                ));
-            }
-        }
-        ranked.sort_by_key(|(rank, _)| *rank);
-        ranked.truncate(WORKSPACE_SYMBOL_LIMIT);
-        Ok(Some(OneOf::Right(
-            ranked.into_iter().map(|(_, symbol)| symbol).collect(),
-        )))
+                    })
+                }
+            })
+            .collect();
+        Ok(Some(OneOf::Right(symbols)))
     }
 
     async fn document_symbol(
