@@ -194,18 +194,23 @@ impl Workspace {
         let indexed = self.with_catalog(|catalog| {
             catalog.definition_names_with_prefix(&lower, limit.max(1) * 8)
         })?;
-        let names = if indexed.len() >= limit {
+        let mut matched: Vec<(NameMatch, usize, String)> = if indexed.len() >= limit {
             indexed
+                .into_iter()
+                .filter_map(|name| {
+                    let (how, penalty) = match_name(query, &name)?;
+                    Some((how, penalty, name))
+                })
+                .collect()
         } else {
-            self.with_catalog(|catalog| catalog.definition_names())?
+            self.all_definition_names()?
+                .iter()
+                .filter_map(|name| {
+                    let (how, penalty) = match_name(query, name)?;
+                    Some((how, penalty, name.clone()))
+                })
+                .collect()
         };
-        let mut matched: Vec<(NameMatch, usize, String)> = names
-            .into_iter()
-            .filter_map(|name| {
-                let (how, penalty) = match_name(query, &name)?;
-                Some((how, penalty, name))
-            })
-            .collect();
         matched.sort_by(|a, b| (a.0, a.1, a.2.len(), &a.2).cmp(&(b.0, b.1, b.2.len(), &b.2)));
         let mut hits = Vec::new();
         for (how, _, name) in matched {
@@ -227,6 +232,24 @@ impl Workspace {
         }
         hits.truncate(limit);
         Ok(hits)
+    }
+
+    /// Every distinct defined name: read from the catalog once per generation (a search per
+    /// keystroke in an editor reads it from memory while the index does not change).
+    fn all_definition_names(&self) -> Result<std::sync::Arc<Vec<String>>, IndexError> {
+        let generation = self.with_catalog(|catalog| catalog.generation())?;
+        let mut cached = self
+            .definition_names
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((seen, names)) = cached.as_ref()
+            && *seen == generation
+        {
+            return Ok(names.clone());
+        }
+        let names = std::sync::Arc::new(self.with_catalog(|catalog| catalog.definition_names())?);
+        *cached = Some((generation, names.clone()));
+        Ok(names)
     }
 
     /// References to exactly `name`, in path and line order, at most `limit`.

@@ -190,6 +190,10 @@ pub struct Workspace {
     vectors_reconciled: AtomicBool,
     defer_derived: bool,
     repairs: Mutex<Vec<String>>,
+    /// Every distinct defined name, as of the catalog generation it was read at: the symbol
+    /// search's full pass (substring and fuzzy matches) reads it from here until the catalog
+    /// changes.
+    pub(crate) definition_names: Mutex<Option<(u64, Arc<Vec<String>>)>>,
 }
 
 impl Workspace {
@@ -262,6 +266,7 @@ impl Workspace {
             vectors_reconciled: AtomicBool::new(false),
             defer_derived: options.defer_derived,
             repairs: Mutex::new(repairs),
+            definition_names: Mutex::new(None),
         })
     }
 

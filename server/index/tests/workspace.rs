@@ -426,6 +426,25 @@ fn readers_see_the_writes_of_another_handle() {
 }
 
 #[test]
+fn substring_symbol_searches_see_names_written_after_the_last_search() {
+    let dir = sample_workspace();
+    let writer = open(dir.path());
+    writer.refresh(&no_progress).unwrap();
+    let reader = open(dir.path());
+    // The full pass over every name runs (nothing starts with the query) and keeps the names.
+    assert!(reader.symbols("zqxw", 10).unwrap().is_empty());
+    // Another handle writes a name holding the query: the next search must see it.
+    writer
+        .update_file(Path::new("src/lib.rs"), "fn has_zqxw_inside() {}")
+        .unwrap();
+    let hits = reader.symbols("zqxw", 10).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].name, "has_zqxw_inside");
+    writer.remove_file(Path::new("src/lib.rs")).unwrap();
+    assert!(reader.symbols("zqxw", 10).unwrap().is_empty());
+}
+
+#[test]
 fn repo_map_prefers_what_the_focus_file_uses_and_fits_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
