@@ -215,6 +215,18 @@ fn log_messages_saying(client: &LspClient, needle: &str) -> usize {
         .count()
 }
 
+/// Whether `done` holds within 30 s, asked every 100 ms: for what the index does behind the
+/// answers (how soon is the debounce's business, not a test's).
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    (0..300).any(|_| {
+        let reached = done();
+        if !reached {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        reached
+    })
+}
+
 fn search_finds(root: &Path, query: &str) -> bool {
     let output = support::run(root, &["search", query, "--no-refresh", "--json"]);
     support::stdout(&output).contains("src/lib.rs")
@@ -259,13 +271,7 @@ fn a_huge_buffer_is_neither_parsed_nor_indexed_and_the_user_is_told_once() {
     assert_eq!(log_messages_saying(&client, "over the"), 1);
     // The index drops the file while its buffer is that large (a file that size on disk is
     // skipped too).
-    let dropped = (0..300).any(|_| {
-        let gone = !search_finds(dir.path(), "small_marker");
-        if !gone {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        gone
-    });
+    let dropped = eventually(|| !search_finds(dir.path(), "small_marker"));
     assert!(dropped, "the index kept the file of a 20 MiB buffer");
 
     // Undo the paste: the buffer is parsed and indexed again.
@@ -285,13 +291,7 @@ fn a_huge_buffer_is_neither_parsed_nor_indexed_and_the_user_is_told_once() {
         &mut names,
     );
     assert_eq!(names, ["small_marker"]);
-    let back = (0..300).any(|_| {
-        let found = search_finds(dir.path(), "small_marker");
-        if !found {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        found
-    });
+    let back = eventually(|| search_finds(dir.path(), "small_marker"));
     assert!(back, "the index did not take the buffer back");
     assert!(client.call("shutdown", Value::Null).is_null());
 }
@@ -311,16 +311,14 @@ fn indexing_does_not_wait_for_the_client_to_answer_about_progress() {
         }),
     );
     client.notify("initialized", json!({}));
-    let indexed = (0..300).any(|_| {
-        let found = client.call(
-            "workspace/symbol",
-            json!({ "query": "indexed_without_progress" }),
-        );
-        let done = found.as_array().is_some_and(|hits| !hits.is_empty());
-        if !done {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        done
+    let indexed = eventually(|| {
+        client
+            .call(
+                "workspace/symbol",
+                json!({ "query": "indexed_without_progress" }),
+            )
+            .as_array()
+            .is_some_and(|hits| !hits.is_empty())
     });
     assert!(indexed, "nothing was indexed\n{}", client.stderr());
     // It asked, and no progress was reported on a token the client never accepted.

@@ -22,6 +22,24 @@ thread_local! {
 
 /// Parses `source` with the grammar of `language`; `None` for plain text.
 pub fn parse_tree(language: Language, source: &str) -> Result<Option<Tree>, IndexError> {
+    parse_with_old(language, source, None)
+}
+
+/// Parses `source` again after edits: `old` is the previous tree with every edit applied to it
+/// (`Tree::edit`), so tree-sitter re-parses only what changed. `None` for plain text.
+pub fn reparse_tree(
+    language: Language,
+    source: &str,
+    old: &Tree,
+) -> Result<Option<Tree>, IndexError> {
+    parse_with_old(language, source, Some(old))
+}
+
+fn parse_with_old(
+    language: Language,
+    source: &str,
+    old: Option<&Tree>,
+) -> Result<Option<Tree>, IndexError> {
     let Some(grammar) = language.grammar() else {
         return Ok(None);
     };
@@ -35,29 +53,7 @@ pub fn parse_tree(language: Language, source: &str) -> Result<Option<Tree>, Inde
             })?;
         // `parse` returns None only when cancelled or without a language; neither applies here,
         // but an empty result is still the honest answer if it ever does.
-        Ok(parser.parse(source, None))
-    })
-}
-
-/// Parses `source` again after edits: `old` is the previous tree with every edit applied to it
-/// (`Tree::edit`), so tree-sitter re-parses only what changed. `None` for plain text.
-pub fn reparse_tree(
-    language: Language,
-    source: &str,
-    old: &Tree,
-) -> Result<Option<Tree>, IndexError> {
-    let Some(grammar) = language.grammar() else {
-        return Ok(None);
-    };
-    PARSER.with(|parser| {
-        let mut parser = parser.borrow_mut();
-        parser
-            .set_language(&grammar)
-            .map_err(|e| IndexError::Grammar {
-                language: language.name(),
-                message: e.to_string(),
-            })?;
-        Ok(parser.parse(source, Some(old)))
+        Ok(parser.parse(source, old))
     })
 }
 
