@@ -110,7 +110,17 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
             server.openai_base_url()
         ),
     )?;
-    let agent = Agent::open(&root, AgentOptions::default())?;
+    // The providers are named as the user's own configuration (`--config`): a workspace's
+    // `.lode/config.toml` applies in full only once the user trusts it, and the user's state
+    // (trust, remembered answers) lives in the benchmark's folder, not the real home.
+    let agent = Agent::open(
+        &root,
+        AgentOptions {
+            config_file: Some(root.join(".lode/config.toml")),
+            state_dir: Some(dir.path().join("user-state")),
+            ..AgentOptions::default()
+        },
+    )?;
     let session = agent.new_session(root.clone(), Vec::new())?;
     let host: Arc<dyn SessionHost> = Arc::new(QuietHost);
     let mut first_turn = Duration::ZERO;
@@ -179,6 +189,48 @@ fn report(label: &str, run: &Run, delay_ms: u64) {
             (wall - waited) / waited,
             100.0 * (wall - waited) / wall
         );
+    }
+    report_curve(run, &overheads, delay_ms);
+}
+
+/// How many turns one line of the curve covers.
+const CURVE_BUCKET: usize = 5;
+
+/// The overhead over the session: per bucket of [`CURVE_BUCKET`] turns, the median overhead per
+/// model request (and, with a delay, as a ratio of the server's latency), then the last bucket
+/// against the first: flat is close to 1.
+fn report_curve(run: &Run, overheads: &[f64], delay_ms: u64) {
+    if run.turns.len() < 2 * CURVE_BUCKET {
+        return;
+    }
+    let per_request: Vec<f64> = overheads
+        .iter()
+        .zip(&run.turns)
+        .map(|(overhead, (_, requests))| overhead / (*requests).max(1) as f64)
+        .collect();
+    println!("  per model request over the session (median of each {CURVE_BUCKET} turns):");
+    let mut medians = Vec::new();
+    for (bucket, values) in per_request.chunks(CURVE_BUCKET).enumerate() {
+        let first = bucket * CURVE_BUCKET + 1;
+        let value = median(values.to_vec());
+        medians.push(value);
+        if delay_ms > 0 {
+            println!(
+                "    turns {first:>3}-{:<3} {value:6.1} ms  ({:.3} of the server's latency)",
+                first + values.len() - 1,
+                value / delay_ms as f64
+            );
+        } else {
+            println!(
+                "    turns {first:>3}-{:<3} {value:6.1} ms",
+                first + values.len() - 1
+            );
+        }
+    }
+    if let (Some(first), Some(last)) = (medians.first(), medians.last())
+        && *first > 0.0
+    {
+        println!("  last / first = {:.2}", last / first);
     }
 }
 
