@@ -68,8 +68,8 @@ pub use mentions::{
 };
 pub use prompts::base_instructions;
 pub use tokens::{
-    IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, count_tokens, message_tokens, messages_tokens,
-    part_tokens, tools_tokens, truncate_to_tokens,
+    IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, count_tokens, count_tokens_uncached, message_tokens,
+    messages_tokens, part_tokens, tools_tokens, truncate_to_tokens,
 };
 
 /// How the input budget is shared (`[agent.context]` in the config). Each piece gets

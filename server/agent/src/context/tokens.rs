@@ -9,8 +9,66 @@ pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 /// of magnitude.
 pub const IMAGE_TOKENS: usize = 1_000;
 
-/// cl100k tokens in `text`.
+/// Texts shorter than this are counted every time: hashing and a lock would cost about as much.
+const MEMO_MIN_BYTES: usize = 64;
+/// Counts remembered per generation of the memo; two generations are kept (see [`TokenMemo`]).
+const MEMO_GENERATION_ENTRIES: usize = 32_768;
+
+/// Token counts remembered by content (the 128-bit xxh3 hash of the text), so a text counted once
+/// is never tokenized again: every request of a session re-counts the same history messages, tool
+/// definitions, repo map and retrieved code, and only what is new costs a tokenizer pass. The
+/// counts are those of the tokenizer itself, so nothing that depends on them (budgets, dropped
+/// turns, compaction) changes. Bounded: when the current generation is full it becomes the
+/// previous one and the one before is dropped; a hit in the previous generation is carried over.
+#[derive(Default)]
+struct TokenMemo {
+    current: std::collections::HashMap<u128, usize>,
+    previous: std::collections::HashMap<u128, usize>,
+}
+
+impl TokenMemo {
+    fn get(&mut self, key: u128) -> Option<usize> {
+        if let Some(count) = self.current.get(&key) {
+            return Some(*count);
+        }
+        let count = self.previous.get(&key).copied()?;
+        self.insert(key, count);
+        Some(count)
+    }
+
+    fn insert(&mut self, key: u128, count: usize) {
+        if self.current.len() >= MEMO_GENERATION_ENTRIES {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(key, count);
+    }
+}
+
+fn memo() -> std::sync::MutexGuard<'static, TokenMemo> {
+    static MEMO: std::sync::LazyLock<std::sync::Mutex<TokenMemo>> =
+        std::sync::LazyLock::new(Default::default);
+    // The memo holds only counts; one left half-updated by a panic is still correct.
+    MEMO.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// cl100k tokens in `text`. Remembered by content, so counting the same text again is a hash
+/// lookup; the result is always [`count_tokens_uncached`]'s.
 pub fn count_tokens(text: &str) -> usize {
+    if text.len() < MEMO_MIN_BYTES {
+        return count_tokens_uncached(text);
+    }
+    let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+    if let Some(count) = memo().get(key) {
+        return count;
+    }
+    // Counted outside the lock: other threads keep counting meanwhile.
+    let count = count_tokens_uncached(text);
+    memo().insert(key, count);
+    count
+}
+
+/// cl100k tokens in `text`, always running the tokenizer.
+pub fn count_tokens_uncached(text: &str) -> usize {
     match lode_index::repomap::count_tokens(text) {
         Ok(count) => count,
         // The tokenizer's data is compiled into the binary, so loading cannot fail in practice;
@@ -79,7 +137,8 @@ pub fn truncate_to_tokens(text: &str, max_tokens: usize) -> String {
         if middle <= low {
             break;
         }
-        if count_tokens(&text[..middle]) <= available {
+        // Prefixes are counted once each: not worth remembering.
+        if count_tokens_uncached(&text[..middle]) <= available {
             low = middle;
         } else {
             high = middle - 1;
