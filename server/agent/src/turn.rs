@@ -28,7 +28,7 @@ use crate::llm::{
 use crate::mcp::McpServerConfig;
 use crate::permission::{Decision, Mode};
 use crate::step::{StepResponse, collect_step};
-use crate::store::{ToolCallFinish, Visibility};
+use crate::store::{SessionStore, ToolCallFinish, Visibility};
 use crate::tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 
 /// Attempts per model step for errors a retry can fix (429, 5xx, timeouts, dropped streams).
@@ -120,14 +120,9 @@ pub(crate) async fn run_turn(
     let sources = Arc::new(crate::untrusted::TurnSources::new());
     let user_message = user_message(shared, input, provider.info().supports_images, &sources);
     let first_text = user_message.text();
-    // The store redacts secrets before writing; what this turn appends is kept here in clear,
-    // by seq, so the model is sent what the user wrote, what it produced and what the tools
-    // returned. Later turns rebuild the history from the store and see it redacted.
-    let mut in_clear: BTreeMap<u64, Message> = BTreeMap::new();
-    let seq = shared
-        .store
-        .append_message(&info.id, &user_message, Visibility::Both)?;
-    in_clear.insert(seq, user_message);
+    // Loaded from the store once, with the user's message; what this turn appends is added in
+    // memory (and kept in clear: the store redacts secrets before writing).
+    let mut history = TurnHistory::start(&shared.store, &info.id, user_message)?;
     if info.title.is_none() && !first_text.trim().is_empty() {
         // Redacted before it is cut to length: a secret cut in half no longer matches a pattern.
         let title = title_from(&crate::redact::redact_text(&first_text));
@@ -138,7 +133,7 @@ pub(crate) async fn run_turn(
     tell_if_unconfined(shared, &info.id, host.as_ref());
     let mode = info.mode;
     let budget = ContextBudget::for_model(provider.info());
-    let mut turn_context = prepare_turn_context(shared, &info.id, &in_clear, budget).await?;
+    let mut turn_context = prepare_turn_context(shared, history.messages(), budget).await?;
     attach_extensions(
         shared,
         &info.id,
@@ -164,10 +159,14 @@ pub(crate) async fn run_turn(
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
+        if turn_context.code_stale {
+            // A tool may have changed files since the map and retrieval were made.
+            refresh_code(shared, &mut turn_context).await?;
+        }
         let request = build_request(
             shared,
             &info.id,
-            &in_clear,
+            &mut history,
             mode,
             &specs,
             &turn_context,
@@ -189,6 +188,7 @@ pub(crate) async fn run_turn(
                         ),
                     });
                     compact(shared, &info.id, provider.as_ref(), host.as_ref(), &cancel).await?;
+                    history.reload(&shared.store, &info.id)?;
                     continue;
                 }
                 Err(error) => return Err(AgentError::Provider(error.to_string())),
@@ -206,10 +206,7 @@ pub(crate) async fn run_turn(
             // Nothing to store: an empty answer ends the turn as the model asked.
             return Ok(stop_reason_for(response.finish));
         }
-        let seq = shared
-            .store
-            .append_message(&info.id, &response.message, Visibility::Both)?;
-        in_clear.insert(seq, response.message.clone());
+        let seq = history.append(&shared.store, &info.id, response.message.clone())?;
         if calls.is_empty() {
             if let Some(tracker) = edit_diagnostics.as_mut()
                 && !cancel.is_cancelled()
@@ -222,10 +219,7 @@ pub(crate) async fn run_turn(
                     role: Role::User,
                     content: vec![ContentPart::Text { text: note }],
                 };
-                let note_seq = shared
-                    .store
-                    .append_message(&info.id, &message, Visibility::Both)?;
-                in_clear.insert(note_seq, message);
+                history.append(&shared.store, &info.id, message)?;
                 continue;
             }
             return Ok(stop_reason_for(response.finish));
@@ -256,6 +250,14 @@ pub(crate) async fn run_turn(
             if let (Some(tracker), Some(pending)) = (edit_diagnostics.as_mut(), pending_edit) {
                 tracker.after_call(pending, &mut result).await;
             }
+            // A tool that may write (an edit, a command, an MCP tool) may have changed files.
+            if turn_context
+                .tools
+                .get(&call.name)
+                .is_some_and(|tool| !tool.read_only())
+            {
+                turn_context.code_stale = true;
+            }
             if !cancel.is_cancelled() && doom.record(&call.name, &call.arguments, &result.content) {
                 looping = true;
             }
@@ -273,10 +275,7 @@ pub(crate) async fn run_turn(
             role: Role::User,
             content: results,
         };
-        let results_seq = shared
-            .store
-            .append_message(&info.id, &results, Visibility::Both)?;
-        in_clear.insert(results_seq, results);
+        history.append(&shared.store, &info.id, results)?;
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
@@ -420,6 +419,11 @@ struct TurnContext {
     environment: Environment,
     instructions: Vec<context::InstructionFile>,
     code: PrecomputedCode,
+    /// What the repo map and retrieval were made from, to make them again.
+    code_inputs: CodeInputs,
+    /// Whether a tool that may write ran since `code` was made: it is made again (from the same
+    /// inputs) before the next request.
+    code_stale: bool,
     /// The session's tools: built-in, skills, memory, MCP.
     tools: crate::tools::ToolRegistry,
     skills: Vec<String>,
@@ -493,16 +497,59 @@ async fn attach_extensions(
     }
 }
 
+/// What a turn's repo map and retrieved code are made from: the conversation's mentions and the
+/// user's latest message as they were when the turn started, and their token budgets.
+#[derive(Clone)]
+struct CodeInputs {
+    focus_files: Vec<String>,
+    identifiers: Vec<String>,
+    query: Option<String>,
+    map_tokens: usize,
+    retrieval_tokens: usize,
+}
+
+impl CodeInputs {
+    fn from_history(
+        root: &std::path::Path,
+        history: &[Message],
+        shares: &ContextShares,
+        budget: ContextBudget,
+    ) -> CodeInputs {
+        let mentions = context::extract_mentions(root, history);
+        let share =
+            |fraction: f64, cap: usize| ContextShares::cap(fraction, cap, budget.input_tokens());
+        CodeInputs {
+            focus_files: mentions.files,
+            identifiers: mentions.identifiers,
+            query: context::latest_user_text(history),
+            map_tokens: share(shares.repo_map_share, shares.repo_map_max_tokens),
+            retrieval_tokens: share(shares.retrieval_share, shares.retrieval_max_tokens),
+        }
+    }
+
+    /// The repo map and retrieved code of the index as it is now. Blocking.
+    fn make(&self, code: &WorkspaceCode) -> PrecomputedCode {
+        let repo_map = code
+            .repo_map(&self.focus_files, &self.identifiers, self.map_tokens)
+            .unwrap_or_default();
+        let chunks = self
+            .query
+            .as_ref()
+            .map(|query| {
+                code.retrieve(query, &HashSet::new(), self.retrieval_tokens)
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        PrecomputedCode { repo_map, chunks }
+    }
+}
+
 async fn prepare_turn_context(
     shared: &Shared,
-    session_id: &str,
-    in_clear: &BTreeMap<u64, Message>,
+    history: &[Message],
     budget: ContextBudget,
 ) -> Result<TurnContext, AgentError> {
-    let history = shared
-        .store
-        .load_history(session_id)?
-        .model_messages_with(in_clear);
+    let history = history.to_vec();
     let root = shared.root.clone();
     let index = shared.index.clone();
     let shares = shared.config.agent.context.clone();
@@ -515,33 +562,16 @@ async fn prepare_turn_context(
                 .any(|part| matches!(part, ContentPart::ToolResult(_)))
         });
         let environment = Environment::detect(&root);
-        let mentions = context::extract_mentions(&root, &history);
+        let code_inputs = CodeInputs::from_history(&root, &history, &shares, budget);
         let instructions =
-            context::find_instruction_files(&root, &mentions.files, max_instruction_bytes);
-        let share =
-            |fraction: f64, cap: usize| ContextShares::cap(fraction, cap, budget.input_tokens());
-        let code = WorkspaceCode::new(index);
-        let repo_map = code
-            .repo_map(
-                &mentions.files,
-                &mentions.identifiers,
-                share(shares.repo_map_share, shares.repo_map_max_tokens),
-            )
-            .unwrap_or_default();
-        let chunks = context::latest_user_text(&history)
-            .map(|query| {
-                code.retrieve(
-                    &query,
-                    &HashSet::new(),
-                    share(shares.retrieval_share, shares.retrieval_max_tokens),
-                )
-                .unwrap_or_default()
-            })
-            .unwrap_or_default();
+            context::find_instruction_files(&root, &code_inputs.focus_files, max_instruction_bytes);
+        let code = code_inputs.make(&WorkspaceCode::new(index));
         TurnContext {
             environment,
             instructions,
-            code: PrecomputedCode { repo_map, chunks },
+            code,
+            code_inputs,
+            code_stale: false,
             tools: crate::tools::ToolRegistry::default(),
             skills: Vec::new(),
             memory: Vec::new(),
@@ -555,11 +585,95 @@ async fn prepare_turn_context(
     Ok(prepared)
 }
 
+/// Makes the turn's repo map and retrieved code again, from the same inputs, after a tool that
+/// may have changed files ran: the next request sees the index as the tools left it.
+async fn refresh_code(shared: &Shared, turn: &mut TurnContext) -> Result<(), AgentError> {
+    let inputs = turn.code_inputs.clone();
+    let code = WorkspaceCode::new(shared.index.clone());
+    turn.code = tokio::task::spawn_blocking(move || inputs.make(&code))
+        .await
+        .map_err(|error| AgentError::Other(format!("preparing the context failed: {error}")))?;
+    turn.code_stale = false;
+    Ok(())
+}
+
+/// The model's view of the session during a turn. Loaded from the store once when the turn
+/// starts; each message the turn appends is stored and added here, so a model request costs no
+/// store read. Only a compaction, which changes what the model sees of older messages, loads it
+/// again. The turn's own messages are kept as written (in clear): the store redacts secrets,
+/// and later turns see them redacted.
+pub(crate) struct TurnHistory {
+    /// This turn's messages by seq, in clear.
+    in_clear: BTreeMap<u64, Message>,
+    /// `History::model_messages_with(in_clear)`, kept current.
+    messages: Vec<Message>,
+}
+
+impl TurnHistory {
+    /// Stores the user's message and loads the history that ends with it.
+    pub(crate) fn start(
+        store: &SessionStore,
+        session_id: &str,
+        user_message: Message,
+    ) -> Result<TurnHistory, AgentError> {
+        let seq = store.append_message(session_id, &user_message, Visibility::Both)?;
+        let mut history = TurnHistory {
+            in_clear: BTreeMap::from([(seq, user_message)]),
+            messages: Vec::new(),
+        };
+        history.reload(store, session_id)?;
+        Ok(history)
+    }
+
+    /// Reads the model's view from the store again (after a compaction).
+    pub(crate) fn reload(
+        &mut self,
+        store: &SessionStore,
+        session_id: &str,
+    ) -> Result<(), AgentError> {
+        self.messages = store
+            .load_history(session_id)?
+            .model_messages_with(&self.in_clear);
+        Ok(())
+    }
+
+    /// Stores `message` (seen by user and model) and appends it. A new message has the highest
+    /// seq, and a compaction summary stands before it, so it is the last the model sees.
+    pub(crate) fn append(
+        &mut self,
+        store: &SessionStore,
+        session_id: &str,
+        message: Message,
+    ) -> Result<u64, AgentError> {
+        let seq = store.append_message(session_id, &message, Visibility::Both)?;
+        self.messages.push(message.clone());
+        self.in_clear.insert(seq, message);
+        Ok(seq)
+    }
+
+    pub(crate) fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// In builds with debug assertions (the tests), checks that the kept history is what a fresh
+    /// load from the store gives: what the model is sent must not depend on the cache.
+    fn check_against_store(&self, store: &SessionStore, session_id: &str) {
+        if cfg!(debug_assertions)
+            && let Ok(stored) = store.load_history(session_id)
+        {
+            debug_assert!(
+                stored.model_messages_with(&self.in_clear) == self.messages,
+                "the turn's history differs from the store's"
+            );
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn build_request(
     shared: &Shared,
     session_id: &str,
-    in_clear: &BTreeMap<u64, Message>,
+    history: &mut TurnHistory,
     mode: Mode,
     specs: &[crate::llm::ToolSpec],
     turn: &TurnContext,
@@ -583,25 +697,21 @@ async fn build_request(
             shares: &shared.config.agent.context,
         })
     };
-    let mut history = shared
-        .store
-        .load_history(session_id)?
-        .model_messages_with(in_clear);
-    let mut assembled = assemble(&history);
+    history.check_against_store(&shared.store, session_id);
+    let mut assembled = assemble(history.messages());
     let threshold = shared.config.agent.compaction_threshold;
     if assembled.history_pressure() >= threshold {
         // Old tool output is the cheapest thing to let go of, and only for this request.
-        compaction::prune_tool_outputs(&mut history, shared.config.agent.keep_recent_tool_outputs);
-        assembled = assemble(&history);
+        let mut pruned = history.messages().to_vec();
+        compaction::prune_tool_outputs(&mut pruned, shared.config.agent.keep_recent_tool_outputs);
+        assembled = assemble(&pruned);
     }
     if assembled.history_overflow() {
         compact(shared, session_id, provider, host, cancel).await?;
-        let mut history = shared
-            .store
-            .load_history(session_id)?
-            .model_messages_with(in_clear);
-        compaction::prune_tool_outputs(&mut history, shared.config.agent.keep_recent_tool_outputs);
-        assembled = assemble(&history);
+        history.reload(&shared.store, session_id)?;
+        let mut pruned = history.messages().to_vec();
+        compaction::prune_tool_outputs(&mut pruned, shared.config.agent.keep_recent_tool_outputs);
+        assembled = assemble(&pruned);
     }
     let max_tokens = Some(provider.info().max_output_tokens);
     Ok(assembled.into_request(specs.to_vec(), max_tokens))
