@@ -137,8 +137,9 @@ pub fn truncate_to_tokens(text: &str, max_tokens: usize) -> String {
         if middle <= low {
             break;
         }
-        // Prefixes are counted once each: not worth remembering.
-        if count_tokens_uncached(&text[..middle]) <= available {
+        // Remembered too: the same text is cut the same way on every request of a turn (the
+        // repo map, wrapped, is cut to its share each time).
+        if count_tokens(&text[..middle]) <= available {
             low = middle;
         } else {
             high = middle - 1;
