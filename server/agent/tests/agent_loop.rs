@@ -6,7 +6,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::{copy_dir, repo_root};
+
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use lode_agent::compaction::SUMMARY_HEADER;
@@ -26,23 +28,6 @@ enum Kind {
 }
 
 const KINDS: [Kind; 2] = [Kind::OpenAi, Kind::Anthropic];
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 fn script(name: &str) -> Script {
     Script::load(&repo_root().join("fixtures/llm").join(name)).unwrap()

@@ -9,7 +9,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::{copy_dir, repo_root};
+
 use std::sync::Arc;
 
 use lode_agent::context::{
@@ -22,23 +23,6 @@ use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 /// A copy of the calculator fixture with a config pointing at `server`.
 fn workspace(server: &ScriptedServerHandle) -> tempfile::TempDir {

@@ -16,6 +16,8 @@
 
 mod common;
 
+use common::{copy_dir, repo_root};
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -29,23 +31,6 @@ use tokio_util::sync::CancellationToken;
 
 /// Length of the pieces of a secret searched for: a leak of any part this long fails the test.
 const PIECE: usize = 12;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 /// Records events and allows every tool call once.
 #[derive(Default)]

@@ -7,7 +7,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::{copy_dir, repo_root};
+
 use std::sync::{Arc, Mutex};
 
 use lode_agent::event::AgentEvent;
@@ -15,23 +16,6 @@ use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer};
 use tokio_util::sync::CancellationToken;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
 
 /// Records questions and refuses them all, as a person saying no would.
 #[derive(Default)]

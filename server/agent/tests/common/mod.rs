@@ -1,6 +1,6 @@
 //! What the agent's integration tests share.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lode_agent::AgentOptions;
 
@@ -13,5 +13,26 @@ pub fn test_options(root: &Path) -> AgentOptions {
         config_file: Some(root.join(".lode/config.toml")).filter(|file| file.exists()),
         state_dir: Some(root.join(".lode/test-user-state")),
         ..AgentOptions::default()
+    }
+}
+
+/// The repository's root (fixtures live under it).
+#[allow(dead_code)] // Not every test binary copies fixtures.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Copies a fixture directory tree.
+#[allow(dead_code)] // Not every test binary copies fixtures.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
     }
 }
