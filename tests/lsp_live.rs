@@ -7,9 +7,9 @@ mod support;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use lsp_support::{LspClient, uri};
+use lsp_support::{LspClient, eventually, uri};
 use serde_json::{Value, json};
 
 /// A generated Rust file of about `target` bytes: structs with impl blocks of methods (nested
@@ -213,18 +213,6 @@ fn log_messages_saying(client: &LspClient, needle: &str) -> usize {
                     .is_some_and(|text| text.contains(needle))
         })
         .count()
-}
-
-/// Whether `done` holds within 30 s, asked every 100 ms: for what the index does behind the
-/// answers (how soon is the debounce's business, not a test's).
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    (0..300).any(|_| {
-        let reached = done();
-        if !reached {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        reached
-    })
 }
 
 fn search_finds(root: &Path, query: &str) -> bool {

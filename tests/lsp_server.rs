@@ -247,17 +247,13 @@ fn unsaved_text_is_indexed_until_the_buffer_closes() {
     // Another process searching the same index sees what the editor sees, once the index has
     // followed the buffer (polled: how soon is the debounce's business, not this test's).
     let mut last = String::new();
-    let seen = (0..300).any(|_| {
+    let seen = lsp_support::eventually(|| {
         let output = support::run(
             dir.path(),
             &["search", "unsaved_symbol", "--no-refresh", "--json"],
         );
         last = format!("{}\n{}", support::stdout(&output), support::stderr(&output));
-        let found = last.contains("\"path\":\"src/store.rs\"");
-        if !found {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        found
+        last.contains("\"path\":\"src/store.rs\"")
     });
     assert!(seen, "the index never showed the unsaved text: {last}");
 
@@ -267,16 +263,12 @@ fn unsaved_text_is_indexed_until_the_buffer_closes() {
         "textDocument/didClose",
         json!({ "textDocument": { "uri": store_uri } }),
     );
-    let gone = (0..300).any(|_| {
+    let gone = lsp_support::eventually(|| {
         let output = support::run(
             dir.path(),
             &["search", "unsaved_symbol", "--no-refresh", "--json"],
         );
-        let gone = !support::stdout(&output).contains("src/store.rs");
-        if !gone {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        gone
+        !support::stdout(&output).contains("src/store.rs")
     });
     assert!(gone, "the closed buffer's text stayed in the index");
     assert!(workspace_symbols(&mut client, "unsaved_symbol").is_empty());

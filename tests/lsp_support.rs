@@ -328,3 +328,15 @@ pub fn location_path(location: &Value, root: &Path) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// Whether `done` holds within 30 s, asked every 100 ms: for what the index does behind the
+/// answers (how soon is the debounce's business, not a test's).
+pub fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    (0..300).any(|_| {
+        let reached = done();
+        if !reached {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        reached
+    })
+}
