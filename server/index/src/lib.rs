@@ -35,4 +35,5 @@ mod table_signal;
 pub mod vectors;
 pub use hybrid::SearchMode;
 pub mod lock;
+pub mod query;
 pub mod watch;

@@ -1,7 +1,7 @@
 //! Queries over an indexed workspace: ranked chunks, definitions by name, references by name.
 
 use globset::{GlobBuilder, GlobMatcher};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
 use crate::language::Language;
@@ -36,7 +36,7 @@ impl SearchRequest {
 
 /// One ranked chunk. Serialized as one line of `lode search --json` (a public contract:
 /// fields are only ever added).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SearchHit {
     /// Relative to the workspace root, `/`-separated.
     pub path: String,
@@ -54,7 +54,7 @@ pub struct SearchHit {
 }
 
 /// How a symbol's name matched the query, best first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NameMatch {
     Exact,
@@ -65,7 +65,7 @@ pub enum NameMatch {
 }
 
 /// A definition found by name.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SymbolHit {
     pub name: String,
     pub kind: String,
@@ -80,7 +80,7 @@ pub struct SymbolHit {
 }
 
 /// A reference found by name.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceHit {
     pub name: String,
     pub kind: String,

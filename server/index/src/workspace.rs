@@ -701,13 +701,7 @@ pub(crate) struct Derived {
 impl Workspace {
     /// Identifies the scan settings, so a quick refresh never trusts a walk made with others.
     pub(crate) fn scan_fingerprint(&self) -> String {
-        let settings = format!(
-            "{}|{}|{:?}",
-            env!("CARGO_PKG_VERSION"),
-            self.scan_options.max_file_bytes,
-            self.scan_options.exclude
-        );
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(settings.as_bytes()))
+        scan_fingerprint(&self.scan_options)
     }
 
     /// The known files with fresh sizes and mtimes, when no directory of the last full walk
@@ -915,24 +909,29 @@ impl Workspace {
 
     /// A path (absolute, or relative to the root) as the index names it.
     pub fn relative(&self, path: &Path) -> Result<String, IndexError> {
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            self.root.join(path)
-        };
-        // Resolve symlinks where the file exists; a deleted file keeps its lexical path.
-        let resolved = match fs::canonicalize(&absolute) {
-            Ok(canonical) => canonical,
-            Err(_) => match absolute.parent().map(fs::canonicalize) {
-                Some(Ok(parent)) => parent.join(absolute.file_name().unwrap_or_default()),
-                _ => absolute.clone(),
-            },
-        };
-        relative_path(&self.root, &resolved).ok_or(IndexError::OutsideRoot {
-            path: path.to_path_buf(),
-            root: self.root.clone(),
-        })
+        relative_to_root(&self.root, path)
     }
+}
+
+/// A path (absolute, or relative to `root`) as an index of the canonical `root` names it.
+pub fn relative_to_root(root: &Path, path: &Path) -> Result<String, IndexError> {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        root.join(path)
+    };
+    // Resolve symlinks where the file exists; a deleted file keeps its lexical path.
+    let resolved = match fs::canonicalize(&absolute) {
+        Ok(canonical) => canonical,
+        Err(_) => match absolute.parent().map(fs::canonicalize) {
+            Some(Ok(parent)) => parent.join(absolute.file_name().unwrap_or_default()),
+            _ => absolute.clone(),
+        },
+    };
+    relative_path(root, &resolved).ok_or(IndexError::OutsideRoot {
+        path: path.to_path_buf(),
+        root: root.to_path_buf(),
+    })
 }
 
 /// Compares generations and rebuilds the lexical index from the catalog when they differ.
@@ -1158,4 +1157,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Identifies the scan settings (and lode version) an index was walked with.
+pub(crate) fn scan_fingerprint(options: &ScanOptions) -> String {
+    let settings = format!(
+        "{}|{}|{:?}",
+        env!("CARGO_PKG_VERSION"),
+        options.max_file_bytes,
+        options.exclude
+    );
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(settings.as_bytes()))
 }

@@ -12,7 +12,7 @@ mod graph;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
 
 use crate::catalog::DefinitionRow;
@@ -49,7 +49,7 @@ impl Default for MapRequest {
 }
 
 /// One definition in the map.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MapDefinition {
     pub name: String,
     pub kind: String,
@@ -61,7 +61,7 @@ pub struct MapDefinition {
 }
 
 /// One file in the map, with its selected definitions in line order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MapFile {
     pub path: String,
     pub rank: f64,
@@ -69,7 +69,7 @@ pub struct MapFile {
 }
 
 /// A rendered repo map.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RepoMap {
     pub files: Vec<MapFile>,
     /// The rendered text.

@@ -12,6 +12,8 @@
 
 mod apply;
 pub mod lease;
+pub mod protocol;
+mod serve;
 
 use std::collections::BTreeSet;
 use std::os::unix::net::UnixStream;
@@ -24,8 +26,10 @@ use notify::event::{AccessKind, EventKind};
 use notify::{Config, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 pub use apply::ChangeReport;
-pub use lease::{Flushed, Lease, LeaseError, NotWatched};
+pub use lease::{Flushed, Lease, LeaseError, LeaseInfo, NotWatched, Served};
+pub use protocol::HolderStatus;
 
+use crate::embed::Embedder;
 use crate::error::IndexError;
 use crate::workspace::{RefreshMode, RefreshProgress, RefreshStats, Workspace};
 
@@ -110,6 +114,17 @@ pub struct WatchOptions {
     pub require_lease: bool,
     pub debounce: Duration,
     pub log: Box<dyn Fn(WatchEvent) + Send>,
+    /// What kind of process holds the lease (`daemon`, `watch`, `lsp`, `acp`), for
+    /// `lode daemon status`.
+    pub holder: &'static str,
+    /// The workspace that answers queries sent over the socket (after a flush); without one
+    /// the holder only flushes and query processes answer themselves.
+    pub queries: Option<Arc<Workspace>>,
+    /// Called when a `stop` request arrives; without it stop requests are refused (only a
+    /// background daemon may be stopped from outside).
+    pub on_stop: Option<Box<dyn Fn() + Send + Sync>>,
+    /// Reported by `status` (a daemon exits by itself after this long without a request).
+    pub idle_timeout: Option<Duration>,
 }
 
 impl WatchOptions {
@@ -123,6 +138,10 @@ impl WatchOptions {
             require_lease: true,
             debounce: DEFAULT_DEBOUNCE,
             log: Box::new(|_| {}),
+            holder: "watch",
+            queries: None,
+            on_stop: None,
+            idle_timeout: None,
         }
     }
 }
@@ -141,7 +160,7 @@ pub enum WatchError {
     Thread(std::io::Error),
 }
 
-enum Message {
+pub(crate) enum Message {
     Event(notify::Result<notify::Event>),
     Flush(mpsc::Sender<Result<usize, String>>),
     Stop,
@@ -151,6 +170,7 @@ enum Message {
 pub struct Watcher {
     messages: mpsc::Sender<Message>,
     stopping: Arc<AtomicBool>,
+    holder: Arc<serve::HolderState>,
     // Dropped in this order: events stop, then the threads are joined, then the lease goes.
     notify: Option<RecommendedWatcher>,
     event_loop: Option<std::thread::JoinHandle<()>>,
@@ -162,8 +182,11 @@ impl Watcher {
     /// Takes the lease, starts watching `options.root` and answering flushes; changes go to
     /// `sink`. When another watcher holds the lease: [`LeaseError::AlreadyWatched`] if
     /// `options.require_lease`, else a watcher without one (see [`Watcher::holds_lease`]).
-    pub fn start(options: WatchOptions, sink: Box<dyn ChangeSink>) -> Result<Watcher, WatchError> {
-        let lease = match Lease::acquire(&options.index_dir, &options.settings) {
+    pub fn start(
+        mut options: WatchOptions,
+        sink: Box<dyn ChangeSink>,
+    ) -> Result<Watcher, WatchError> {
+        let lease = match Lease::acquire(&options.index_dir, &options.settings, options.holder) {
             Ok(lease) => Some(lease),
             Err(error @ LeaseError::AlreadyWatched { .. }) if !options.require_lease => {
                 (options.log)(WatchEvent::Error(format!(
@@ -201,15 +224,29 @@ impl Watcher {
                 .map_err(|source| notify_error(&options.index_dir, source))?;
         }
         let stopping = Arc::new(AtomicBool::new(false));
+        let holder = Arc::new(serve::HolderState {
+            holder: options.holder,
+            root: options.root.clone(),
+            settings: options.settings.clone(),
+            started: Instant::now(),
+            requests: std::sync::atomic::AtomicU64::new(0),
+            last_request: std::sync::Mutex::new(Instant::now()),
+            idle_timeout: options.idle_timeout,
+            queries: options.queries.take(),
+            on_stop: options.on_stop.take(),
+        });
         let server = match &lease {
             Some(lease) => {
                 let listener = lease.listener.try_clone().map_err(WatchError::Thread)?;
                 let server_messages = messages.clone();
                 let server_stopping = stopping.clone();
+                let server_holder = holder.clone();
                 Some(
                     std::thread::Builder::new()
                         .name("lode-watch-socket".into())
-                        .spawn(move || serve(listener, server_messages, server_stopping))
+                        .spawn(move || {
+                            serve::serve(listener, server_messages, server_stopping, server_holder)
+                        })
                         .map_err(WatchError::Thread)?,
                 )
             }
@@ -235,6 +272,7 @@ impl Watcher {
         Ok(Watcher {
             messages,
             stopping,
+            holder,
             notify: Some(notify),
             event_loop: Some(event_loop),
             server,
@@ -251,6 +289,11 @@ impl Watcher {
     pub fn socket(&self) -> Option<&Path> {
         self.lease.as_ref().map(Lease::socket)
     }
+
+    /// How long since the last request over the socket (or since the start).
+    pub fn idle_for(&self) -> Duration {
+        self.holder.idle_for()
+    }
 }
 
 impl Drop for Watcher {
@@ -258,9 +301,16 @@ impl Drop for Watcher {
         self.stopping.store(true, Ordering::SeqCst);
         drop(self.notify.take());
         let _ = self.messages.send(Message::Stop);
-        if let Some(socket) = self.socket() {
-            // Wake the accept loop so it sees `stopping`.
-            let _ = UnixStream::connect(socket);
+        if let Some(lease) = &self.lease {
+            // Wake the accept loop so it sees `stopping`. Connecting would not do when the
+            // socket file is gone (the workspace was deleted); shutting the listening socket
+            // down makes a blocked accept return on Linux, and the connection covers the rest.
+            use std::os::fd::AsRawFd;
+            // SAFETY: the descriptor belongs to the lease's listener, which outlives this call.
+            unsafe {
+                libc::shutdown(lease.listener.as_raw_fd(), libc::SHUT_RDWR);
+            }
+            let _ = UnixStream::connect(lease.socket());
         }
         if let Some(server) = self.server.take() {
             let _ = server.join();
@@ -270,44 +320,6 @@ impl Drop for Watcher {
         }
         drop(self.lease.take());
     }
-}
-
-/// Accepts queries' connections; each is answered on its own thread.
-fn serve(
-    listener: std::os::unix::net::UnixListener,
-    messages: mpsc::Sender<Message>,
-    stopping: Arc<AtomicBool>,
-) {
-    for stream in listener.incoming() {
-        if stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let messages = messages.clone();
-        let _ = std::thread::Builder::new()
-            .name("lode-watch-flush".into())
-            .spawn(move || answer(stream, &messages));
-    }
-}
-
-fn answer(mut stream: UnixStream, messages: &mpsc::Sender<Message>) {
-    use std::io::Write;
-    let reply = match lease::read_request(&stream) {
-        Ok(()) => {
-            let (done, outcome) = mpsc::channel();
-            if messages.send(Message::Flush(done)).is_err() {
-                return;
-            }
-            match outcome.recv() {
-                Ok(Ok(applied)) => format!("ok {} {applied}\n", std::process::id()),
-                Ok(Err(message)) => format!("error {}\n", message.replace('\n', " ")),
-                // The watcher is stopping: closing without an answer says so.
-                Err(_) => return,
-            }
-        }
-        Err(message) => format!("error {message}\n"),
-    };
-    let _ = stream.write_all(reply.as_bytes());
 }
 
 struct EventLoop {
@@ -523,18 +535,7 @@ impl Workspace {
     /// Identifies what a watcher of this index must index with for a query to trust it: the
     /// scan settings, the lode version, and the embedder.
     pub fn watch_settings(&self) -> String {
-        let embedder = self.embedder().map_or_else(
-            || "none".to_owned(),
-            |embedder| {
-                let identity = embedder.identity();
-                format!(
-                    "{}:{}:{}",
-                    identity.backend, identity.model, identity.dimension
-                )
-            },
-        );
-        let text = format!("{}|{embedder}", self.scan_fingerprint());
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+        watch_settings(&self.scan_options, self.embedder().map(|e| e.as_ref()))
     }
 
     /// Asks the watcher holding this index's lease (if any) to apply what it has seen, then
@@ -570,6 +571,23 @@ impl Workspace {
             Err(error) => Err(error),
         }
     }
+}
+
+/// [`Workspace::watch_settings`] without opening the index: what a query process compares
+/// with the lease before sending its query.
+pub fn watch_settings(scan: &crate::scan::ScanOptions, embedder: Option<&dyn Embedder>) -> String {
+    let embedder = embedder.map_or_else(
+        || "none".to_owned(),
+        |embedder| {
+            let identity = embedder.identity();
+            format!(
+                "{}:{}:{}",
+                identity.backend, identity.model, identity.dimension
+            )
+        },
+    );
+    let text = format!("{}|{embedder}", crate::workspace::scan_fingerprint(scan));
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
 /// How [`Workspace::bring_up_to_date`] brought the index up to date.
