@@ -13,10 +13,14 @@ pub fn lode_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_lode"))
 }
 
-/// A `lode` command run inside `root`, with no inherited index location.
+/// A `lode` command run inside `root`, with no inherited index location and no background
+/// daemon started by a query (the daemon's own tests turn it back on).
 pub fn lode(root: &Path) -> Command {
     let mut command = Command::new(lode_bin());
-    command.current_dir(root).env_remove("LODE_INDEX_DIR");
+    command
+        .current_dir(root)
+        .env_remove("LODE_INDEX_DIR")
+        .env("LODE_DAEMON", "never");
     command
 }
 
@@ -118,7 +122,7 @@ pub fn wait_until_watched(root: &Path, probe: &str) -> String {
     loop {
         let output = run(root, &["symbols", probe, "-v", "--json"]);
         let err = stderr(&output);
-        if err.contains("freshness: watcher") {
+        if err.contains("freshness: served by") {
             return err;
         }
         assert!(

@@ -50,7 +50,7 @@ fn a_query_while_lode_watch_runs_sees_an_edit_through_the_flush_without_checking
     let err = stderr(&output);
     assert!(output.status.success(), "{err}");
     assert!(stdout(&output).contains("\"gamma_six\""), "{err}");
-    assert!(err.contains("freshness: watcher"), "{err}");
+    assert!(err.contains("freshness: served by"), "{err}");
     assert!(err.contains("0 files checked"), "{err}");
 
     // A new file and a deleted file, each queried at once.
@@ -61,16 +61,16 @@ fn a_query_while_lode_watch_runs_sees_an_edit_through_the_flush_without_checking
         "{}",
         stderr(&output)
     );
-    assert!(stderr(&output).contains("freshness: watcher"));
+    assert!(stderr(&output).contains("freshness: served by"));
     fs::remove_file(root.join("src/other.rs")).unwrap();
     let output = run(root, &["symbols", "beta_two", "--json", "-v"]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(stderr(&output).contains("freshness: watcher"));
+    assert!(stderr(&output).contains("freshness: served by"));
 
     // A new directory changes the tree's shape: the watcher walks, the query still needn't.
     write(root, "src/nested/deep.rs", "pub fn epsilon_nested() {}\n");
     let output = run(root, &["refs", "epsilon_nested", "-v"]);
-    assert!(stderr(&output).contains("freshness: watcher"));
+    assert!(stderr(&output).contains("freshness: served by"));
     let output = run(root, &["symbols", "epsilon_nested", "--json"]);
     assert!(
         stdout(&output).contains("src/nested/deep.rs"),
@@ -79,7 +79,7 @@ fn a_query_while_lode_watch_runs_sees_an_edit_through_the_flush_without_checking
     );
     let output = run(root, &["map", "-v", "--tokens", "200"]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stderr(&output).contains("freshness: watcher"));
+    assert!(stderr(&output).contains("freshness: served by"));
 
     // Without a watcher, the same kind of edit stays invisible to the quick check: the proof
     // above really came from the watcher.
@@ -160,7 +160,7 @@ fn lode_acp_holds_the_lease_while_it_runs() {
         .expect("lode acp starts");
     let err = wait_until_watched(root, "alpha_one");
     assert!(
-        err.contains(&format!("watcher (pid {})", acp.id())),
+        err.contains(&format!("served by lode acp (pid {})", acp.id())),
         "{err}"
     );
     write(root, "src/by_acp.rs", "pub fn theta_seen_by_acp() {}\n");
@@ -196,7 +196,7 @@ fn lode_lsp_holds_the_lease_and_a_terminal_query_sees_changes_on_disk_through_it
         "{err}\n{}",
         lsp.stderr()
     );
-    assert!(err.contains("freshness: watcher"), "{err}");
+    assert!(err.contains("freshness: served by"), "{err}");
     assert!(err.contains("0 files checked"), "{err}");
 
     // A `lode watch` started now finds the lease taken by the server.

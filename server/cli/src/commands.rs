@@ -8,11 +8,12 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use lode_index::chunk::ChunkSizes;
 use lode_index::lexical::FieldBoosts;
+use lode_index::query::{Answer, Query};
 use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
 use lode_index::watch::Freshness;
 use lode_index::{
-    IndexError, Language, MapRequest, RefreshMode, RefreshProgress, RefreshStats, SearchRequest,
-    Workspace, WorkspaceOptions,
+    IndexError, Language, RefreshMode, RefreshProgress, RefreshStats, SearchRequest, Workspace,
+    WorkspaceOptions,
 };
 
 use crate::EXIT_NO_RESULTS;
@@ -189,6 +190,10 @@ pub enum Command {
         #[command(flatten)]
         agent: AgentFlags,
     },
+    /// The background daemon that keeps a large workspace's index current and answers its
+    /// queries from memory: start, status, stop. A query starts one by itself in a workspace
+    /// of 2,000 files or more unless `[index] daemon = "never"` or `LODE_DAEMON=never`.
+    Daemon(crate::daemon_command::DaemonArgs),
     /// Keep the index current from file-system events until Ctrl-C (logs on stderr). While it
     /// runs, query commands skip their freshness check: they ask it to flush instead.
     Watch {
@@ -316,75 +321,46 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             fusion,
             common,
         } => {
-            let language = match lang {
-                Some(name) => Some(Language::from_name(&name).with_context(|| {
-                    format!("unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)")
-                })?),
-                None => None,
-            };
-            let workspace = open_fresh(&args, &common, Needs::Everything)?;
-            let request = SearchRequest {
+            if let Some(name) = &lang
+                && Language::from_name(name).is_none()
+            {
+                bail!(
+                    "unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)"
+                );
+            }
+            if boosts.is_some() || fusion.is_some() {
+                // Benchmark knobs: always answered here, never by a lease holder.
+                return search_with_knobs(
+                    &args, &common, query, limit, path, lang, boosts, mode, fusion,
+                );
+            }
+            let query = Query::Search {
                 query,
                 limit,
                 path_glob: path,
-                language,
-                boosts,
+                language: lang,
+                mode: mode.map(|mode| mode_name(mode).to_owned()),
             };
-            // Asking whether there are vectors opens the store: only when no mode was given.
-            let mode = mode.unwrap_or_else(|| {
-                if workspace.has_vectors() {
-                    lode_index::SearchMode::Hybrid
-                } else {
-                    lode_index::SearchMode::Lexical
-                }
-            });
-            let hits = match fusion {
-                Some(weights) if mode == lode_index::SearchMode::Hybrid => {
-                    workspace.search_hybrid_with(&request, weights)?
-                }
-                _ => workspace.search_with_mode(&request, mode)?,
-            };
-            report_repairs(&workspace);
-            if common.json {
-                print_json_lines(&hits)?;
-            } else {
-                for hit in &hits {
-                    println!("{hit}");
-                }
-            }
-            Ok(found(!hits.is_empty()))
+            let answer = crate::served::answer(&args, &common, query, Needs::Everything)?;
+            print_answer(&answer, common.json)
         }
         Command::Symbols {
             name,
             limit,
             common,
         } => {
-            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
-            let hits = workspace.symbols(&name, limit)?;
-            if common.json {
-                print_json_lines(&hits)?;
-            } else {
-                for hit in &hits {
-                    println!("{hit}");
-                }
-            }
-            Ok(found(!hits.is_empty()))
+            let query = Query::Symbols { name, limit };
+            let answer = crate::served::answer(&args, &common, query, Needs::CatalogOnly)?;
+            print_answer(&answer, common.json)
         }
         Command::Refs {
             name,
             limit,
             common,
         } => {
-            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
-            let hits = workspace.references(&name, limit)?;
-            if common.json {
-                print_json_lines(&hits)?;
-            } else {
-                for hit in &hits {
-                    println!("{hit}");
-                }
-            }
-            Ok(found(!hits.is_empty()))
+            let query = Query::References { name, limit };
+            let answer = crate::served::answer(&args, &common, query, Needs::CatalogOnly)?;
+            print_answer(&answer, common.json)
         }
         Command::Map {
             tokens,
@@ -392,22 +368,18 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mention,
             common,
         } => {
-            let workspace = open_fresh(&args, &common, Needs::CatalogOnly)?;
+            let root = canonical_root(&args)?;
             let focus_files = focus
                 .iter()
-                .map(|file| workspace.relative(file))
+                .map(|file| lode_index::workspace::relative_to_root(&root, file))
                 .collect::<Result<Vec<_>, _>>()?;
-            let map = workspace.repo_map(&MapRequest {
+            let query = Query::Map {
                 max_tokens: tokens,
                 focus_files,
                 mentions: mention,
-            })?;
-            if common.json {
-                println!("{}", serde_json::to_string(&map)?);
-            } else {
-                print!("{}", map.text);
-            }
-            Ok(ExitCode::SUCCESS)
+            };
+            let answer = crate::served::answer(&args, &common, query, Needs::CatalogOnly)?;
+            print_answer(&answer, common.json)
         }
         Command::Chat { resume, agent } => {
             crate::agent_cli::chat(crate::agent_cli::agent_args(&args, agent)?, resume)
@@ -428,6 +400,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch { path, verbose } => {
             crate::watch_command::run_watch(&args, path.as_deref(), verbose)
         }
+        Command::Daemon(daemon) => crate::daemon_command::run(&args, daemon),
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
         Command::Mcp(mcp) => crate::mcp_command::run_mcp(&args, mcp),
@@ -445,6 +418,88 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::LlmScript { script, port } => crate::llm_script_command::run(&script, port),
     }
+}
+
+/// Prints an answer as text or JSON Lines; exit 1 when it holds nothing (a map always counts).
+fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<ExitCode> {
+    fn print<T: std::fmt::Display + serde::Serialize>(
+        hits: &[T],
+        json: bool,
+    ) -> anyhow::Result<()> {
+        if json {
+            print_json_lines(hits)
+        } else {
+            use std::io::Write;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            for hit in hits {
+                writeln!(out, "{hit}")?;
+            }
+            out.flush()?;
+            Ok(())
+        }
+    }
+    match answer {
+        Answer::Search { hits, .. } => print(hits, json)?,
+        Answer::Symbols { hits } => print(hits, json)?,
+        Answer::References { hits } => print(hits, json)?,
+        Answer::Map { map } => {
+            if json {
+                println!("{}", serde_json::to_string(map)?);
+            } else {
+                print!("{}", map.text);
+            }
+        }
+    }
+    Ok(found(!answer.is_empty()))
+}
+
+fn mode_name(mode: lode_index::SearchMode) -> &'static str {
+    match mode {
+        lode_index::SearchMode::Lexical => "lexical",
+        lode_index::SearchMode::Semantic => "semantic",
+        lode_index::SearchMode::Hybrid => "hybrid",
+    }
+}
+
+/// `lode search` with the hidden benchmark knobs (field boosts, fusion weights).
+#[allow(clippy::too_many_arguments)]
+fn search_with_knobs(
+    args: &WorkspaceArgs,
+    common: &QueryArgs,
+    query: String,
+    limit: usize,
+    path: Option<String>,
+    lang: Option<String>,
+    boosts: Option<FieldBoosts>,
+    mode: Option<lode_index::SearchMode>,
+    fusion: Option<lode_index::hybrid::FusionWeights>,
+) -> anyhow::Result<ExitCode> {
+    let (workspace, _) = open_fresh(args, common, Needs::Everything)?;
+    let request = SearchRequest {
+        query,
+        limit,
+        path_glob: path,
+        language: lang.as_deref().and_then(Language::from_name),
+        boosts,
+    };
+    // Asking whether there are vectors opens the store: only when no mode was given.
+    let mode = mode.unwrap_or_else(|| {
+        if workspace.has_vectors() {
+            lode_index::SearchMode::Hybrid
+        } else {
+            lode_index::SearchMode::Lexical
+        }
+    });
+    let hits = match fusion {
+        Some(weights) if mode == lode_index::SearchMode::Hybrid => {
+            workspace.search_hybrid_with(&request, weights)?
+        }
+        _ => workspace.search_with_mode(&request, mode)?,
+    };
+    report_repairs(&workspace);
+    let mode = mode_name(mode).to_owned();
+    print_answer(&Answer::Search { mode, hits }, common.json)
 }
 
 fn found(any: bool) -> ExitCode {
@@ -475,13 +530,19 @@ pub fn resolve_root(args: &WorkspaceArgs, explicit: Option<&Path>) -> anyhow::Re
     Ok(root)
 }
 
+/// The workspace root, canonical as the index names it.
+pub fn canonical_root(args: &WorkspaceArgs) -> anyhow::Result<PathBuf> {
+    let root = resolve_root(args, None)?;
+    std::fs::canonicalize(&root).with_context(|| format!("cannot resolve {}", root.display()))
+}
+
 pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
     open_for(args, explicit_root, Needs::Everything)
 }
 
 /// What a command reads from the index.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Needs {
+pub(crate) enum Needs {
     /// Search: the lexical index and vectors too.
     Everything,
     /// Symbols, references, the repo map: only the catalog. A derived index that would have
@@ -520,7 +581,7 @@ fn open_for(
 
 /// Prints what the workspace repaired since the last call: `open` checks the catalog and the
 /// lexical index, the vector store is checked when a command first uses it.
-fn report_repairs(workspace: &Workspace) {
+pub(crate) fn report_repairs(workspace: &Workspace) {
     for repair in workspace.take_repairs() {
         eprintln!("lode: repaired the index: {repair}");
     }
@@ -529,17 +590,21 @@ fn report_repairs(workspace: &Workspace) {
 /// Opens the workspace and, unless told not to, brings the index up to date first: through the
 /// watcher that holds the index's lease (`lode watch`, `lode lsp`, `lode acp`) when one answers,
 /// else by checking every file the last walk saw.
-fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs, needs: Needs) -> anyhow::Result<Workspace> {
+pub(crate) fn open_fresh(
+    args: &WorkspaceArgs,
+    query: &QueryArgs,
+    needs: Needs,
+) -> anyhow::Result<(Workspace, Option<Freshness>)> {
     let workspace = open_for(args, None, needs)?;
     if query.no_refresh {
         if query.verbose {
             eprintln!("lode: freshness: not checked (--no-refresh)");
         }
-        return Ok(workspace);
+        return Ok((workspace, None));
     }
     let started = Instant::now();
     let freshness = with_progress_bar(&workspace, |progress| workspace.bring_up_to_date(progress))?;
-    match freshness {
+    match &freshness {
         Freshness::Watched(flushed) if query.verbose => eprintln!(
             "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
             flushed.watcher_pid,
@@ -563,7 +628,7 @@ fn open_fresh(args: &WorkspaceArgs, query: &QueryArgs, needs: Needs) -> anyhow::
         }
         _ => {}
     }
-    Ok(workspace)
+    Ok((workspace, Some(freshness)))
 }
 
 fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshStats> {

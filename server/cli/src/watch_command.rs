@@ -20,11 +20,13 @@ pub fn start_watcher(
 ) -> Result<Watcher, WatchError> {
     let mut options = WatchOptions::for_workspace(&workspace);
     options.require_lease = require_lease;
+    options.holder = who.strip_prefix("lode ").unwrap_or(who);
+    options.queries = Some(workspace.clone());
     options.log = Box::new(move |event| log_event(who, verbose, event));
     Watcher::start(options, Box::new(WorkspaceSink(workspace)))
 }
 
-fn log_event(who: &str, verbose: bool, event: WatchEvent) {
+pub(crate) fn log_event(who: &str, verbose: bool, event: WatchEvent) {
     match event {
         WatchEvent::Applied {
             paths,

@@ -35,6 +35,8 @@ pub fn watch_disk(root: &Path, index: LiveIndex) -> Result<DiskWatcher, WatchErr
     // second run without it).
     options.initial_rescan = true;
     options.require_lease = false;
+    options.holder = "lsp";
+    options.queries = Some(reader.clone());
     options.log = Box::new(|event| {
         if let WatchEvent::Error(message) = event {
             eprintln!("lode lsp: {message}");

@@ -1,0 +1,79 @@
+//! How a query command gets its answer: from the process holding the workspace's lease
+//! (`lode daemon`, `lode watch`, `lode lsp`, `lode acp`), which answers from memory, or, when
+//! none answers, by opening the index here. In the second case, in a large workspace, it starts
+//! a background `lode daemon` for the next queries (see `daemon_command`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use lode_index::query::{Answer, Query};
+use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
+use lode_index::watch::{Freshness, NotWatched};
+
+use crate::commands::{Needs, QueryArgs, WorkspaceArgs};
+
+/// The index directory of a canonical `root` under these arguments, as `Workspace::open`
+/// derives it.
+pub fn index_dir_of(args: &WorkspaceArgs, root: &Path) -> PathBuf {
+    args.index_dir
+        .clone()
+        .unwrap_or_else(|| root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
+}
+
+/// The settings a lease holder must index with to answer for these arguments.
+pub fn settings_of(args: &WorkspaceArgs) -> anyhow::Result<String> {
+    let embedder = crate::semantic_cli::embedder(&args.embedding)?;
+    Ok(lode_index::watch::watch_settings(
+        &crate::commands::scan_options(args),
+        embedder.as_deref(),
+    ))
+}
+
+/// Answers `query`: served by the lease holder when one answers, else in this process.
+pub fn answer(
+    args: &WorkspaceArgs,
+    common: &QueryArgs,
+    query: Query,
+    needs: Needs,
+) -> anyhow::Result<Answer> {
+    let started = Instant::now();
+    let root = crate::commands::canonical_root(args)?;
+    let index_dir = index_dir_of(args, &root);
+    let settings = settings_of(args)?;
+    let fresh = !common.no_refresh;
+    let not_served = match lease::query(&index_dir, &settings, &query, fresh, DEFAULT_QUERY_TIMEOUT)
+    {
+        Ok(served) => {
+            if common.verbose {
+                let freshness = match served.applied {
+                    Some(applied) => format!(
+                        "flushed {applied} changed paths in {:.1} ms",
+                        served.flush.as_secs_f64() * 1000.0
+                    ),
+                    None => "not checked (--no-refresh)".to_owned(),
+                };
+                eprintln!(
+                    "lode: freshness: served by lode {} (pid {}): {freshness}; query {:.1} ms; {:.1} ms in all; 0 files checked",
+                    served.holder,
+                    served.holder_pid,
+                    served.query.as_secs_f64() * 1000.0,
+                    started.elapsed().as_secs_f64() * 1000.0
+                );
+            }
+            return Ok(served.answer);
+        }
+        Err(reason) => reason,
+    };
+    if common.verbose && !matches!(not_served, NotWatched::NoWatcher) {
+        eprintln!("lode: not served by a lease holder ({not_served}); answering here");
+    }
+    let (workspace, freshness) = crate::commands::open_fresh(args, common, needs)?;
+    let answer = workspace.answer(&query)?;
+    crate::commands::report_repairs(&workspace);
+    if let Some(Freshness::Checked { not_watched, stats }) = &freshness
+        && matches!(not_watched, NotWatched::NoWatcher | NotWatched::Gone(_))
+    {
+        crate::daemon_command::maybe_start_for_queries(args, &root, &index_dir, stats.files);
+    }
+    Ok(answer)
+}
