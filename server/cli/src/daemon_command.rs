@@ -378,6 +378,8 @@ fn absolute(path: &Path) -> PathBuf {
 /// The daemon itself: holds the lease (or exits quietly when another process does), keeps the
 /// index current, answers queries, and exits when idle, stopped, signalled or orphaned.
 fn serve(args: &WorkspaceArgs, root: &Path) -> anyhow::Result<ExitCode> {
+    // Started by a query, which turned huge pages off for its short life.
+    crate::startup::allow_huge_pages();
     let settings = DaemonSettings::load(args, root)?;
     let workspace = Arc::new(crate::commands::open(args, Some(root))?);
     let (stop_sender, stop_receiver) = std::sync::mpsc::channel::<&'static str>();

@@ -21,6 +21,7 @@ mod sandbox_command;
 mod semantic_cli;
 mod served;
 mod skill_command;
+mod startup;
 mod trust_command;
 mod watch_command;
 
