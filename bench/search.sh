@@ -4,7 +4,8 @@
 # large corpus.
 #
 #   bench/search.sh [PATH] [--queries FILE] [--runs N] [--rg-mode first|alt|phrase]
-#                   [--rg-all-files] [--modes lexical,default] [--freshness default,watched,no-refresh] [--reindex]
+#                   [--rg-all-files] [--modes lexical,default] [--freshness default,watched,daemon,no-refresh]
+#                   [--symbols] [--reindex]
 #
 # PATH defaults to bench/corpus/rust-vendor (indexed first if PATH/.lode/index is missing).
 # Results: bench/out/search.json.
