@@ -1,5 +1,7 @@
 //! The embedded vector store: int8 vectors in memory-mapped segment files under
-//! `<index>/vectors/`, searched exactly with a tight integer dot-product loop.
+//! `<index>/vectors/`. Small stores are searched exactly with a tight integer dot-product
+//! loop; larger ones first score every row's binary code (one bit per dimension, stored in
+//! the segment) and rescore the best candidates with their int8 vectors ([`SearchOptions`]).
 //!
 //! Crash safety follows tantivy's design: a commit writes new segment files and a file of dead
 //! rows, flushes them, then atomically replaces `manifest.json` (write, fsync, rename, fsync of
@@ -70,6 +72,72 @@ pub struct EmbeddedStore {
     dir: PathBuf,
     published: RwLock<Arc<Published>>,
     staged: Mutex<Staged>,
+    options: SearchOptions,
+}
+
+/// Below this many live rows a store is searched exactly: scanning 20,000 int8 rows takes
+/// about a millisecond, where a first pass and a rescoring would save little and could lose
+/// a hit.
+pub const EXACT_SEARCH_BELOW: usize = 20_000;
+
+/// The environment variable that overrides [`EXACT_SEARCH_BELOW`] (for benchmarks: `0`
+/// searches every store approximately, a huge number every store exactly).
+pub const EXACT_SEARCH_BELOW_VAR: &str = "LODE_VECTORS_EXACT_BELOW";
+
+/// How [`EmbeddedStore::search_with`] finds the nearest rows.
+///
+/// A store of at least `exact_below` live rows is searched in two passes: the binary codes
+/// of every row that passes the filter are scored against the query (a table lookup per
+/// code byte), the best `max(k * oversample, min_candidates)` of all segments are rescored
+/// with their int8 vectors, and the best `k` of those are returned with their int8 scores,
+/// the scores an exact search gives them. Segments without codes (written by an older lode)
+/// and segments too small to gain from it are scanned exactly in either case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SearchOptions {
+    /// Stores with fewer live rows than this are scanned exactly.
+    pub exact_below: usize,
+    /// Candidates rescored per hit asked for.
+    pub oversample: usize,
+    /// Candidates rescored at least.
+    pub min_candidates: usize,
+}
+
+impl SearchOptions {
+    /// Every row scored with its int8 vector: what approximate searches are measured against.
+    pub const EXACT: SearchOptions = SearchOptions {
+        exact_below: usize::MAX,
+        oversample: 0,
+        min_candidates: 0,
+    };
+
+    /// The defaults, with [`EXACT_SEARCH_BELOW_VAR`] read from the environment when set.
+    pub fn from_env() -> SearchOptions {
+        let mut options = SearchOptions::default();
+        if let Some(below) = std::env::var(EXACT_SEARCH_BELOW_VAR)
+            .ok()
+            .and_then(|value| value.trim().parse().ok())
+        {
+            options.exact_below = below;
+        }
+        options
+    }
+
+    /// How many first-pass candidates a search for `k` hits rescores.
+    fn candidates(&self, k: usize) -> usize {
+        k.saturating_mul(self.oversample).max(self.min_candidates)
+    }
+}
+
+impl Default for SearchOptions {
+    /// Recall@50 against exact search was 0.99+ on the benchmark corpus with these
+    /// (bench/README.md, "Vector search").
+    fn default() -> SearchOptions {
+        SearchOptions {
+            exact_below: EXACT_SEARCH_BELOW,
+            oversample: 20,
+            min_candidates: 500,
+        }
+    }
 }
 
 impl EmbeddedStore {
@@ -86,7 +154,100 @@ impl EmbeddedStore {
             dir: dir.to_path_buf(),
             published: RwLock::new(Arc::new(published)),
             staged: Mutex::new(Staged::default()),
+            options: SearchOptions::from_env(),
         })
+    }
+
+    /// The same store searched with other options (tests and benchmarks).
+    pub fn with_search_options(mut self, options: SearchOptions) -> EmbeddedStore {
+        self.options = options;
+        self
+    }
+
+    /// The `k` live rows closest to `query` that pass `filter`, best first, found as
+    /// `options` say (see [`SearchOptions`]). Filters are applied to every row before
+    /// either pass, so they are honoured exactly whichever way the rows are found.
+    pub fn search_with(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+        options: &SearchOptions,
+    ) -> Result<Vec<VectorHit>, VectorError> {
+        let published = self.published();
+        let Some(identity) = &published.manifest.identity else {
+            return Ok(Vec::new());
+        };
+        if query.len() != identity.dimension {
+            return Err(VectorError::Dimension {
+                expected: identity.dimension,
+                found: query.len(),
+            });
+        }
+        let matcher = match &filter.path_glob {
+            Some(glob) => {
+                Some(
+                    crate::search::path_matcher(glob).map_err(|e| VectorError::Glob {
+                        glob: glob.clone(),
+                        message: e.to_string(),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let mut quantized = Vec::with_capacity(query.len());
+        let query_scale = quantize(query, &mut quantized);
+        if k == 0 || query_scale == 0.0 {
+            return Ok(Vec::new());
+        }
+        let query = Query {
+            vector: query,
+            quantized: &quantized,
+            scale: query_scale,
+            dot: dot_i8_kernel(),
+        };
+        let approximate = published.count >= options.exact_below;
+        let candidates = options.candidates(k).max(k);
+        let mut best: Vec<Ranked> = Vec::new();
+        let mut coded: Vec<(&Segment, RowFilter<'_>)> = Vec::new();
+        for (segment, live) in published.segments.iter().zip(&published.live) {
+            let language = match &filter.language {
+                Some(name) => match segment.languages.iter().position(|l| l == name) {
+                    Some(index) => Some(index as u8),
+                    None => continue,
+                },
+                None => None,
+            };
+            let allowed_paths: Option<Vec<bool>> = matcher
+                .as_ref()
+                .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());
+            let rows = RowFilter {
+                live,
+                language,
+                allowed_paths,
+            };
+            // A segment a few times the candidate pool costs about what rescoring does.
+            if approximate
+                && segment.has_codes()
+                && segment.rows > candidates.saturating_mul(SMALL_SEGMENT_POOLS)
+            {
+                coded.push((segment, rows));
+            } else {
+                best.extend(scan_exactly(segment, &rows, &query, k));
+            }
+        }
+        if !coded.is_empty() {
+            best.extend(first_pass_and_rescore(&coded, &query, k, candidates));
+        }
+        best.sort();
+        best.truncate(k);
+        Ok(best
+            .into_iter()
+            .map(|r| VectorHit {
+                id: r.id,
+                score: r.score,
+            })
+            .collect())
     }
 
     fn published(&self) -> Arc<Published> {
@@ -253,6 +414,237 @@ fn keep_best(heap: &mut BinaryHeap<Ranked>, candidate: Ranked, k: usize) {
         heap.pop();
         heap.push(candidate);
     }
+}
+
+/// A segment is scanned exactly when it holds no more than this many candidate pools.
+const SMALL_SEGMENT_POOLS: usize = 4;
+
+/// A search's query in the forms the passes use.
+struct Query<'a> {
+    vector: &'a [f32],
+    quantized: &'a [i8],
+    scale: f32,
+    dot: fn(&[i8], &[u8]) -> i32,
+}
+
+impl Query<'_> {
+    /// A row's int8 score: the score every hit is returned with, whichever pass found it.
+    fn ranked(&self, segment: &Segment, row: usize) -> Ranked {
+        Ranked {
+            score: self.exact_score(segment, row),
+            content_hash: segment.content_hash(row),
+            id: segment.id(row),
+        }
+    }
+
+    fn exact_score(&self, segment: &Segment, row: usize) -> f32 {
+        (self.dot)(self.quantized, segment.quantized(row)) as f32 * segment.scale(row) * self.scale
+    }
+}
+
+/// Which rows of one segment a search may return.
+struct RowFilter<'a> {
+    live: &'a [bool],
+    language: Option<u8>,
+    allowed_paths: Option<Vec<bool>>,
+}
+
+impl RowFilter<'_> {
+    #[inline]
+    fn accepts(&self, segment: &Segment, row: usize) -> bool {
+        self.live[row]
+            && self
+                .language
+                .is_none_or(|l| segment.language_index(row) == l)
+            && self
+                .allowed_paths
+                .as_ref()
+                .is_none_or(|allowed| allowed[segment.path_index(row) as usize])
+    }
+}
+
+/// The best `k` rows of a segment, every accepted row scored with its int8 vector.
+fn scan_exactly(
+    segment: &Segment,
+    rows: &RowFilter<'_>,
+    query: &Query<'_>,
+    k: usize,
+) -> Vec<Ranked> {
+    // Blocks of rows are scanned in parallel, each keeping its own top k.
+    let heaps: Vec<BinaryHeap<Ranked>> = (0..segment.rows)
+        .into_par_iter()
+        .step_by(SCAN_BLOCK_ROWS)
+        .map(|block_start| {
+            let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
+            let block_end = (block_start + SCAN_BLOCK_ROWS).min(segment.rows);
+            for row in block_start..block_end {
+                if !rows.accepts(segment, row) {
+                    continue;
+                }
+                let score = query.exact_score(segment, row);
+                // Most rows lose to the worst kept hit: skip reading their id and hash.
+                if heap.len() >= k && heap.peek().is_some_and(|worst| score < worst.score) {
+                    continue;
+                }
+                keep_best(&mut heap, query.ranked(segment, row), k);
+            }
+            heap
+        })
+        .collect();
+    heaps.into_iter().flatten().collect()
+}
+
+/// A first-pass candidate: its estimated score and where it lies. Ordered so a heap's top is
+/// the worst kept (lowest estimate; among equals, the last row).
+#[derive(Clone, Copy)]
+struct Candidate {
+    estimate: f32,
+    segment: u32,
+    row: u32,
+}
+
+impl PartialEq for Candidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Candidate {}
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Candidate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .estimate
+            .total_cmp(&self.estimate)
+            .then(self.segment.cmp(&other.segment))
+            .then(self.row.cmp(&other.row))
+    }
+}
+
+/// The query's partial sums for the binary codes: for code byte `j` and each of its 256
+/// values, the sum of the int8 query components `8j..8j+8` whose bits are set.
+struct CodeTable {
+    sums: Vec<[i16; 256]>,
+    /// The sum of all int8 query components.
+    total: i32,
+}
+
+impl CodeTable {
+    fn new(quantized: &[i8]) -> CodeTable {
+        let sums = quantized
+            .chunks(8)
+            .map(|components| {
+                let mut table = [0i16; 256];
+                for (byte, sum) in table.iter_mut().enumerate() {
+                    // At most 8 * 127 in magnitude: fits an i16.
+                    *sum = components
+                        .iter()
+                        .enumerate()
+                        .filter(|&(bit, _)| byte & (1 << bit) != 0)
+                        .map(|(_, &q)| i16::from(q))
+                        .sum();
+                }
+                table
+            })
+            .collect();
+        CodeTable {
+            sums,
+            total: quantized.iter().map(|&q| i32::from(q)).sum(),
+        }
+    }
+
+    /// The dot product of the int8 query with a code's ±1 signs.
+    #[inline]
+    fn signed_dot(&self, code: &[u8]) -> i32 {
+        let set: i32 = self
+            .sums
+            .iter()
+            .zip(code)
+            .map(|(table, &byte)| i32::from(table[usize::from(byte)]))
+            .sum();
+        2 * set - self.total
+    }
+}
+
+/// The two-pass search over segments with binary codes: every accepted row's code is scored,
+/// the `candidates` best estimates over all these segments are rescored with their int8
+/// vectors, and the best `k` of those returned.
+fn first_pass_and_rescore(
+    segments: &[(&Segment, RowFilter<'_>)],
+    query: &Query<'_>,
+    k: usize,
+    candidates: usize,
+) -> Vec<Ranked> {
+    let table = CodeTable::new(query.quantized);
+    let blocks: Vec<(usize, usize)> = segments
+        .iter()
+        .enumerate()
+        .flat_map(|(index, (segment, _))| {
+            (0..segment.rows)
+                .step_by(SCAN_BLOCK_ROWS)
+                .map(move |start| (index, start))
+        })
+        .collect();
+    // Each segment's codes are signs around its own centre: the query's dot product with
+    // that centre is the estimate's constant part.
+    let centre_dots: Vec<f32> = segments
+        .iter()
+        .map(|(segment, _)| {
+            segment
+                .centre()
+                .iter()
+                .zip(query.vector)
+                .map(|(c, q)| c * q)
+                .sum()
+        })
+        .collect();
+    let heaps: Vec<BinaryHeap<Candidate>> = blocks
+        .par_iter()
+        .map(|&(index, block_start)| {
+            let (segment, rows) = &segments[index];
+            let centre_dot = centre_dots[index];
+            let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(candidates + 1);
+            let block_end = (block_start + SCAN_BLOCK_ROWS).min(segment.rows);
+            for row in block_start..block_end {
+                if !rows.accepts(segment, row) {
+                    continue;
+                }
+                let estimate = centre_dot
+                    + segment.code_factor(row)
+                        * query.scale
+                        * table.signed_dot(segment.code(row)) as f32;
+                if heap.len() >= candidates
+                    && heap.peek().is_some_and(|worst| estimate <= worst.estimate)
+                {
+                    continue;
+                }
+                heap.push(Candidate {
+                    estimate,
+                    // Segments are at most a handful and rows fit the file format's u32.
+                    segment: index as u32,
+                    row: row as u32,
+                });
+                if heap.len() > candidates {
+                    heap.pop();
+                }
+            }
+            heap
+        })
+        .collect();
+    let mut pool: Vec<Candidate> = heaps.into_iter().flatten().collect();
+    pool.sort();
+    pool.truncate(candidates);
+    // Rescored in file order, so rows close together are read together.
+    pool.sort_by_key(|c| (c.segment, c.row));
+    let mut best: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
+    for candidate in pool {
+        let segment = segments[candidate.segment as usize].0;
+        keep_best(&mut best, query.ranked(segment, candidate.row as usize), k);
+    }
+    best.into_vec()
 }
 
 /// Integer dot product of a quantised query with a stored row (written to vectorise).
@@ -438,7 +830,10 @@ impl VectorStore for EmbeddedStore {
         new_rows.sort_by_key(|&(id, _)| id);
         let total: usize = live.iter().map(Vec::len).sum::<usize>() + new_rows.len();
         let dead = live.iter().flatten().filter(|&&alive| !alive).count();
-        let merge = segments.len() + 1 > MAX_SEGMENTS || dead * 4 > total;
+        // Segments written before binary codes existed are rewritten with them.
+        let merge = segments.len() + 1 > MAX_SEGMENTS
+            || dead * 4 > total
+            || segments.iter().any(|segment| !segment.has_codes());
 
         let mut rows: Vec<SegmentRow<'_>> = Vec::new();
         let mut kept_quantized: Vec<Vec<i8>> = Vec::new();
@@ -542,89 +937,7 @@ impl VectorStore for EmbeddedStore {
         k: usize,
         filter: &VectorFilter,
     ) -> Result<Vec<VectorHit>, VectorError> {
-        let published = self.published();
-        let Some(identity) = &published.manifest.identity else {
-            return Ok(Vec::new());
-        };
-        if query.len() != identity.dimension {
-            return Err(VectorError::Dimension {
-                expected: identity.dimension,
-                found: query.len(),
-            });
-        }
-        let matcher = match &filter.path_glob {
-            Some(glob) => {
-                Some(
-                    crate::search::path_matcher(glob).map_err(|e| VectorError::Glob {
-                        glob: glob.clone(),
-                        message: e.to_string(),
-                    })?,
-                )
-            }
-            None => None,
-        };
-        let mut quantized = Vec::with_capacity(query.len());
-        let query_scale = quantize(query, &mut quantized);
-        if k == 0 || query_scale == 0.0 {
-            return Ok(Vec::new());
-        }
-        let dot = dot_i8_kernel();
-        let mut best: Vec<Ranked> = Vec::new();
-        for (segment, live) in published.segments.iter().zip(&published.live) {
-            let language = match &filter.language {
-                Some(name) => match segment.languages.iter().position(|l| l == name) {
-                    Some(index) => Some(index as u8),
-                    None => continue,
-                },
-                None => None,
-            };
-            let allowed_paths: Option<Vec<bool>> = matcher
-                .as_ref()
-                .map(|m| segment.paths.iter().map(|p| m.is_match(p)).collect());
-            // Blocks of rows are scanned in parallel, each keeping its own top k.
-            let heaps: Vec<BinaryHeap<Ranked>> = (0..segment.rows)
-                .into_par_iter()
-                .step_by(SCAN_BLOCK_ROWS)
-                .map(|block_start| {
-                    let mut heap: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
-                    let block_end = (block_start + SCAN_BLOCK_ROWS).min(segment.rows);
-                    for row in block_start..block_end {
-                        if !live[row]
-                            || language.is_some_and(|l| segment.language_index(row) != l)
-                            || allowed_paths
-                                .as_ref()
-                                .is_some_and(|allowed| !allowed[segment.path_index(row) as usize])
-                        {
-                            continue;
-                        }
-                        let score = dot(&quantized, segment.quantized(row)) as f32
-                            * segment.scale(row)
-                            * query_scale;
-                        // Most rows lose to the worst kept hit: skip reading their id and hash.
-                        if heap.len() >= k && heap.peek().is_some_and(|worst| score < worst.score) {
-                            continue;
-                        }
-                        let candidate = Ranked {
-                            score,
-                            content_hash: segment.content_hash(row),
-                            id: segment.id(row),
-                        };
-                        keep_best(&mut heap, candidate, k);
-                    }
-                    heap
-                })
-                .collect();
-            best.extend(heaps.into_iter().flatten());
-        }
-        best.sort();
-        best.truncate(k);
-        Ok(best
-            .into_iter()
-            .map(|r| VectorHit {
-                id: r.id,
-                score: r.score,
-            })
-            .collect())
+        self.search_with(query, k, filter, &self.options)
     }
 
     fn reload(&self) -> Result<(), VectorError> {
@@ -952,5 +1265,371 @@ mod tests {
         assert_eq!(reader.state().count, 0);
         reader.reload().unwrap();
         assert_eq!(reader.state().count, 1);
+    }
+
+    /// A seeded generator of clustered unit vectors (xorshift; sums of uniforms for noise).
+    struct Clusters {
+        state: u64,
+        centres: Vec<Vec<f32>>,
+    }
+
+    impl Clusters {
+        fn new(seed: u64, count: usize, dims: usize) -> Clusters {
+            let mut clusters = Clusters {
+                state: seed,
+                centres: Vec::new(),
+            };
+            clusters.centres = (0..count).map(|_| clusters.noise(dims, 1.0)).collect();
+            clusters
+        }
+
+        fn next(&mut self) -> f32 {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            (self.state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        }
+
+        fn noise(&mut self, dims: usize, spread: f32) -> Vec<f32> {
+            (0..dims)
+                .map(|_| spread * (self.next() + self.next() + self.next()))
+                .collect()
+        }
+
+        /// A unit vector near centre `n % count`.
+        fn near(&mut self, n: usize, spread: f32) -> Vec<f32> {
+            let centre = self.centres[n % self.centres.len()].clone();
+            let mut v: Vec<f32> = self
+                .noise(centre.len(), spread)
+                .iter()
+                .zip(&centre)
+                .map(|(n, c)| n + c)
+                .collect();
+            crate::embed::normalize(&mut v);
+            v
+        }
+    }
+
+    const LANGUAGES: [&str; 3] = ["rust", "python", "go"];
+
+    /// A store of `rows` clustered vectors in `commits` segments (before any merge), with ids
+    /// 0.., paths `dir{id % 7}/f{id % 50}.ext` and languages cycling through [`LANGUAGES`].
+    fn clustered_store(
+        dir: &Path,
+        clusters: &mut Clusters,
+        rows: usize,
+        commits: usize,
+    ) -> EmbeddedStore {
+        let dims = clusters.centres[0].len();
+        let store = EmbeddedStore::open(dir).unwrap();
+        store.reset(&identity(dims)).unwrap();
+        let per_commit = rows.div_ceil(commits);
+        for (generation, start) in (0..rows).step_by(per_commit).enumerate() {
+            let records = (start..(start + per_commit).min(rows))
+                .map(|id| {
+                    let language = LANGUAGES[id % LANGUAGES.len()];
+                    VectorRecord {
+                        id: id as i64,
+                        content_hash: (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                        path: format!("dir{}/f{}.{language}", id % 7, id % 50),
+                        language: language.into(),
+                        vector: clusters.near(id, 0.6),
+                    }
+                })
+                .collect();
+            store.upsert(records).unwrap();
+            store.commit(generation as u64 + 1).unwrap();
+        }
+        store
+    }
+
+    fn approximate() -> SearchOptions {
+        SearchOptions {
+            exact_below: 0,
+            ..SearchOptions::default()
+        }
+    }
+
+    fn segment_paths(dir: &Path) -> Vec<PathBuf> {
+        let manifest: Manifest =
+            serde_json::from_str(&fs::read_to_string(dir.join(MANIFEST)).unwrap()).unwrap();
+        manifest
+            .segments
+            .iter()
+            .map(|name| dir.join(name))
+            .collect()
+    }
+
+    #[test]
+    fn approximate_search_returns_the_exact_top_k_on_clustered_vectors() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut clusters = Clusters::new(42, 60, 64);
+        let store = clustered_store(dir.path(), &mut clusters, 30_000, 3);
+        assert_eq!(store.state().count, 30_000);
+        assert_eq!(segment_paths(dir.path()).len(), 3);
+        for n in 0..30 {
+            let query = clusters.near(n * 7, 0.9);
+            for k in [1, 10, 50] {
+                let exact = store
+                    .search_with(&query, k, &VectorFilter::default(), &SearchOptions::EXACT)
+                    .unwrap();
+                assert_eq!(exact.len(), k);
+                // The default options search a store of this size approximately.
+                let hits = store.search(&query, k, &VectorFilter::default()).unwrap();
+                assert_eq!(hits, exact, "query {n}, k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_pass_is_what_finds_the_candidates_of_a_large_store_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut clusters = Clusters::new(7, 40, 32);
+        let store = clustered_store(dir.path(), &mut clusters, 24_000, 2);
+        let queries: Vec<Vec<f32>> = (0..10).map(|n| clusters.near(n, 0.9)).collect();
+        let exact: Vec<Vec<VectorHit>> = queries
+            .iter()
+            .map(|q| {
+                store
+                    .search_with(q, 20, &VectorFilter::default(), &SearchOptions::EXACT)
+                    .unwrap()
+            })
+            .collect();
+        // Codes that rank every row alike: the first pass keeps arbitrary candidates.
+        for path in segment_paths(dir.path()) {
+            super::super::segment::flatten_codes(&path);
+        }
+        let flattened = EmbeddedStore::open(dir.path()).unwrap();
+        let approximate_hits: Vec<Vec<VectorHit>> = queries
+            .iter()
+            .map(|q| {
+                flattened
+                    .search_with(q, 20, &VectorFilter::default(), &approximate())
+                    .unwrap()
+            })
+            .collect();
+        assert_ne!(approximate_hits, exact, "the codes decide the candidates");
+        // Below the threshold the same store is scanned exactly, codes unused.
+        let small = SearchOptions {
+            exact_below: 24_001,
+            ..SearchOptions::default()
+        };
+        for (query, exact) in queries.iter().zip(&exact) {
+            assert_eq!(
+                &flattened
+                    .search_with(query, 20, &VectorFilter::default(), &small)
+                    .unwrap(),
+                exact
+            );
+        }
+    }
+
+    /// The share of `exact` that `hits` found, after checking that every hit carries the
+    /// score exact search gives it.
+    fn recall(hits: &[VectorHit], exact: &[VectorHit], all: &[VectorHit]) -> f32 {
+        for hit in hits {
+            assert!(
+                all.contains(hit),
+                "{hit:?} is not scored as exact search scores it"
+            );
+        }
+        let found = exact.iter().filter(|hit| hits.contains(hit)).count();
+        found as f32 / exact.len().max(1) as f32
+    }
+
+    #[test]
+    fn approximate_search_honours_filters_and_deleted_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut clusters = Clusters::new(99, 50, 96);
+        let store = clustered_store(dir.path(), &mut clusters, 24_000, 2);
+        let mut rows: HashMap<i64, (String, &str)> = (0..24_000i64)
+            .map(|id| {
+                let language = LANGUAGES[id as usize % LANGUAGES.len()];
+                let path = format!("dir{}/f{}.{language}", id % 7, id % 50);
+                (id, (path, language))
+            })
+            .collect();
+        // Delete every tenth row and move every 13th to another vector and path.
+        let deleted: Vec<i64> = (0..24_000).step_by(10).collect();
+        store.delete(&deleted).unwrap();
+        for id in &deleted {
+            rows.remove(id);
+        }
+        let moved: Vec<VectorRecord> = (5..24_000)
+            .step_by(13)
+            .filter(|id| id % 10 != 0)
+            .map(|id| VectorRecord {
+                id: id as i64,
+                content_hash: id as u64,
+                path: format!("moved/m{id}.rs"),
+                language: "rust".into(),
+                vector: clusters.near(id + 1, 0.6),
+            })
+            .collect();
+        for record in &moved {
+            rows.insert(record.id, (record.path.clone(), "rust"));
+        }
+        store.upsert(moved).unwrap();
+        store.commit(10).unwrap();
+        assert_eq!(store.state().count, rows.len());
+        let filters = [
+            VectorFilter::default(),
+            VectorFilter {
+                language: Some("python".into()),
+                path_glob: None,
+            },
+            VectorFilter {
+                language: None,
+                path_glob: Some("dir3/**".into()),
+            },
+            VectorFilter {
+                language: Some("rust".into()),
+                path_glob: Some("moved/**".into()),
+            },
+            // Few enough rows that all of them are rescored: exactly the exact hits.
+            VectorFilter {
+                language: Some("go".into()),
+                path_glob: Some("dir1/f1.*".into()),
+            },
+        ];
+        let mut recalls = Vec::new();
+        for n in 0..12 {
+            let query = clusters.near(n * 3, 0.9);
+            for filter in &filters {
+                let exact = store
+                    .search_with(&query, 50, filter, &SearchOptions::EXACT)
+                    .unwrap();
+                let all = store
+                    .search_with(&query, 30_000, filter, &SearchOptions::EXACT)
+                    .unwrap();
+                let hits = store
+                    .search_with(&query, 50, filter, &approximate())
+                    .unwrap();
+                assert_eq!(hits.len(), exact.len(), "query {n}, {filter:?}");
+                let matcher = filter
+                    .path_glob
+                    .as_deref()
+                    .map(|glob| crate::search::path_matcher(glob).unwrap());
+                for hit in &hits {
+                    let Some((path, language)) = rows.get(&hit.id) else {
+                        panic!("deleted row {} returned", hit.id);
+                    };
+                    assert!(filter.language.as_deref().is_none_or(|l| l == *language));
+                    assert!(matcher.as_ref().is_none_or(|m| m.is_match(path)));
+                }
+                if filter.path_glob.as_deref() == Some("dir1/f1.*") {
+                    assert!(exact.len() < 50);
+                    assert_eq!(hits, exact);
+                }
+                recalls.push(recall(&hits, &exact, &all));
+            }
+        }
+        let mean = recalls.iter().sum::<f32>() / recalls.len() as f32;
+        assert!(mean >= 0.98, "recall@50 {mean}");
+    }
+
+    #[test]
+    fn old_segments_without_codes_are_scanned_exactly_and_rewritten_at_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut clusters = Clusters::new(3, 30, 96);
+        let store = clustered_store(dir.path(), &mut clusters, 21_000, 2);
+        let queries: Vec<Vec<f32>> = (0..10).map(|n| clusters.near(n * 5, 0.9)).collect();
+        let exact: Vec<Vec<VectorHit>> = queries
+            .iter()
+            .map(|q| {
+                store
+                    .search_with(q, 30, &VectorFilter::default(), &SearchOptions::EXACT)
+                    .unwrap()
+            })
+            .collect();
+        drop(store);
+        let old_segments = segment_paths(dir.path());
+        // One segment as an older lode wrote it, and the other with codes that would mislead.
+        super::super::segment::strip_codes(&old_segments[0]);
+        super::super::segment::flatten_codes(&old_segments[1]);
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let published = store.published();
+        assert!(!published.segments[0].has_codes());
+        assert!(published.segments[1].has_codes());
+        drop(published);
+        let mixed: Vec<Vec<VectorHit>> = queries
+            .iter()
+            .map(|q| {
+                store
+                    .search_with(q, 30, &VectorFilter::default(), &SearchOptions::EXACT)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(mixed, exact, "an old segment reads the same vectors");
+        // The old segment's hits are exact even though the other segment's codes mislead.
+        for (query, exact) in queries.iter().zip(&exact) {
+            let hits = store
+                .search_with(query, 30, &VectorFilter::default(), &approximate())
+                .unwrap();
+            for hit in exact.iter().filter(|hit| hit.id < 10_500) {
+                assert!(hits.contains(hit), "{hit:?} of the old segment missed");
+            }
+        }
+        // The next commit rewrites every segment with codes.
+        store
+            .upsert(vec![VectorRecord {
+                id: 99_999,
+                content_hash: 1,
+                path: "new.rs".into(),
+                language: "rust".into(),
+                vector: clusters.near(0, 0.6),
+            }])
+            .unwrap();
+        store.commit(50).unwrap();
+        let published = store.published();
+        assert!(published.segments.iter().all(|s| s.has_codes()));
+        assert_eq!(published.count, 21_001);
+        drop(published);
+        let mut recalls = Vec::new();
+        for query in &queries {
+            let hits = store
+                .search_with(query, 30, &VectorFilter::default(), &approximate())
+                .unwrap();
+            let expected = store
+                .search_with(query, 30, &VectorFilter::default(), &SearchOptions::EXACT)
+                .unwrap();
+            let all = store
+                .search_with(
+                    query,
+                    30_000,
+                    &VectorFilter::default(),
+                    &SearchOptions::EXACT,
+                )
+                .unwrap();
+            recalls.push(recall(&hits, &expected, &all));
+        }
+        let mean = recalls.iter().sum::<f32>() / recalls.len() as f32;
+        assert!(mean >= 0.98, "recall@30 {mean}");
+    }
+
+    #[test]
+    fn the_code_table_computes_the_signed_dot_product() {
+        let mut clusters = Clusters::new(5, 1, 8);
+        for dims in [1usize, 7, 8, 9, 64, 100] {
+            let query: Vec<i8> = (0..dims)
+                .map(|_| (clusters.next() * 254.0).round() as i8)
+                .collect();
+            let code: Vec<u8> = (0..dims.div_ceil(8))
+                .map(|_| ((clusters.next() + 0.5) * 255.0) as u8)
+                .collect();
+            let expected: i32 = query
+                .iter()
+                .enumerate()
+                .map(|(i, &q)| {
+                    let sign = if code[i / 8] & (1 << (i % 8)) != 0 {
+                        1
+                    } else {
+                        -1
+                    };
+                    sign * i32::from(q)
+                })
+                .sum();
+            assert_eq!(CodeTable::new(&query).signed_dot(&code), expected, "{dims}");
+        }
     }
 }

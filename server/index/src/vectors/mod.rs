@@ -1,7 +1,9 @@
 //! Vector stores: where chunk embeddings live and how the nearest ones are found.
 //!
-//! One trait, [`VectorStore`], with the embedded backend [`EmbeddedStore`] (int8 vectors in
-//! memory-mapped segment files inside the index directory, exact search). A server backend
+//! One trait, [`VectorStore`], with the embedded backend [`EmbeddedStore`] (int8 vectors and
+//! their binary codes in memory-mapped segment files inside the index directory; exact search
+//! below [`EXACT_SEARCH_BELOW`] live rows, a binary first pass with int8 rescoring above,
+//! see [`SearchOptions`]). A server backend
 //! (Qdrant) implements the same trait. [`sync`] keeps a store in step with the catalog: it is
 //! derived data, like the lexical index, and each publication records the catalog generation
 //! it mirrors.
@@ -13,7 +15,7 @@ pub mod inline;
 mod segment;
 pub mod sync;
 
-pub use embedded::EmbeddedStore;
+pub use embedded::{EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions};
 
 use std::path::PathBuf;
 
