@@ -475,7 +475,7 @@ fn search_with_knobs(
     mode: Option<lode_index::SearchMode>,
     fusion: Option<lode_index::hybrid::FusionWeights>,
 ) -> anyhow::Result<ExitCode> {
-    let (workspace, _) = open_fresh(args, common, Needs::Everything)?;
+    let (workspace, _) = open_fresh(args, common, Needs::Everything, None)?;
     let request = SearchRequest {
         query,
         limit,
@@ -537,7 +537,7 @@ pub fn canonical_root(args: &WorkspaceArgs) -> anyhow::Result<PathBuf> {
 }
 
 pub fn open(args: &WorkspaceArgs, explicit_root: Option<&Path>) -> anyhow::Result<Workspace> {
-    open_for(args, explicit_root, Needs::Everything)
+    open_for(args, explicit_root, Needs::Everything, None)
 }
 
 /// What a command reads from the index.
@@ -551,10 +551,15 @@ pub(crate) enum Needs {
     CatalogOnly,
 }
 
+/// An embedder the caller already made from the same arguments (an HTTP embedder may have
+/// asked its service for the vector length: once per run is enough).
+pub(crate) type MadeEmbedder = Option<Option<std::sync::Arc<dyn lode_index::embed::Embedder>>>;
+
 fn open_for(
     args: &WorkspaceArgs,
     explicit_root: Option<&Path>,
     needs: Needs,
+    embedder: MadeEmbedder,
 ) -> anyhow::Result<Workspace> {
     let root = resolve_root(args, explicit_root)?;
     let mut options = WorkspaceOptions::new(&root);
@@ -564,7 +569,10 @@ fn open_for(
     if let Some(sizes) = args.chunk_sizes {
         options.chunk_sizes = sizes;
     }
-    options.embedder = crate::semantic_cli::embedder(&args.embedding)?;
+    options.embedder = match embedder {
+        Some(embedder) => embedder,
+        None => crate::semantic_cli::embedder(&args.embedding)?,
+    };
     options.vector_store =
         crate::qdrant_cli::vector_store(&args.vector_store, &root, options.embedder.as_ref())?;
     if let Some(files) = std::env::var("LODE_CHECKPOINT_FILES")
@@ -594,8 +602,9 @@ pub(crate) fn open_fresh(
     args: &WorkspaceArgs,
     query: &QueryArgs,
     needs: Needs,
+    embedder: MadeEmbedder,
 ) -> anyhow::Result<(Workspace, Option<Freshness>)> {
-    let workspace = open_for(args, None, needs)?;
+    let workspace = open_for(args, None, needs, embedder)?;
     if query.no_refresh {
         if query.verbose {
             eprintln!("lode: freshness: not checked (--no-refresh)");

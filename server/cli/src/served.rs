@@ -4,8 +4,10 @@
 //! a background `lode daemon` for the next queries (see `daemon_command`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
+use lode_index::embed::Embedder;
 use lode_index::query::{Answer, Query};
 use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
 use lode_index::watch::{Freshness, NotWatched};
@@ -20,13 +22,15 @@ pub fn index_dir_of(args: &WorkspaceArgs, root: &Path) -> PathBuf {
         .unwrap_or_else(|| root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
 }
 
-/// The settings a lease holder must index with to answer for these arguments.
-pub fn settings_of(args: &WorkspaceArgs) -> anyhow::Result<String> {
+/// The settings a lease holder must index with to answer for these arguments, and the
+/// embedder they name (reused if the command answers itself).
+pub fn settings_of(args: &WorkspaceArgs) -> anyhow::Result<(String, Option<Arc<dyn Embedder>>)> {
     let embedder = crate::semantic_cli::embedder(&args.embedding)?;
-    Ok(lode_index::watch::watch_settings(
+    let settings = lode_index::watch::watch_settings(
         &crate::commands::scan_options(args),
         embedder.as_deref(),
-    ))
+    );
+    Ok((settings, embedder))
 }
 
 /// Answers `query`: served by the lease holder when one answers, else in this process.
@@ -39,7 +43,7 @@ pub fn answer(
     let started = Instant::now();
     let root = crate::commands::canonical_root(args)?;
     let index_dir = index_dir_of(args, &root);
-    let settings = settings_of(args)?;
+    let (settings, embedder) = settings_of(args)?;
     let fresh = !common.no_refresh;
     let not_served = match lease::query(&index_dir, &settings, &query, fresh, DEFAULT_QUERY_TIMEOUT)
     {
@@ -67,7 +71,7 @@ pub fn answer(
     if common.verbose && !matches!(not_served, NotWatched::NoWatcher) {
         eprintln!("lode: not served by a lease holder ({not_served}); answering here");
     }
-    let (workspace, freshness) = crate::commands::open_fresh(args, common, needs)?;
+    let (workspace, freshness) = crate::commands::open_fresh(args, common, needs, Some(embedder))?;
     let answer = workspace.answer(&query)?;
     crate::commands::report_repairs(&workspace);
     if let Some(Freshness::Checked { not_watched, stats }) = &freshness
