@@ -2648,6 +2648,187 @@ fn stores_and_index(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Forged watch leases: a cloned repository ships `.lode/index/watch.lock` (or plants something
+// at `watch.sock`) so that `lode search` sends its query to a socket of the attacker's choosing.
+// Every case must answer in process and leave the canary socket untouched.
+// ---------------------------------------------------------------------------------------------
+
+/// What a forged lease is built from.
+struct LeaseScene<'a> {
+    index: &'a Path,
+    /// The lease a real daemon of this workspace wrote (right version and settings).
+    genuine: &'a str,
+    /// A listening socket outside the index, counting connections.
+    canary: &'a Path,
+}
+
+struct LeaseCase {
+    name: &'static str,
+    /// Writes the forged files; returns the lease text.
+    forge: fn(&LeaseScene) -> String,
+    known_gap: Option<&'static str>,
+}
+
+fn with_socket(genuine: &str, socket: &Path) -> String {
+    genuine
+        .lines()
+        .map(|line| {
+            if line.starts_with("socket ") {
+                format!("socket {}", socket.display())
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+const LEASE_CASES: &[LeaseCase] = &[
+    LeaseCase {
+        name: "lease: a socket outside the index",
+        forge: |scene| with_socket(scene.genuine, scene.canary),
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: dot-dot from the index to a foreign socket",
+        forge: |scene| {
+            let up = "../".repeat(scene.index.components().count());
+            let relative = scene.canary.strip_prefix("/").unwrap();
+            with_socket(scene.genuine, &scene.index.join(up).join(relative))
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: watch.sock in the index is a symlink to a foreign socket",
+        forge: |scene| {
+            let link = scene.index.join("watch.sock");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(scene.canary, &link).unwrap();
+            with_socket(scene.genuine, &link)
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: a private lode-watch directory reached through dot-dot",
+        forge: |scene| {
+            let dir = scene.canary.parent().unwrap();
+            let sneaky =
+                Path::new("/tmp/lode-watch-forged/..").join(dir.strip_prefix("/").unwrap());
+            with_socket(scene.genuine, &sneaky.join("watch.sock"))
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: protocol 1 naming the foreign socket",
+        forge: |scene| {
+            format!(
+                "lode-watch 1\npid 1\nsocket {}\nsettings x\n",
+                scene.canary.display()
+            )
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: other settings naming the foreign socket",
+        forge: |scene| {
+            let forged = with_socket(scene.genuine, scene.canary);
+            let settings = forged
+                .lines()
+                .find_map(|line| line.strip_prefix("settings "))
+                .unwrap()
+                .to_owned();
+            forged.replace(&settings, "0000000000000000")
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: two socket lines, the last one foreign",
+        forge: |scene| {
+            let own = scene.index.join("watch.sock");
+            format!(
+                "{}socket {}\n",
+                with_socket(scene.genuine, &own),
+                scene.canary.display()
+            )
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: a FIFO at the index's socket path",
+        forge: |scene| {
+            let fifo = scene.index.join("watch.sock");
+            let _ = std::fs::remove_file(&fifo);
+            let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path and a mode; mkfifo touches nothing else.
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+            with_socket(scene.genuine, &fifo)
+        },
+        known_gap: None,
+    },
+    LeaseCase {
+        name: "lease: binary garbage",
+        forge: |_| {
+            String::from_utf8_lossy(&[0xff, 0x00, 0x1b, b'[', b'2', b'J', 0x07]).into_owned()
+        },
+        known_gap: None,
+    },
+];
+
+#[test]
+fn forged_watch_leases() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    support::write(&root, "src/lib.rs", "pub fn lease_probe() {}\n");
+    let index = root.join(".lode/index");
+    assert!(support::run(&root, &["index"]).status.success());
+    assert!(support::run(&root, &["daemon", "start"]).status.success());
+    let genuine = std::fs::read_to_string(index.join("watch.lock")).unwrap();
+    assert!(support::run(&root, &["daemon", "stop"]).status.success());
+
+    let canary_dir = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&canary_dir).unwrap();
+    let canary = canary_dir.join("watch.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&canary).unwrap();
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            if stream.is_ok() {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let scene = LeaseScene {
+        index: &index,
+        genuine: &genuine,
+        canary: &canary,
+    };
+    let mut verdicts = Verdicts::default();
+    for case in LEASE_CASES {
+        let lease = (case.forge)(&scene);
+        std::fs::write(index.join("watch.lock"), lease).unwrap();
+        let before = connections.load(Ordering::SeqCst);
+        let output = support::run(&root, &["symbols", "lease_probe", "--json", "-v"]);
+        let err = support::stderr(&output);
+        let problem = if connections.load(Ordering::SeqCst) != before {
+            Some("the query connected to the foreign socket".to_owned())
+        } else if !output.status.success() || !support::stdout(&output).contains("lease_probe") {
+            Some(format!("no correct answer: {err}"))
+        } else if !err.contains("freshness: quick check") {
+            Some(format!("not answered in process: {err}"))
+        } else {
+            None
+        };
+        verdicts.record(case.name, case.known_gap, problem);
+        let _ = std::fs::remove_file(index.join("watch.sock"));
+    }
+    verdicts.finish("forged watch leases");
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table of classes.
 // ---------------------------------------------------------------------------------------------
 
@@ -2697,6 +2878,11 @@ fn classes() -> Vec<(&'static str, usize, usize)> {
             "secrets at rest",
             secrets.len(),
             gaps(&secrets, |case| case.known_gap.is_some()),
+        ),
+        (
+            "forged watch leases",
+            LEASE_CASES.len(),
+            gaps(LEASE_CASES, |case| case.known_gap.is_some()),
         ),
     ]
 }
