@@ -566,3 +566,55 @@ fn daemon_stop_does_not_stop_an_editor_or_a_watch_holding_the_index() {
         stderr(&output)
     );
 }
+
+#[test]
+fn the_index_section_of_the_config_decides_whether_a_query_starts_a_daemon() {
+    let dir = workspace();
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    let config = dir.path().join("settings.toml");
+    let config_arg = config.to_str().unwrap();
+    let query = |env: &[(&str, &str)]| {
+        let mut command = lode(root);
+        command
+            .env_remove("LODE_DAEMON")
+            .env_remove("LODE_DAEMON_MIN_FILES");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command
+            .args(["--config", config_arg, "symbols", "alpha_greet", "--json"])
+            .output()
+            .unwrap()
+    };
+    // A bad value is reported; the query itself is unaffected.
+    fs::write(
+        &config,
+        "[index]\ndaemon = \"sometimes\"\ndaemon_min_files = 1\n",
+    )
+    .unwrap();
+    let output = query(&[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"alpha_greet\""));
+    let err = stderr(&output);
+    assert!(err.contains("not starting a background daemon"), "{err}");
+    assert!(err.contains("\"auto\" or \"never\""), "{err}");
+    // "never" in the config: no daemon, however small the threshold.
+    fs::write(
+        &config,
+        "[index]\ndaemon = \"never\"\ndaemon_min_files = 1\n",
+    )
+    .unwrap();
+    let output = query(&[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("daemon"), "{}", stderr(&output));
+    assert_eq!(daemon_pid(root), None);
+    // The environment wins over the config.
+    let output = query(&[("LODE_DAEMON", "auto")]);
+    assert!(
+        stderr(&output).contains("started a background daemon"),
+        "{}",
+        stderr(&output)
+    );
+    eventually("the daemon answers", || daemon_pid(root).is_some());
+}
