@@ -339,7 +339,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 limit,
                 path_glob: path,
                 language: lang,
-                mode: mode.map(|mode| mode_name(mode).to_owned()),
+                mode: mode.map(|mode| mode.name().to_owned()),
             };
             let answer = crate::served::answer(&args, &common, query, Needs::Everything)?;
             print_answer(&answer, common.json)
@@ -454,14 +454,6 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<ExitCode> {
     Ok(found(!answer.is_empty()))
 }
 
-fn mode_name(mode: lode_index::SearchMode) -> &'static str {
-    match mode {
-        lode_index::SearchMode::Lexical => "lexical",
-        lode_index::SearchMode::Semantic => "semantic",
-        lode_index::SearchMode::Hybrid => "hybrid",
-    }
-}
-
 /// `lode search` with the hidden benchmark knobs (field boosts, fusion weights).
 #[allow(clippy::too_many_arguments)]
 fn search_with_knobs(
@@ -498,7 +490,7 @@ fn search_with_knobs(
         _ => workspace.search_with_mode(&request, mode)?,
     };
     report_repairs(&workspace);
-    let mode = mode_name(mode).to_owned();
+    let mode = mode.name().to_owned();
     print_answer(&Answer::Search { mode, hits }, common.json)
 }
 

@@ -108,7 +108,7 @@ impl Workspace {
                 };
                 let hits = self.search_with_mode(&request, mode)?;
                 Ok(Answer::Search {
-                    mode: mode_name(mode).to_owned(),
+                    mode: mode.name().to_owned(),
                     hits,
                 })
             }
@@ -130,14 +130,6 @@ impl Workspace {
                 })?,
             }),
         }
-    }
-}
-
-fn mode_name(mode: SearchMode) -> &'static str {
-    match mode {
-        SearchMode::Lexical => "lexical",
-        SearchMode::Semantic => "semantic",
-        SearchMode::Hybrid => "hybrid",
     }
 }
 

@@ -1,14 +1,17 @@
 //! The MCP tools: their argument types (which also give the JSON Schemas clients see), their
-//! descriptions, and how each one turns into a query on the [`Workspace`]. Every call first
-//! brings the index up to date (through a running watcher, or a quick refresh, as the CLI's
-//! query commands do) and answers with readable text plus the same data as structured content.
+//! descriptions, and how each one turns into a query on the [`Workspace`]. Every call is sent to
+//! the process holding the index's lease when one answers (it applies what it has seen and
+//! answers from memory), else brings the index up to date with a quick refresh and answers here,
+//! as the CLI's query commands do; either way the answer is readable text plus the same data as
+//! structured content.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use lode_index::watch::Freshness;
-use lode_index::{IndexError, Language, MapRequest, SearchMode, SearchRequest, Workspace};
+use lode_index::query::{Answer, Query};
+use lode_index::watch::{Freshness, lease};
+use lode_index::{IndexError, Language, SearchMode, Workspace};
 use rmcp::ErrorData;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -206,6 +209,8 @@ impl CallError {
 /// lode's code intelligence over one workspace: the state behind the MCP tools.
 pub struct CodeTools {
     workspace: Arc<Workspace>,
+    /// The workspace's watch settings: a lease holder indexing with others is not asked.
+    settings: String,
     /// Refreshes take the index's writer lock, which another handle in this process would
     /// find taken: calls refresh one at a time.
     refreshing: Mutex<()>,
@@ -216,6 +221,7 @@ pub struct CodeTools {
 impl CodeTools {
     pub fn new(workspace: Arc<Workspace>, refresh: bool) -> Self {
         CodeTools {
+            settings: workspace.watch_settings(),
             workspace,
             refreshing: Mutex::new(()),
             refresh,
@@ -245,6 +251,24 @@ impl CodeTools {
             );
         }
         Ok(())
+    }
+
+    /// Answers a read query: sent to the process holding the index's lease (`lode daemon`,
+    /// `lode watch`, `lode lsp`, `lode acp`) when one answers, which applies what it has seen
+    /// and answers from its open index; else brought up to date and answered here. Both run
+    /// `Workspace::answer`.
+    fn answer(&self, query: Query) -> Result<Answer, CallError> {
+        if let Ok(served) = lease::query(
+            self.workspace.index_dir(),
+            &self.settings,
+            &query,
+            self.refresh,
+            lease::DEFAULT_QUERY_TIMEOUT,
+        ) {
+            return Ok(served.answer);
+        }
+        self.refresh()?;
+        Ok(self.workspace.answer(&query)?)
     }
 
     /// Runs the tool `name` with `arguments` (blocking: call it off the async runtime).
@@ -283,23 +307,26 @@ impl CodeTools {
             })?),
             None => None,
         };
-        self.refresh()?;
-        let workspace = &self.workspace;
-        let mode = match args.mode {
-            Some(ModeArg::Hybrid) => SearchMode::Hybrid,
-            Some(ModeArg::Lexical) => SearchMode::Lexical,
-            Some(ModeArg::Semantic) => SearchMode::Semantic,
-            None if workspace.has_vectors() => SearchMode::Hybrid,
-            None => SearchMode::Lexical,
-        };
-        let request = SearchRequest {
+        let query = Query::Search {
             query: args.query.clone(),
             limit,
             path_glob: args.path.clone(),
-            language,
-            boosts: None,
+            language: language.map(|language| language.name().to_owned()),
+            mode: args.mode.map(|mode| {
+                match mode {
+                    ModeArg::Hybrid => SearchMode::Hybrid,
+                    ModeArg::Lexical => SearchMode::Lexical,
+                    ModeArg::Semantic => SearchMode::Semantic,
+                }
+                .name()
+                .to_owned()
+            }),
         };
-        let hits = workspace.search_with_mode(&request, mode)?;
+        let Answer::Search { mode, hits } = self.answer(query)? else {
+            return Err(CallError::Failed(
+                "the index answered another kind of query".into(),
+            ));
+        };
         let mut text = String::new();
         if hits.is_empty() {
             let _ = writeln!(text, "No code matches {:?}.", args.query);
@@ -307,7 +334,7 @@ impl CodeTools {
         for hit in &hits {
             let _ = writeln!(text, "{hit}");
         }
-        Ok(answer(text, json!({ "mode": mode.name(), "hits": hits })))
+        Ok(answer(text, json!({ "mode": mode, "hits": hits })))
     }
 
     fn map(&self, arguments: Value) -> Result<CallToolResult, CallError> {
@@ -319,17 +346,21 @@ impl CodeTools {
                 "`tokens` must be between {min} and {max}"
             )));
         }
-        self.refresh()?;
         let focus_files = args
             .focus
             .iter()
             .map(|file| self.workspace.relative(Path::new(file)))
             .collect::<Result<Vec<_>, _>>()?;
-        let map = self.workspace.repo_map(&MapRequest {
+        let query = Query::Map {
             max_tokens: tokens as usize,
             focus_files,
             mentions: args.mentions,
-        })?;
+        };
+        let Answer::Map { map } = self.answer(query)? else {
+            return Err(CallError::Failed(
+                "the index answered another kind of query".into(),
+            ));
+        };
         let text = if map.text.is_empty() {
             "The index has no definitions to map.".to_owned()
         } else {
@@ -341,8 +372,15 @@ impl CodeTools {
     fn symbols(&self, arguments: Value) -> Result<CallToolResult, CallError> {
         let args: NameArgs = parse(arguments)?;
         let limit = limit(args.limit, SYMBOL_LIMITS)?;
-        self.refresh()?;
-        let hits = self.workspace.symbols(&args.name, limit)?;
+        let query = Query::Symbols {
+            name: args.name.clone(),
+            limit,
+        };
+        let Answer::Symbols { hits } = self.answer(query)? else {
+            return Err(CallError::Failed(
+                "the index answered another kind of query".into(),
+            ));
+        };
         let text = one_per_line(&hits, || {
             format!("No definition named like {:?}.", args.name)
         });
@@ -352,8 +390,15 @@ impl CodeTools {
     fn references(&self, arguments: Value) -> Result<CallToolResult, CallError> {
         let args: NameArgs = parse(arguments)?;
         let limit = limit(args.limit, REFERENCE_LIMITS)?;
-        self.refresh()?;
-        let hits = self.workspace.references(&args.name, limit)?;
+        let query = Query::References {
+            name: args.name.clone(),
+            limit,
+        };
+        let Answer::References { hits } = self.answer(query)? else {
+            return Err(CallError::Failed(
+                "the index answered another kind of query".into(),
+            ));
+        };
         let text = one_per_line(&hits, || format!("No references to {:?}.", args.name));
         Ok(answer(text, json!({ "references": hits })))
     }
