@@ -3,9 +3,11 @@
 //! A real `Agent` (real index, tools, SQLite) on a copy of a workspace talks to the scripted LLM
 //! server (`fixtures/llm/agent_bench.json`): every turn is three model requests (read a file,
 //! search the code, answer), and every response is held back by a known `slow_first_byte_ms`.
-//! The wall time of each turn minus the time the server spent delaying is lode's overhead:
-//! context assembly (repo map, retrieval, token counting), HTTP and SSE, the tools, the
-//! permission policy, the session store and the audit log.
+//! The wall time of each turn minus the time the server spent delaying, and minus the time the
+//! stand-in server spent reading the requests (parsing their JSON: a real provider does that on
+//! its own machines, and it grows with the conversation), is lode's overhead: context assembly
+//! (repo map, retrieval, token counting), HTTP and SSE, the tools, the permission policy, the
+//! session store and the audit log. The server's share is printed too.
 //!
 //! `cargo bench -p lode-agent --bench agent_overhead -- [--turns N] [--delay-ms MS]
 //! [--source DIR]` (or `bench/agent/overhead.sh`). The first turn, which waits for the initial
@@ -85,10 +87,18 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Wall time of each turn and the number of model requests it made, for one delay.
+/// One turn: its wall time, the model requests it made, and the time the stand-in server
+/// spent reading them.
+struct Turn {
+    elapsed: Duration,
+    requests: usize,
+    server: Duration,
+}
+
+/// The turns of one session, for one delay.
 struct Run {
     first_turn: Duration,
-    turns: Vec<(Duration, usize)>,
+    turns: Vec<Turn>,
 }
 
 async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error::Error>> {
@@ -126,7 +136,8 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
     let mut first_turn = Duration::ZERO;
     let mut turns = Vec::new();
     for turn in 0..=options.turns {
-        let before = server.requests().len();
+        let before = server.request_count();
+        let server_before = server.processing_time();
         let started = Instant::now();
         let stop = agent
             .prompt(
@@ -142,11 +153,15 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
         if stop != StopReason::EndTurn {
             return Err(format!("turn {turn} stopped with {stop:?}").into());
         }
-        let requests = server.requests().len() - before;
+        let requests = server.request_count() - before;
         if turn == 0 {
             first_turn = elapsed;
         } else {
-            turns.push((elapsed, requests));
+            turns.push(Turn {
+                elapsed,
+                requests,
+                server: server.processing_time() - server_before,
+            });
         }
     }
     Ok(Run { first_turn, turns })
@@ -165,29 +180,35 @@ fn report(label: &str, run: &Run, delay_ms: u64) {
     let overheads: Vec<f64> = run
         .turns
         .iter()
-        .map(|(elapsed, requests)| ms(*elapsed) - (*requests as f64 * delay_ms as f64))
+        .map(|turn| ms(turn.elapsed) - (turn.requests as f64 * delay_ms as f64) - ms(turn.server))
         .collect();
-    let requests: usize = run.turns.iter().map(|(_, requests)| requests).sum();
-    let wall: f64 = run.turns.iter().map(|(elapsed, _)| ms(*elapsed)).sum();
+    let requests: usize = run.turns.iter().map(|turn| turn.requests).sum();
+    let wall: f64 = run.turns.iter().map(|turn| ms(turn.elapsed)).sum();
     let waited = requests as f64 * delay_ms as f64;
+    let server: f64 = run.turns.iter().map(|turn| ms(turn.server)).sum();
     let turns = run.turns.len() as f64;
     let mean = overheads.iter().sum::<f64>() / turns;
+    let lode = wall - waited - server;
     println!(
         "{label}: {} turns, {requests} model requests, first turn (index refresh) {:.0} ms",
         run.turns.len(),
         ms(run.first_turn)
     );
     println!(
-        "  wall {wall:.0} ms, server delay {waited:.0} ms; overhead per turn mean {mean:.1} ms, median {:.1} ms, max {:.1} ms; per model request {:.1} ms",
+        "  wall {wall:.0} ms, server delay {waited:.0} ms, server reading requests {server:.0} ms ({:.2} ms per request)",
+        server / requests as f64
+    );
+    println!(
+        "  lode's overhead per turn mean {mean:.1} ms, median {:.1} ms, max {:.1} ms; per model request {:.1} ms",
         median(overheads.clone()),
         overheads.iter().copied().fold(f64::MIN, f64::max),
-        (wall - waited) / requests as f64,
+        lode / requests as f64,
     );
     if waited > 0.0 {
         println!(
             "  overhead / server latency = {:.3} ({:.1}% of the turn is lode)",
-            (wall - waited) / waited,
-            100.0 * (wall - waited) / wall
+            lode / waited,
+            100.0 * lode / wall
         );
     }
     report_curve(run, &overheads, delay_ms);
@@ -203,29 +224,32 @@ fn report_curve(run: &Run, overheads: &[f64], delay_ms: u64) {
     if run.turns.len() < 2 * CURVE_BUCKET {
         return;
     }
-    let per_request: Vec<f64> = overheads
+    let per_request: Vec<(f64, f64)> = overheads
         .iter()
         .zip(&run.turns)
-        .map(|(overhead, (_, requests))| overhead / (*requests).max(1) as f64)
+        .map(|(overhead, turn)| {
+            let requests = turn.requests.max(1) as f64;
+            (overhead / requests, ms(turn.server) / requests)
+        })
         .collect();
-    println!("  per model request over the session (median of each {CURVE_BUCKET} turns):");
+    println!(
+        "  per model request over the session (median of each {CURVE_BUCKET} turns; the stand-in server's reading apart):"
+    );
     let mut medians = Vec::new();
     for (bucket, values) in per_request.chunks(CURVE_BUCKET).enumerate() {
         let first = bucket * CURVE_BUCKET + 1;
-        let value = median(values.to_vec());
+        let value = median(values.iter().map(|(lode, _)| *lode).collect());
+        let server = median(values.iter().map(|(_, server)| *server).collect());
         medians.push(value);
-        if delay_ms > 0 {
-            println!(
-                "    turns {first:>3}-{:<3} {value:6.1} ms  ({:.3} of the server's latency)",
-                first + values.len() - 1,
-                value / delay_ms as f64
-            );
+        let latency = if delay_ms > 0 {
+            format!("  ({:.3} of the server's latency)", value / delay_ms as f64)
         } else {
-            println!(
-                "    turns {first:>3}-{:<3} {value:6.1} ms",
-                first + values.len() - 1
-            );
-        }
+            String::new()
+        };
+        println!(
+            "    turns {first:>3}-{:<3} {value:6.1} ms{latency}  [server reading {server:.2} ms]",
+            first + values.len() - 1,
+        );
     }
     if let (Some(first), Some(last)) = (medians.first(), medians.last())
         && *first > 0.0

@@ -57,6 +57,8 @@ struct Progress {
     used: Vec<bool>,
     faults_served: Vec<u32>,
     requests: Vec<RecordedRequest>,
+    /// Time spent reading requests: parsing, recording and matching them to turns.
+    processing: Duration,
     /// Streams whose body was dropped before its last event (the client went away).
     abandoned_streams: usize,
 }
@@ -100,6 +102,7 @@ impl ScriptedServer {
                 used: vec![false; turns],
                 faults_served: vec![0; turns],
                 requests: Vec::new(),
+                processing: Duration::ZERO,
                 abandoned_streams: 0,
             }),
         });
@@ -172,6 +175,19 @@ impl ScriptedServerHandle {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.progress().requests.clone()
+    }
+
+    /// How many requests were received so far (without copying them, as [`Self::requests`]
+    /// does).
+    pub fn request_count(&self) -> usize {
+        self.shared.progress().requests.len()
+    }
+
+    /// The time the server spent reading the requests so far (parsing their JSON, recording
+    /// them, matching them to turns), not waiting or streaming: the stand-in's own share of a
+    /// request, which a benchmark of its client leaves out.
+    pub fn processing_time(&self) -> Duration {
+        self.shared.progress().processing
     }
 
     /// How many streamed answers lost their client before the last event: a client that
@@ -251,10 +267,22 @@ async fn answer(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let started = std::time::Instant::now();
     let parsed: Result<Value, String> =
         serde_json::from_slice(&body).map_err(|error| error.to_string());
-    let (plan, request_number) = {
+    // Planned from the parsed body, which is then recorded as it is (not copied: agent requests
+    // carry whole conversations); serving needs only the model's name from it.
+    let (plan, request_number, model) = {
         let mut progress = shared.progress();
+        let request_number = progress.requests.len() as u64 + 1;
+        let plan = plan(&shared.script, &mut progress, api, &parsed, request_number);
+        let model = parsed
+            .as_ref()
+            .ok()
+            .and_then(|request| request.get("model"))
+            .and_then(Value::as_str)
+            .unwrap_or("scripted")
+            .to_string();
         progress.requests.push(RecordedRequest {
             path: path.to_string(),
             headers: headers
@@ -266,18 +294,16 @@ async fn answer(
                     )
                 })
                 .collect(),
-            body: parsed
-                .clone()
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned())),
+            body: match parsed {
+                Ok(value) => value,
+                Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+            },
         });
-        let request_number = progress.requests.len() as u64;
-        (
-            plan(&shared.script, &mut progress, api, &parsed, request_number),
-            request_number,
-        )
+        progress.processing += started.elapsed();
+        (plan, request_number, model)
     };
-    match (plan, &parsed) {
-        (Plan::Serve { turn_index, fault }, Ok(request)) => {
+    match plan {
+        Plan::Serve { turn_index, fault } => {
             let turn = &shared.script.turns[turn_index];
             let guard = AbandonGuard {
                 shared: Arc::clone(&shared),
@@ -285,7 +311,7 @@ async fn answer(
             };
             serve_turn(
                 api,
-                request,
+                &model,
                 turn_index + 1,
                 &turn.respond,
                 fault,
@@ -294,12 +320,10 @@ async fn answer(
             )
             .await
         }
-        (Plan::Refuse(reason), _) => refuse(
+        Plan::Refuse(reason) => refuse(
             api,
             &format!("lode-llm-script: request {request_number}: {reason}"),
         ),
-        // `plan` refuses bodies that are not JSON; this arm only keeps the match total.
-        (Plan::Serve { .. }, Err(error)) => refuse(api, error),
     }
 }
 
@@ -401,7 +425,7 @@ impl Drop for AbandonGuard {
 
 async fn serve_turn(
     api: Api,
-    request: &Value,
+    model: &str,
     turn_number: usize,
     respond: &Respond,
     fault: Option<Fault>,
@@ -425,10 +449,6 @@ async fn serve_turn(
             fault.retry_after,
         );
     }
-    let model = request
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("scripted");
     let usage = respond
         .usage
         .unwrap_or_else(|| estimate_usage(respond, request_bytes));
