@@ -669,13 +669,15 @@ impl Agent {
         }
         self.end_extensions(id);
         self.forget_mcp_servers(id);
+        self.shared().store.forget_view(id);
         Ok(())
     }
 
-    /// Lets go of what an idle session holds in memory, its MCP server connections, without
-    /// touching the store: the session stays listed and loadable, and the MCP servers the client
-    /// passed for it reconnect on its next turn. A session with a running turn keeps everything;
-    /// returns whether the session was released.
+    /// Lets go of what an idle session holds in memory, its MCP server connections and the
+    /// store's copy of its history, without touching the stored session: the session stays
+    /// listed and loadable, and the MCP servers the client passed for it reconnect on its next
+    /// turn. A session with a running turn keeps everything; returns whether the session was
+    /// released.
     pub fn release_session(&self, id: &str) -> bool {
         let running = self
             .inner
@@ -688,6 +690,7 @@ impl Agent {
             return false;
         }
         self.end_extensions(id);
+        self.shared().store.forget_view(id);
         true
     }
 

@@ -597,11 +597,12 @@ async fn refresh_code(shared: &Shared, turn: &mut TurnContext) -> Result<(), Age
     Ok(())
 }
 
-/// The model's view of the session during a turn. Loaded from the store once when the turn
-/// starts; each message the turn appends is stored and added here, so a model request costs no
-/// store read. Only a compaction, which changes what the model sees of older messages, loads it
-/// again. The turn's own messages are kept as written (in clear): the store redacts secrets,
-/// and later turns see them redacted.
+/// The model's view of the session during a turn. Taken from the store's view in memory when
+/// the turn starts (the store loads a session from the file once, then keeps it current; see
+/// `crate::store`); each message the turn appends is stored and added here, so a model request
+/// costs no store read. Only a compaction, which changes what the model sees of older messages,
+/// takes it again. The turn's own messages are kept as written (in clear): the store redacts
+/// secrets, and later turns see them redacted.
 pub(crate) struct TurnHistory {
     /// This turn's messages by seq, in clear.
     in_clear: BTreeMap<u64, Message>,
@@ -625,15 +626,13 @@ impl TurnHistory {
         Ok(history)
     }
 
-    /// Reads the model's view from the store again (after a compaction).
+    /// Takes the model's view from the store again (after a compaction).
     pub(crate) fn reload(
         &mut self,
         store: &SessionStore,
         session_id: &str,
     ) -> Result<(), AgentError> {
-        self.messages = store
-            .load_history(session_id)?
-            .model_messages_with(&self.in_clear);
+        self.messages = store.model_messages_with(session_id, &self.in_clear)?;
         Ok(())
     }
 
@@ -656,7 +655,8 @@ impl TurnHistory {
     }
 
     /// In builds with debug assertions (the tests), checks that the kept history is what a fresh
-    /// load from the store gives: what the model is sent must not depend on the cache.
+    /// load from the file gives: what the model is sent must depend on neither the turn's copy
+    /// nor the store's view in memory.
     fn check_against_store(&self, store: &SessionStore, session_id: &str) {
         if cfg!(debug_assertions)
             && let Ok(stored) = store.load_history(session_id)

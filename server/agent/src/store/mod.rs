@@ -16,6 +16,13 @@
 //! never deletes: the turns it replaces become [`Visibility::UserOnly`] and the summary that
 //! replaces them is [`Visibility::ModelOnly`].
 //!
+//! What the model is sent of a session is also kept in memory ([`SessionStore::model_messages_with`]):
+//! loaded from SQLite once, then kept current by the store's own writes (an appended message is
+//! read back as stored, redacted; a compaction or a deletion drops the session's copy), and
+//! dropped whole when another connection (another process) committed to the database, which
+//! SQLite's `data_version` tells. So a turn costs no read of the whole session, and what it gets
+//! is always what a load from the file gives.
+//!
 //! ```text
 //! let store = Arc::new(SessionStore::open(&root.join(".lode/agent.sqlite"))?);
 //! let session = store.create_session(&NewSession { cwd, mode: "code".into(), model: Some("openai".into()) })?;
@@ -26,7 +33,7 @@
 
 mod schema;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -233,10 +240,7 @@ impl History {
             .filter(|message| message.visibility.to_model())
             .collect();
         // A summary sorts right after the last message it replaces; everything else by seq.
-        visible.sort_by_key(|message| match message.summary_of {
-            Some(last) => (last, 1u8, message.seq),
-            None => (message.seq, 0u8, message.seq),
-        });
+        visible.sort_by_key(|message| sort_key(message));
         visible
     }
 
@@ -257,6 +261,69 @@ impl History {
 pub struct SessionStore {
     path: PathBuf,
     connection: Mutex<Connection>,
+    /// The model's view of recently used sessions. Only touched with `connection` locked, so it
+    /// changes in step with what this store writes.
+    views: Mutex<ModelViews>,
+}
+
+/// At most this many sessions' model views are kept; the least recently used goes first.
+const MAX_CACHED_VIEWS: usize = 32;
+
+/// The model's view of sessions, kept in memory (see the module's note).
+#[derive(Default)]
+struct ModelViews {
+    /// SQLite's `data_version` when the views were last known to match the file: it changes
+    /// when another connection commits, never for this connection's own writes.
+    data_version: Option<i64>,
+    sessions: HashMap<String, ModelView>,
+    /// Bumped on every use, to find the least recently used view.
+    clock: u64,
+}
+
+struct ModelView {
+    /// [`History::model_entries`] of the session, owned, in the order the model sees them.
+    entries: Vec<StoredMessage>,
+    last_used: u64,
+}
+
+impl ModelViews {
+    /// Drops every view when another connection has committed since the last check.
+    fn check(&mut self, connection: &Connection) -> Result<(), StoreError> {
+        let version: i64 = connection.query_row("PRAGMA data_version", [], |row| row.get(0))?;
+        if self.data_version != Some(version) {
+            self.sessions.clear();
+            self.data_version = Some(version);
+        }
+        Ok(())
+    }
+
+    fn touch(&mut self, session_id: &str) -> Option<&mut ModelView> {
+        self.clock += 1;
+        let clock = self.clock;
+        let view = self.sessions.get_mut(session_id)?;
+        view.last_used = clock;
+        Some(view)
+    }
+
+    fn insert(&mut self, session_id: &str, entries: Vec<StoredMessage>) {
+        if self.sessions.len() >= MAX_CACHED_VIEWS
+            && let Some(oldest) = self
+                .sessions
+                .iter()
+                .min_by_key(|(_, view)| view.last_used)
+                .map(|(id, _)| id.clone())
+        {
+            self.sessions.remove(&oldest);
+        }
+        self.clock += 1;
+        self.sessions.insert(
+            session_id.to_owned(),
+            ModelView {
+                entries,
+                last_used: self.clock,
+            },
+        );
+    }
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -302,6 +369,7 @@ impl SessionStore {
         Ok(SessionStore {
             path: path.to_path_buf(),
             connection: Mutex::new(connection),
+            views: Mutex::new(ModelViews::default()),
         })
     }
 
@@ -313,6 +381,14 @@ impl SessionStore {
         // A panic while holding the lock cannot leave SQLite half-written (every write is a
         // transaction that rolls back on drop), so a poisoned lock is safe to reuse.
         self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn views(&self) -> MutexGuard<'_, ModelViews> {
+        // Views are replaced or dropped whole; one left behind by a panic is dropped by the
+        // next `data_version` check at worst, and is otherwise a complete earlier state.
+        self.views
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -417,6 +493,41 @@ impl SessionStore {
         })
     }
 
+    /// What the model is sent of the session: `load_history(id)?.model_messages_with(in_clear)`,
+    /// from the view kept in memory (loaded from the file when there is none, or when another
+    /// connection wrote to the file since).
+    pub fn model_messages_with(
+        &self,
+        id: &str,
+        in_clear: &BTreeMap<u64, Message>,
+    ) -> Result<Vec<Message>, StoreError> {
+        let connection = self.lock();
+        let mut views = self.views();
+        views.check(&connection)?;
+        if views.touch(id).is_none() {
+            let entries = load_model_entries(&connection, id)?;
+            views.insert(id, entries);
+        }
+        let view = views
+            .sessions
+            .get(id)
+            .ok_or_else(|| StoreError::NoSuchSession(id.into()))?;
+        Ok(view
+            .entries
+            .iter()
+            .map(|stored| match in_clear.get(&stored.seq) {
+                Some(message) => message.clone(),
+                None => stored.to_message(),
+            })
+            .collect())
+    }
+
+    /// Lets go of the session's view kept in memory (an idle session); the next use loads it.
+    pub fn forget_view(&self, id: &str) {
+        let _connection = self.lock();
+        self.views().sessions.remove(id);
+    }
+
     /// Appends a message and returns its seq.
     pub fn append_message(
         &self,
@@ -427,7 +538,19 @@ impl SessionStore {
         let mut connection = self.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let seq = insert_message(&transaction, session_id, message, visibility, None)?;
+        // Read back as stored (redacted), for the view in memory: exactly what a load gives.
+        let stored = if visibility.to_model() && self.views().sessions.contains_key(session_id) {
+            Some(load_message(&transaction, session_id, seq)?)
+        } else {
+            None
+        };
         transaction.commit()?;
+        if let Some(stored) = stored
+            && let Some(view) = self.views().touch(session_id)
+        {
+            // The newest message: no summary sorts after it, so it is the last the model sees.
+            view.entries.push(stored);
+        }
         Ok(seq)
     }
 
@@ -563,6 +686,7 @@ impl SessionStore {
             params![session_id],
         )?;
         transaction.commit()?;
+        self.views().sessions.remove(session_id);
         Ok(deleted > 0)
     }
 
@@ -618,6 +742,9 @@ impl SessionStore {
             Visibility::ModelOnly,
             Some(up_to_seq),
         )?;
+        // Whether or not the commit succeeds, the view in memory may no longer match: the next
+        // use loads it again.
+        self.views().sessions.remove(session_id);
         transaction.commit()?;
         Ok(seq)
     }
@@ -685,6 +812,59 @@ fn insert_message(
     )?;
     touch(connection, session_id, &now)?;
     Ok(seq as u64)
+}
+
+const MESSAGE_COLUMNS: &str = "seq, role, parts, visibility, summary_of, created_at";
+
+/// [`History::model_entries`] of a session, read from the file.
+fn load_model_entries(
+    connection: &Connection,
+    session_id: &str,
+) -> Result<Vec<StoredMessage>, StoreError> {
+    require_session(connection, session_id)?;
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages
+         WHERE session_id = ?1 AND visibility IN ('both', 'model_only') ORDER BY seq"
+    ))?;
+    let mut rows = statement.query(params![session_id])?;
+    let mut entries = Vec::new();
+    while let Some(row) = rows.next()? {
+        entries.push(message_from_row(row)?);
+    }
+    sort_for_model(&mut entries);
+    Ok(entries)
+}
+
+/// One stored message, as a load reads it.
+fn load_message(
+    connection: &Connection,
+    session_id: &str,
+    seq: u64,
+) -> Result<StoredMessage, StoreError> {
+    let mut statement = connection.prepare_cached(&format!(
+        "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 AND seq = ?2"
+    ))?;
+    let mut rows = statement.query(params![session_id, to_i64(seq)])?;
+    match rows.next()? {
+        Some(row) => message_from_row(row),
+        None => Err(StoreError::NoSuchMessage {
+            session: session_id.into(),
+            seq,
+        }),
+    }
+}
+
+/// The model's order: a summary right after the last message it replaces, everything else by
+/// seq.
+fn sort_key(message: &StoredMessage) -> (u64, u8, u64) {
+    match message.summary_of {
+        Some(last) => (last, 1u8, message.seq),
+        None => (message.seq, 0u8, message.seq),
+    }
+}
+
+fn sort_for_model(entries: &mut [StoredMessage]) {
+    entries.sort_by_key(sort_key);
 }
 
 fn require_session(connection: &Connection, session_id: &str) -> Result<(), StoreError> {
