@@ -134,6 +134,8 @@ pub(crate) struct Shared {
     /// Why `providers` is empty (only with [`AgentOptions::allow_no_provider`]).
     pub no_provider: Option<String>,
     pub index: Arc<Workspace>,
+    /// The repo maps and retrievals of the index's current generation (`crate::code_cache`).
+    pub code_cache: Arc<crate::code_cache::CodeCache>,
     pub store: Arc<SessionStore>,
     pub policy: PermissionPolicy,
     pub audit: Arc<AuditLog>,
@@ -159,6 +161,7 @@ struct Lasting {
     index: Arc<Workspace>,
     /// Resolved once the first full refresh after opening has finished (or failed).
     index_ready: OnceCell<()>,
+    code_cache: Arc<crate::code_cache::CodeCache>,
     store: Arc<SessionStore>,
     audit: Arc<AuditLog>,
     tools: Arc<ToolRegistry>,
@@ -234,10 +237,12 @@ impl Agent {
         if !needs_refresh {
             let _ = index_ready.set(());
         }
+        let code_cache = Arc::new(crate::code_cache::CodeCache::new(index.index_dir()));
         let lasting = Lasting {
             root,
             index,
             index_ready,
+            code_cache,
             store,
             audit: Arc::new(AuditLog::new(data_dir.join("audit.jsonl"))),
             tools,
@@ -882,6 +887,7 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
         providers,
         no_provider,
         index: lasting.index.clone(),
+        code_cache: lasting.code_cache.clone(),
         store: lasting.store.clone(),
         policy,
         audit: lasting.audit.clone(),

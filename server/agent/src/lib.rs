@@ -10,6 +10,7 @@
 
 pub mod agent;
 pub mod audit;
+mod code_cache;
 pub mod compaction;
 pub mod config;
 pub mod context;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentError, SessionInfo, Shared, UserInput};
+use crate::code_cache::{CodeCache, MapKey, RetrievalKey};
 use crate::compaction;
 use crate::context::{
     self, CodeContext, ContextBudget, ContextInput, ContextShares, Environment, PrecomputedCode,
@@ -527,16 +528,32 @@ impl CodeInputs {
         }
     }
 
-    /// The repo map and retrieved code of the index as it is now. Blocking.
-    fn make(&self, code: &WorkspaceCode) -> PrecomputedCode {
-        let repo_map = code
-            .repo_map(&self.focus_files, &self.identifiers, self.map_tokens)
+    /// The repo map and retrieved code of the index as it is now: the ones already made from
+    /// the same inputs at the index's current generation, else made now. Blocking.
+    fn make(&self, code: &WorkspaceCode, cache: &CodeCache) -> PrecomputedCode {
+        let generation = cache.generation();
+        let map_key = MapKey {
+            focus_files: self.focus_files.clone(),
+            identifiers: self.identifiers.clone(),
+            max_tokens: self.map_tokens,
+        };
+        let repo_map = cache
+            .repo_map(generation, &map_key, || {
+                code.repo_map(&self.focus_files, &self.identifiers, self.map_tokens)
+            })
             .unwrap_or_default();
         let chunks = self
             .query
             .as_ref()
             .map(|query| {
-                code.retrieve(query, &HashSet::new(), self.retrieval_tokens)
+                let key = RetrievalKey {
+                    query: query.clone(),
+                    max_tokens: self.retrieval_tokens,
+                };
+                cache
+                    .retrieve(generation, &key, || {
+                        code.retrieve(query, &HashSet::new(), self.retrieval_tokens)
+                    })
                     .unwrap_or_default()
             })
             .unwrap_or_default();
@@ -552,6 +569,7 @@ async fn prepare_turn_context(
     let history = history.to_vec();
     let root = shared.root.clone();
     let index = shared.index.clone();
+    let cache = shared.code_cache.clone();
     let shares = shared.config.agent.context.clone();
     let max_instruction_bytes = shared.config.agent.instruction_file_max_bytes;
     let prepared = tokio::task::spawn_blocking(move || {
@@ -565,7 +583,7 @@ async fn prepare_turn_context(
         let code_inputs = CodeInputs::from_history(&root, &history, &shares, budget);
         let instructions =
             context::find_instruction_files(&root, &code_inputs.focus_files, max_instruction_bytes);
-        let code = code_inputs.make(&WorkspaceCode::new(index));
+        let code = code_inputs.make(&WorkspaceCode::new(index), &cache);
         TurnContext {
             environment,
             instructions,
@@ -586,11 +604,13 @@ async fn prepare_turn_context(
 }
 
 /// Makes the turn's repo map and retrieved code again, from the same inputs, after a tool that
-/// may have changed files ran: the next request sees the index as the tools left it.
+/// may have changed files ran: the next request sees the index as the tools left it (the same
+/// map and chunks when the index did not change).
 async fn refresh_code(shared: &Shared, turn: &mut TurnContext) -> Result<(), AgentError> {
     let inputs = turn.code_inputs.clone();
     let code = WorkspaceCode::new(shared.index.clone());
-    turn.code = tokio::task::spawn_blocking(move || inputs.make(&code))
+    let cache = shared.code_cache.clone();
+    turn.code = tokio::task::spawn_blocking(move || inputs.make(&code, &cache))
         .await
         .map_err(|error| AgentError::Other(format!("preparing the context failed: {error}")))?;
     turn.code_stale = false;

@@ -1,5 +1,6 @@
 //! A session's history is kept in memory from turn to turn (the store's view of it, see
-//! `lode_agent::store`). That may not change what the model is sent: a session run in
+//! `lode_agent::store`), and the repo map and retrieved code are kept while the index's
+//! generation stays the same. None of it may change what the model is sent: a session run in
 //! one agent, which keeps everything in memory, sends exactly the requests that the same
 //! session sends when every turn opens a new agent and loads it from the file — through
 //! redaction, `/compact`, `/clear`, compaction when the window fills up, and a compaction after
@@ -256,4 +257,42 @@ fn the_view_in_memory_follows_writes_from_another_connection() {
 
     assert!(theirs.delete_session(&session.id).unwrap());
     assert!(ours.model_messages_with(&session.id, &none).is_err());
+}
+
+/// A change to the index between turns (an editor's save applied by a watcher, another
+/// process's refresh) reaches the next turn's repo map; without one, the map is the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_to_the_index_between_turns_reaches_the_next_map() {
+    let script = Script::load(&repo_root().join("fixtures/llm/agent_long_session.json")).unwrap();
+    let server = ScriptedServer::start(script.clone()).await.unwrap();
+    let unused = ScriptedServer::start(script).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = workspace(dir.path(), &server, &unused, 32_000);
+    let agent = Agent::open(&root, common::test_options(&root)).unwrap();
+    let session = agent.new_session(root.clone(), Vec::new()).unwrap();
+    let system = |server: &ScriptedServerHandle| {
+        server.requests().last().unwrap().body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let host = Arc::new(NoticeHost::default());
+    // From the second turn on, the conversation mentions the same file and name every turn
+    // (the map leaves that file out: the model has it).
+    prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
+    prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
+    let second = system(&server);
+    prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
+    assert_eq!(system(&server), second, "nothing changed, the same context");
+    assert!(!second.contains("brand_new_helper"));
+
+    let path = root.join("src/helper.rs");
+    let source =
+        "/// Returns its argument.\npub fn brand_new_helper(value: i64) -> i64 {\n    value\n}\n";
+    std::fs::write(&path, source).unwrap();
+    agent.index().update_file(&path, source).unwrap();
+    prompt(&agent, &session.id, "What does `add` do?", host).await;
+    let after = system(&server);
+    assert!(after.contains("# Repository map"), "{after}");
+    assert!(after.contains("brand_new_helper"), "{after}");
 }
