@@ -12,8 +12,9 @@ use lode_agent::compaction::{
 };
 use lode_agent::context::{
     self, AssembledContext, ContextBudget, ContextInput, ContextShares, Environment, NoCode,
-    PrecomputedCode, RetrievedChunk, WorkspaceCode, assemble, count_tokens, extract_mentions,
-    find_instruction_files, fit_history, messages_tokens, starts_turn, truncate_to_tokens,
+    PrecomputedCode, RetrievedChunk, WorkspaceCode, assemble, count_tokens, count_tokens_uncached,
+    extract_mentions, find_instruction_files, fit_history, messages_tokens, starts_turn,
+    truncate_to_tokens,
 };
 use lode_agent::llm::{
     ContentPart, Message, Provider, ProviderConfig, ProviderKind, Role, ToolCall, ToolResult,
@@ -113,7 +114,7 @@ fn run_assembly(
     let mentions = extract_mentions(root, history);
     let instructions = find_instruction_files(root, &mentions.files, 16 * 1024);
     let shares = ContextShares::default();
-    assemble(&ContextInput {
+    let assembled = assemble(&ContextInput {
         mode: Mode::Code,
         root,
         history,
@@ -125,7 +126,22 @@ fn run_assembly(
         code,
         budget,
         shares: &shares,
-    })
+    });
+    // Counted from its pieces' remembered counts, and still exactly the tokenizer's.
+    assert_eq!(
+        assembled.breakdown.system,
+        count_tokens_uncached(&assembled.system)
+    );
+    let retrieved: String = assembled
+        .retrieved
+        .iter()
+        .map(RetrievedChunk::render)
+        .collect();
+    assert_eq!(
+        assembled.breakdown.retrieved,
+        count_tokens_uncached(&retrieved)
+    );
+    assembled
 }
 
 const LARGE: ContextBudget = ContextBudget {

@@ -14,7 +14,8 @@ use common::{copy_dir, repo_root};
 use std::sync::Arc;
 
 use lode_agent::context::{
-    count_tokens, count_tokens_uncached, message_tokens, messages_tokens, truncate_to_tokens,
+    count_tokens, count_tokens_joined, count_tokens_uncached, message_tokens, messages_tokens,
+    truncate_to_tokens,
 };
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
@@ -98,6 +99,56 @@ fn remembered_token_counts_are_the_tokenizers() {
     let first = truncate_to_tokens(&long, 100);
     assert_eq!(truncate_to_tokens(&long, 100), first);
     assert!(count_tokens_uncached(&first) <= 100);
+}
+
+/// A text counted as the sum of its pieces, where every seam is a line break before a
+/// character that is not white space, has exactly the tokenizer's count of the whole; other
+/// seams fall back to counting the whole.
+#[test]
+fn joined_counts_are_the_tokenizers() {
+    let sources = [
+        include_str!("../src/turn.rs"),
+        include_str!("../src/context/mod.rs"),
+        include_str!("../src/untrusted.rs"),
+        include_str!("../../../bench/README.md"),
+        "ünïcödé — ‘quotes’ 🦀\n  indented\n\n\n# heading\n>>> \n\t\ttabs\n123456789\nx\n",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |bound: usize| {
+        // xorshift: the same pieces on every run.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    for source in sources {
+        let lines: Vec<&str> = source.split_inclusive('\n').collect();
+        let lines = &lines[..lines.len().min(400)];
+        for round in 0..20 {
+            // Cut before random lines; in even rounds only before lines that start with
+            // something other than white space, so every seam is summed.
+            let mut pieces: Vec<String> = vec![String::new()];
+            for (index, line) in lines.iter().enumerate() {
+                let summable = !line.starts_with(char::is_whitespace);
+                if index > 0 && (summable || round % 2 == 1) && next(4) == 0 {
+                    pieces.push(String::new());
+                }
+                pieces.last_mut().unwrap().push_str(line);
+            }
+            let joined: String = pieces.concat();
+            assert_eq!(
+                count_tokens_joined(&pieces),
+                count_tokens_uncached(&joined),
+                "{pieces:?}"
+            );
+        }
+    }
+    // Seams inside a word or a run of white space are counted whole.
+    let pieces = ["fn ma", "in() {}\n", "\n\nnext"];
+    assert_eq!(
+        count_tokens_joined(&pieces),
+        count_tokens_uncached(&pieces.concat())
+    );
 }
 
 #[test]

@@ -9,8 +9,6 @@ pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
 /// of magnitude.
 pub const IMAGE_TOKENS: usize = 1_000;
 
-/// Texts shorter than this are counted every time: hashing and a lock would cost about as much.
-const MEMO_MIN_BYTES: usize = 64;
 /// Counts remembered per generation of the memo; two generations are kept (see [`TokenMemo`]).
 const MEMO_GENERATION_ENTRIES: usize = 32_768;
 
@@ -54,8 +52,11 @@ fn memo() -> std::sync::MutexGuard<'static, TokenMemo> {
 /// cl100k tokens in `text`. Remembered by content, so counting the same text again is a hash
 /// lookup; the result is always [`count_tokens_uncached`]'s.
 pub fn count_tokens(text: &str) -> usize {
-    if text.len() < MEMO_MIN_BYTES {
-        return count_tokens_uncached(text);
+    // Short texts too: a tokenizer pass costs microseconds however short the text (the split
+    // pattern's setup), a lookup a fraction of that, and a session's history is full of short
+    // texts (tool names and arguments, brief questions and answers) counted on every request.
+    if text.is_empty() {
+        return 0;
     }
     let key = xxhash_rust::xxh3::xxh3_128(text.as_bytes());
     if let Some(count) = memo().get(key) {
@@ -76,6 +77,37 @@ pub fn count_tokens_uncached(text: &str) -> usize {
         // budget safe instead of failing the turn.
         Err(_) => text.len().div_ceil(3),
     }
+}
+
+/// cl100k tokens of `pieces` joined into one text, from each piece's remembered count: only a
+/// piece not counted before costs a tokenizer pass, not the whole text.
+///
+/// Exact, not an estimate. The tokenizer first splits text with cl100k's pattern and encodes
+/// each split on its own, and where a piece ends with a line break and the next starts with a
+/// character that is not white space, a split always ends at the seam: the pattern's matches
+/// that take line breaks end at the last of a run of them (the run cannot reach into the next
+/// piece), no match starts with a line break and runs on into a word, and the pattern looks at
+/// nothing before a match's start. So the joined text splits into the splits of its pieces,
+/// and its count is their sum. Where a seam is not like that, the joined text is counted.
+pub fn count_tokens_joined<S: AsRef<str>>(pieces: &[S]) -> usize {
+    let mut previous: Option<&str> = None;
+    for piece in pieces
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|piece| !piece.is_empty())
+    {
+        if let Some(before) = previous
+            && !(before.ends_with('\n') && piece.chars().next().is_some_and(|c| !c.is_whitespace()))
+        {
+            let joined: String = pieces.iter().map(AsRef::as_ref).collect();
+            return count_tokens(&joined);
+        }
+        previous = Some(piece);
+    }
+    pieces
+        .iter()
+        .map(|piece| count_tokens(piece.as_ref()))
+        .sum()
 }
 
 /// Tokens of one message part.
