@@ -3,11 +3,13 @@
 //! of the streamed `message_start` … `message_stop` events.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use reqwest::header::HeaderValue;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::encoded::{EncodedMessages, body_with_messages};
 use super::http::{self, Connection, Decoded, SseDecoder, mentions_context_length};
 use super::sse::SseEvent;
 use super::{
@@ -30,6 +32,8 @@ pub struct AnthropicProvider {
     connection: Connection,
     info: ModelInfo,
     options: AnthropicOptions,
+    /// The messages' JSON of earlier requests.
+    encoded: EncodedMessages,
 }
 
 impl AnthropicProvider {
@@ -38,6 +42,7 @@ impl AnthropicProvider {
             connection,
             info,
             options,
+            encoded: EncodedMessages::default(),
         }
     }
 }
@@ -56,10 +61,10 @@ impl Provider for AnthropicProvider {
         if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
-        let body = encode_request(request, &self.info, &self.options);
+        let body = encode_request_body(request, &self.info, &self.options, &self.encoded);
         let mut builder = self
             .connection
-            .post(&body)
+            .post(body)
             .header("anthropic-version", ANTHROPIC_VERSION);
         let key = self.connection.key.as_ref();
         if let Some(key) = key {
@@ -90,17 +95,61 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The request body for `request`. The system prompt and the newest message carry cache
-/// breakpoints, so each turn of a conversation reuses the cached prefix of the previous one.
+/// The request body for `request` (the value [`encode_request_body`] writes as text). The
+/// system prompt and the newest message carry cache breakpoints, so each turn of a conversation
+/// reuses the cached prefix of the previous one.
+#[cfg(test)]
 pub(crate) fn encode_request(
     request: &ChatRequest,
     info: &ModelInfo,
     options: &AnthropicOptions,
 ) -> Value {
     let mut messages: Vec<Value> = request.messages.iter().filter_map(encode_message).collect();
-    if let Some(last_block) = messages
-        .last_mut()
-        .and_then(|message| message["content"].as_array_mut())
+    if let Some(last) = messages.last_mut() {
+        mark_cache_breakpoint(last);
+    }
+    let mut body = request_fields(request, info, options);
+    body["messages"] = Value::Array(messages);
+    body
+}
+
+/// [`encode_request`]'s body as text, each message's JSON but the newest (which carries the
+/// cache breakpoint) taken from `encoded` (so only messages new to it are encoded).
+pub(crate) fn encode_request_body(
+    request: &ChatRequest,
+    info: &ModelInfo,
+    options: &AnthropicOptions,
+    encoded: &EncodedMessages,
+) -> Vec<u8> {
+    let encode = |message: &Message| {
+        encode_message(message)
+            .map(|value| value.to_string())
+            .unwrap_or_default()
+    };
+    let mut pieces: Vec<Arc<str>> = request
+        .messages
+        .iter()
+        .map(|message| encoded.get(message, encode))
+        .collect();
+    // The newest message that sends anything carries the breakpoint: encoded afresh.
+    if let Some((index, message)) = request
+        .messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(index, _)| !pieces[*index].is_empty())
+        && let Some(mut value) = encode_message(message)
+    {
+        mark_cache_breakpoint(&mut value);
+        pieces[index] = Arc::from(value.to_string());
+    }
+    body_with_messages(&pieces, &request_fields(request, info, options))
+}
+
+/// Marks the last block of `message` (an encoded message) as the end of the cached prefix.
+fn mark_cache_breakpoint(message: &mut Value) {
+    if let Some(last_block) = message["content"]
+        .as_array_mut()
         .and_then(|blocks| blocks.last_mut())
         && matches!(
             last_block["type"].as_str(),
@@ -109,10 +158,13 @@ pub(crate) fn encode_request(
     {
         last_block["cache_control"] = json!({"type": "ephemeral"});
     }
+}
+
+/// Everything in the body but the messages.
+fn request_fields(request: &ChatRequest, info: &ModelInfo, options: &AnthropicOptions) -> Value {
     let mut body = json!({
         "model": info.model,
         "max_tokens": request.max_tokens.unwrap_or(info.max_output_tokens),
-        "messages": messages,
         "stream": true,
     });
     if !request.system.is_empty() {
@@ -589,6 +641,24 @@ mod tests {
                 "tools": [{"name": "read_file", "description": "Reads a file", "input_schema": {"type": "object"}}],
             })
         );
+        // The text body, written from remembered messages' JSON, is the same value, whatever
+        // was remembered before (the newest message's breakpoint moves as messages are added).
+        let encoded = EncodedMessages::default();
+        for count in 0..=request.messages.len() {
+            let partial = ChatRequest {
+                messages: request.messages[..count].to_vec(),
+                ..request.clone()
+            };
+            for _ in 0..2 {
+                let text =
+                    encode_request_body(&partial, &info(), &AnthropicOptions::default(), &encoded);
+                assert_eq!(
+                    serde_json::from_slice::<Value>(&text).unwrap(),
+                    encode_request(&partial, &info(), &AnthropicOptions::default()),
+                    "{count} messages"
+                );
+            }
+        }
     }
 
     #[test]

@@ -138,12 +138,20 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    pub fn post(&self, body: &serde_json::Value) -> reqwest::RequestBuilder {
-        self.client
+    /// A POST of `body`, JSON text (`application/json` unless the configured headers say
+    /// otherwise).
+    pub fn post(&self, body: Vec<u8>) -> reqwest::RequestBuilder {
+        let builder = self
+            .client
             .post(&self.url)
             .header(reqwest::header::ACCEPT, "text/event-stream")
-            .headers(self.headers.clone())
-            .json(body)
+            .headers(self.headers.clone());
+        let builder = if self.headers.contains_key(reqwest::header::CONTENT_TYPE) {
+            builder
+        } else {
+            builder.header(reqwest::header::CONTENT_TYPE, "application/json")
+        };
+        builder.body(body)
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod collect;
 pub mod config;
+mod encoded;
 mod http;
 pub mod openai;
 pub mod retry;

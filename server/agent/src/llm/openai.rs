@@ -3,10 +3,12 @@
 //! [`ChatRequest`] and decoding of the streamed `chat.completion.chunk`s.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::encoded::{EncodedMessages, body_with_messages, join_values};
 use super::http::{self, Connection, Decoded, SseDecoder, mentions_context_length};
 use super::sse::SseEvent;
 use super::{
@@ -35,6 +37,8 @@ pub struct OpenAiProvider {
     connection: Connection,
     info: ModelInfo,
     options: OpenAiOptions,
+    /// The messages' JSON of earlier requests.
+    encoded: EncodedMessages,
 }
 
 impl OpenAiProvider {
@@ -43,6 +47,7 @@ impl OpenAiProvider {
             connection,
             info,
             options,
+            encoded: EncodedMessages::default(),
         }
     }
 }
@@ -61,8 +66,8 @@ impl Provider for OpenAiProvider {
         if cancel.is_cancelled() {
             return Err(LlmError::Cancelled);
         }
-        let body = encode_request(request, &self.info, &self.options);
-        let mut builder = self.connection.post(&body);
+        let body = encode_request_body(request, &self.info, &self.options, &self.encoded);
+        let mut builder = self.connection.post(body);
         let key = self.connection.key.as_ref();
         if let Some(key) = key {
             builder = builder.bearer_auth(key.expose());
@@ -80,7 +85,8 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The request body for `request`.
+/// The request body for `request` (the value [`encode_request_body`] writes as text).
+#[cfg(test)]
 pub(crate) fn encode_request(
     request: &ChatRequest,
     info: &ModelInfo,
@@ -91,14 +97,48 @@ pub(crate) fn encode_request(
         messages.push(json!({"role": "system", "content": request.system}));
     }
     for message in &request.messages {
-        match message.role {
-            Role::User => encode_user(message, &mut messages),
-            Role::Assistant => encode_assistant(message, &mut messages),
-        }
+        encode_message(message, &mut messages);
     }
+    let mut body = request_fields(request, info, options);
+    body["messages"] = Value::Array(messages);
+    body
+}
+
+/// [`encode_request`]'s body as text, each message's JSON taken from `encoded` (so only
+/// messages new to it are encoded).
+pub(crate) fn encode_request_body(
+    request: &ChatRequest,
+    info: &ModelInfo,
+    options: &OpenAiOptions,
+    encoded: &EncodedMessages,
+) -> Vec<u8> {
+    let mut pieces: Vec<Arc<str>> = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        pieces.push(Arc::from(
+            json!({"role": "system", "content": request.system}).to_string(),
+        ));
+    }
+    for message in &request.messages {
+        pieces.push(encoded.get(message, |message| {
+            let mut values = Vec::new();
+            encode_message(message, &mut values);
+            join_values(&values)
+        }));
+    }
+    body_with_messages(&pieces, &request_fields(request, info, options))
+}
+
+fn encode_message(message: &Message, out: &mut Vec<Value>) {
+    match message.role {
+        Role::User => encode_user(message, out),
+        Role::Assistant => encode_assistant(message, out),
+    }
+}
+
+/// Everything in the body but the messages.
+fn request_fields(request: &ChatRequest, info: &ModelInfo, options: &OpenAiOptions) -> Value {
     let mut body = json!({
         "model": info.model,
-        "messages": messages,
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -542,6 +582,23 @@ mod tests {
                 "tools": [{"type": "function", "function": {"name": "read_file", "description": "Reads a file", "parameters": {"type": "object"}}}],
             })
         );
+        // The text body, written from remembered messages' JSON, is the same value, whatever
+        // was remembered before (the newest message's breakpoint moves as messages are added).
+        let encoded = EncodedMessages::default();
+        for count in 0..=request.messages.len() {
+            let partial = ChatRequest {
+                messages: request.messages[..count].to_vec(),
+                ..request.clone()
+            };
+            for _ in 0..2 {
+                let text = encode_request_body(&partial, &info(), &options(), &encoded);
+                assert_eq!(
+                    serde_json::from_slice::<Value>(&text).unwrap(),
+                    encode_request(&partial, &info(), &options()),
+                    "{count} messages"
+                );
+            }
+        }
     }
 
     #[test]
