@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long one git command may take.
@@ -82,13 +82,23 @@ impl Environment {
 }
 
 fn detect_git(root: &Path) -> Option<GitState> {
-    let branch = run_git(root, &["rev-parse", "--abbrev-ref", "HEAD"])?;
-    let branch = branch.trim().to_owned();
-    if branch.is_empty() {
+    if !may_be_in_checkout(root) {
         return None;
     }
-    let status = run_git(root, &["status", "--porcelain", "--untracked-files=normal"])?;
-    let lines: Vec<&str> = status.lines().filter(|line| !line.is_empty()).collect();
+    // One command for the branch and the changes: `## branch...upstream [ahead 1]`, then one
+    // line per changed file.
+    let status = run_git(
+        root,
+        &[
+            "status",
+            "--porcelain",
+            "--branch",
+            "--untracked-files=normal",
+        ],
+    )?;
+    let mut lines = status.lines().filter(|line| !line.is_empty());
+    let branch = branch_of(lines.next()?.strip_prefix("## ")?)?;
+    let lines: Vec<&str> = lines.collect();
     Some(GitState {
         branch,
         dirty: lines
@@ -98,6 +108,31 @@ fn detect_git(root: &Path) -> Option<GitState> {
             .collect(),
         dirty_total: lines.len(),
     })
+}
+
+/// The branch named by `git status --branch`'s header: `HEAD` when detached (as
+/// `git rev-parse --abbrev-ref HEAD` says); `None` before the first commit, when HEAD names
+/// no commit yet.
+fn branch_of(header: &str) -> Option<String> {
+    if header.starts_with("No commits yet on ") || header.starts_with("Initial commit on ") {
+        return None;
+    }
+    if header.starts_with("HEAD (no branch)") {
+        return Some("HEAD".to_owned());
+    }
+    // A branch name cannot contain `..` or a space.
+    let branch = header.split("...").next()?.split(' ').next()?.trim();
+    (!branch.is_empty()).then(|| branch.to_owned())
+}
+
+/// Whether git could find a work tree for `root`: not when no `.git` is in `root` or above it
+/// and no variable points git elsewhere. Saves starting git where there is no repository.
+fn may_be_in_checkout(root: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
+        return true;
+    }
+    root.ancestors()
+        .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
 }
 
 /// Runs `git -C root ARGS` and returns its stdout when it exits 0 within [`GIT_TIMEOUT`].
@@ -112,28 +147,60 @@ fn run_git(root: &Path, args: &[&str]) -> Option<String> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    // Read stdout on a thread so a large status cannot fill the pipe and stall the child.
+    let deadline = Instant::now() + GIT_TIMEOUT;
+    // Read stdout on a thread so a large status cannot fill the pipe and stall the child; its
+    // end (git closing stdout as it exits) is when to look for the exit status.
     let mut stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut buffer = Vec::new();
         let _ = stdout.read_to_end(&mut buffer);
-        buffer
+        let _ = sender.send(buffer);
     });
-    let deadline = Instant::now() + GIT_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
+    let output = receiver.recv_timeout(GIT_TIMEOUT).ok();
+    let status = wait_until(&mut child, deadline);
+    let (Some(output), Some(status)) = (output, status) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
     };
-    let output = reader.join().ok()?;
     if !status.success() {
         return None;
     }
     String::from_utf8(output).ok()
+}
+
+/// The child's exit status once it exits, `None` at `deadline`. Looks often at first (git
+/// usually exits as it closes stdout), then less.
+fn wait_until(child: &mut std::process::Child, deadline: Instant) -> Option<ExitStatus> {
+    let mut pause = Duration::from_micros(100);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_branch_comes_from_the_status_header() {
+        assert_eq!(branch_of("main").as_deref(), Some("main"));
+        assert_eq!(
+            branch_of("feature/x...origin/feature/x [ahead 1, behind 2]").as_deref(),
+            Some("feature/x")
+        );
+        assert_eq!(branch_of("main [gone]").as_deref(), Some("main"));
+        assert_eq!(branch_of("HEAD (no branch)").as_deref(), Some("HEAD"));
+        assert_eq!(branch_of("No commits yet on main"), None);
+        assert_eq!(branch_of("Initial commit on main"), None);
+    }
 }
