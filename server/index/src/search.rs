@@ -203,9 +203,17 @@ impl Workspace {
                 })
                 .collect()
         } else {
-            self.all_definition_names()?
-                .iter()
-                .filter_map(|name| {
+            // Every name is a candidate: most are ruled out by their letters alone, and the
+            // rest are matched on both cores.
+            use rayon::prelude::*;
+            let table = self.all_definition_names()?;
+            let wanted = query_mask(query);
+            table
+                .names
+                .par_iter()
+                .zip(table.masks.par_iter())
+                .filter(|(_, mask)| *mask & wanted == wanted)
+                .filter_map(|(name, _)| {
                     let (how, penalty) = match_name(query, name)?;
                     Some((how, penalty, name.clone()))
                 })
@@ -235,8 +243,9 @@ impl Workspace {
     }
 
     /// Every distinct defined name: read from the catalog once per generation (a search per
-    /// keystroke in an editor reads it from memory while the index does not change).
-    fn all_definition_names(&self) -> Result<std::sync::Arc<Vec<String>>, IndexError> {
+    /// keystroke in an editor, or every query a daemon serves, reads it from memory while the
+    /// index does not change).
+    fn all_definition_names(&self) -> Result<std::sync::Arc<NameTable>, IndexError> {
         let generation = self.with_catalog(|catalog| catalog.generation())?;
         let mut cached = self
             .definition_names
@@ -247,9 +256,11 @@ impl Workspace {
         {
             return Ok(names.clone());
         }
-        let names = std::sync::Arc::new(self.with_catalog(|catalog| catalog.definition_names())?);
-        *cached = Some((generation, names.clone()));
-        Ok(names)
+        let names = self.with_catalog(|catalog| catalog.definition_names())?;
+        let masks = names.iter().map(|name| name_mask(name)).collect();
+        let table = std::sync::Arc::new(NameTable { names, masks });
+        *cached = Some((generation, table.clone()));
+        Ok(table)
     }
 
     /// References to exactly `name`, in path and line order, at most `limit`.
@@ -302,6 +313,43 @@ pub fn path_matcher(glob: &str) -> Result<GlobMatcher, IndexError> {
             glob: glob.to_string(),
             message: e.to_string(),
         })
+}
+
+/// The distinct defined names, each with its [`name_mask`].
+pub(crate) struct NameTable {
+    names: Vec<String>,
+    masks: Vec<u64>,
+}
+
+/// Which characters a name holds, ignoring case and underscores, as bits (`a`–`z`, `0`–`9`,
+/// anything else). Every [`NameMatch`] kind needs each character of the lowercased query,
+/// underscores aside (fuzzy matches skip them), somewhere in the lowercased name, so a name whose
+/// mask lacks a bit of [`query_mask`] cannot match. A name with any non-ASCII character gets
+/// every bit: lowercasing outside ASCII can yield ASCII letters (the Kelvin sign is `k`).
+pub(crate) fn name_mask(name: &str) -> u64 {
+    if !name.is_ascii() {
+        return u64::MAX;
+    }
+    ascii_mask(name)
+}
+
+/// The bits a matching name must hold (see [`name_mask`]); characters that stay non-ASCII
+/// after lowercasing require nothing.
+pub(crate) fn query_mask(query: &str) -> u64 {
+    ascii_mask(&query.to_lowercase()) & !(1 << 36)
+}
+
+fn ascii_mask(text: &str) -> u64 {
+    let mut mask = 0u64;
+    for byte in text.bytes() {
+        mask |= match byte.to_ascii_lowercase() {
+            b'_' => 0,
+            letter @ b'a'..=b'z' => 1 << (letter - b'a'),
+            digit @ b'0'..=b'9' => 1 << (26 + digit - b'0'),
+            _ => 1 << 36,
+        };
+    }
+    mask
 }
 
 /// How `name` matches a symbol query, and a penalty ordering matches of one kind (smaller is
@@ -470,6 +518,27 @@ impl std::fmt::Display for ReferenceHit {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_name_ruled_out_by_its_letters_never_matches() {
+        let names = [
+            "spawn_blocking", "SpawnBlocking", "spawn", "get_user", "GetUser", "x1", "\u{212A}ey",
+            "KEY", "naïve_parse", "parse", "p_a_r_s_e", "Ünïcode",
+        ];
+        let queries = [
+            "spawn_blocking", "spbl", "getusr", "key", "\u{212A}EY", "x1", "naive", "ïve", "parse",
+            "PARSE", "ünï", "_",
+        ];
+        for query in queries {
+            for name in names {
+                if name_mask(name) & query_mask(query) != query_mask(query) {
+                    assert_eq!(match_name(query, name), None, "{query:?} ruled out {name:?}");
+                }
+            }
+        }
+        assert_ne!(name_mask("spawn") & query_mask("spbl"), query_mask("spbl"));
+    }
+
     use super::*;
 
     #[test]

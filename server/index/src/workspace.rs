@@ -193,7 +193,7 @@ pub struct Workspace {
     /// Every distinct defined name, as of the catalog generation it was read at: the symbol
     /// search's full pass (substring and fuzzy matches) reads it from here until the catalog
     /// changes.
-    pub(crate) definition_names: Mutex<Option<(u64, Arc<Vec<String>>)>>,
+    pub(crate) definition_names: Mutex<Option<(u64, Arc<crate::search::NameTable>)>>,
 }
 
 impl Workspace {
