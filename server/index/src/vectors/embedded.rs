@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::segment::{
-    Segment, SegmentRow, is_store_file, quantize, segment_file_name, write_segment,
+    CodeBlock, Segment, SegmentRow, is_store_file, quantize, segment_file_name, write_segment,
 };
 use super::{StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore};
 use crate::embed::EmbedderIdentity;
@@ -73,6 +73,17 @@ pub struct EmbeddedStore {
     published: RwLock<Arc<Published>>,
     staged: Mutex<Staged>,
     options: SearchOptions,
+}
+
+/// What one published segment of an [`EmbeddedStore`] holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub name: String,
+    /// Rows written, dead ones included.
+    pub rows: usize,
+    pub live: usize,
+    /// Whether it has binary codes (a segment written before them is scanned exactly).
+    pub has_codes: bool,
 }
 
 /// Below this many live rows a store is searched exactly: scanning 20,000 int8 rows takes
@@ -156,6 +167,22 @@ impl EmbeddedStore {
             staged: Mutex::new(Staged::default()),
             options: SearchOptions::from_env(),
         })
+    }
+
+    /// The published segments (benchmarks and diagnostics).
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let published = self.published();
+        published
+            .segments
+            .iter()
+            .zip(&published.live)
+            .map(|(segment, live)| SegmentInfo {
+                name: segment.name.clone(),
+                rows: segment.rows,
+                live: live.iter().filter(|&&alive| alive).count(),
+                has_codes: segment.has_codes(),
+            })
+            .collect()
     }
 
     /// The same store searched with other options (tests and benchmarks).
@@ -524,48 +551,197 @@ impl Ord for Candidate {
     }
 }
 
-/// The query's partial sums for the binary codes: for code byte `j` and each of its 256
-/// values, the sum of the int8 query components `8j..8j+8` whose bits are set.
-struct CodeTable {
-    sums: Vec<[i16; 256]>,
-    /// The sum of all int8 query components.
-    total: i32,
+/// Bits per query component in the first pass (RaBitQ found 4 enough; on the benchmark
+/// corpus recall@50 was the same as with the full int8 query, bench/README.md).
+const QUERY_BITS: usize = 4;
+
+/// The query in the form the first pass scores codes with: each component `i` approximated
+/// as `low + step * level_i`, `level_i` in `0..2^QUERY_BITS`, and bit `p` of every level
+/// gathered in plane `p` (64 components per word, laid out like the codes). The sum of the
+/// components whose code bit is set is then `low * popcount(code) + step * Σ_p 2^p *
+/// popcount(code & plane_p)`: a handful of popcounts per 64 dimensions.
+struct QueryPlanes {
+    /// `QUERY_BITS` planes of `words` words each.
+    planes: Vec<u64>,
+    words: usize,
+    low: f32,
+    step: f32,
+    /// The sum of the approximated components.
+    total: f32,
 }
 
-impl CodeTable {
-    fn new(quantized: &[i8]) -> CodeTable {
-        let sums = quantized
-            .chunks(8)
-            .map(|components| {
-                let mut table = [0i16; 256];
-                for (byte, sum) in table.iter_mut().enumerate() {
-                    // At most 8 * 127 in magnitude: fits an i16.
-                    *sum = components
-                        .iter()
-                        .enumerate()
-                        .filter(|&(bit, _)| byte & (1 << bit) != 0)
-                        .map(|(_, &q)| i16::from(q))
-                        .sum();
+impl QueryPlanes {
+    fn new(query: &[f32]) -> QueryPlanes {
+        let words = query.len().div_ceil(64);
+        let low = query.iter().copied().fold(f32::INFINITY, f32::min);
+        let high = query.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let levels = ((1u32 << QUERY_BITS) - 1) as f32;
+        let step = if high > low {
+            (high - low) / levels
+        } else {
+            0.0
+        };
+        // An empty query leaves `low` infinite.
+        let low = if low.is_finite() { low } else { 0.0 };
+        let mut planes = vec![0u64; QUERY_BITS * words];
+        let mut level_sum = 0u32;
+        for (i, &q) in query.iter().enumerate() {
+            let level = if step > 0.0 {
+                ((q - low) / step).round().clamp(0.0, levels) as u32
+            } else {
+                0
+            };
+            level_sum += level;
+            for (plane, words_of_plane) in planes.chunks_exact_mut(words).enumerate() {
+                if level & (1 << plane) != 0 {
+                    words_of_plane[i / 64] |= 1 << (i % 64);
                 }
-                table
-            })
-            .collect();
-        CodeTable {
-            sums,
-            total: quantized.iter().map(|&q| i32::from(q)).sum(),
+            }
+        }
+        QueryPlanes {
+            planes,
+            words,
+            low,
+            step,
+            total: low * query.len() as f32 + step * level_sum as f32,
         }
     }
 
-    /// The dot product of the int8 query with a code's ±1 signs.
+    /// The dot product of the approximated query with a code's ±1 signs.
+    #[inline(always)]
+    fn signed_dot(&self, code: &[u8]) -> f32 {
+        let mut set_bits = 0u32;
+        let mut weighted = 0u32;
+        for (index, chunk) in code.chunks(8).enumerate() {
+            let word = if let Ok(bytes) = <[u8; 8]>::try_from(chunk) {
+                u64::from_le_bytes(bytes)
+            } else {
+                let mut bytes = [0u8; 8];
+                bytes[..chunk.len()].copy_from_slice(chunk);
+                u64::from_le_bytes(bytes)
+            };
+            set_bits += word.count_ones();
+            for plane in 0..QUERY_BITS {
+                weighted += (word & self.planes[plane * self.words + index]).count_ones() << plane;
+            }
+        }
+        let set = self.low * set_bits as f32 + self.step * weighted as f32;
+        2.0 * set - self.total
+    }
+}
+
+/// Writes into `out` the first-pass estimate of every row of a block of codes:
+/// `centre_dot + factor * signed_dot(code)`.
+#[inline(always)]
+fn estimate_block(
+    planes: &QueryPlanes,
+    block: &CodeBlock<'_>,
+    centre_dot: f32,
+    out: &mut Vec<f32>,
+) {
+    out.clear();
+    out.extend(
+        block
+            .codes()
+            .zip(block.factors())
+            .map(|(code, factor)| centre_dot + factor * planes.signed_dot(code)),
+    );
+}
+
+type EstimateKernel = fn(&QueryPlanes, &CodeBlock<'_>, f32, &mut Vec<f32>);
+
+/// The fastest form of [`estimate_block`] this CPU runs: the default x86-64 target has no
+/// `popcnt` instruction and counts bits with a dozen shifts and masks instead.
+fn estimate_kernel() -> EstimateKernel {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        return estimate_block_popcnt_checked;
+    }
+    estimate_block_portable
+}
+
+fn estimate_block_portable(
+    planes: &QueryPlanes,
+    block: &CodeBlock<'_>,
+    centre_dot: f32,
+    out: &mut Vec<f32>,
+) {
+    estimate_block(planes, block, centre_dot, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn estimate_block_popcnt_checked(
+    planes: &QueryPlanes,
+    block: &CodeBlock<'_>,
+    centre_dot: f32,
+    out: &mut Vec<f32>,
+) {
+    // SAFETY: `estimate_kernel` hands this function out only after checking that the CPU
+    // supports `popcnt`, the one requirement of `estimate_block_popcnt`.
+    unsafe { estimate_block_popcnt(planes, block, centre_dot, out) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn estimate_block_popcnt(
+    planes: &QueryPlanes,
+    block: &CodeBlock<'_>,
+    centre_dot: f32,
+    out: &mut Vec<f32>,
+) {
+    estimate_block(planes, block, centre_dot, out)
+}
+
+/// The best `capacity` candidates offered, kept in a buffer that is cut back to them whenever
+/// it doubles: constant time per candidate (a heap of a thousand candidates cost more than
+/// scoring the codes did).
+struct Pool {
+    capacity: usize,
+    items: Vec<Candidate>,
+    /// The worst kept once the pool is full: only better candidates are taken.
+    worst: Option<Candidate>,
+}
+
+impl Pool {
+    fn new(capacity: usize) -> Pool {
+        Pool {
+            capacity: capacity.max(1),
+            items: Vec::new(),
+            worst: None,
+        }
+    }
+
+    /// Whether a candidate with this estimate could be kept (cheap test before building it).
     #[inline]
-    fn signed_dot(&self, code: &[u8]) -> i32 {
-        let set: i32 = self
-            .sums
-            .iter()
-            .zip(code)
-            .map(|(table, &byte)| i32::from(table[usize::from(byte)]))
-            .sum();
-        2 * set - self.total
+    fn admits(&self, estimate: f32) -> bool {
+        self.worst.is_none_or(|worst| estimate >= worst.estimate)
+    }
+
+    #[inline]
+    fn offer(&mut self, candidate: Candidate) {
+        if self.worst.is_some_and(|worst| candidate >= worst) {
+            return;
+        }
+        self.items.push(candidate);
+        if self.items.len() >= 2 * self.capacity {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        if self.items.len() >= self.capacity {
+            // Better candidates order first: the best `capacity` end up before this index.
+            self.items.select_nth_unstable(self.capacity - 1);
+            self.items.truncate(self.capacity);
+            self.worst = self.items.last().copied();
+        }
+    }
+
+    fn merge(mut self, other: Pool) -> Pool {
+        for candidate in other.items {
+            self.offer(candidate);
+        }
+        self
     }
 }
 
@@ -578,7 +754,8 @@ fn first_pass_and_rescore(
     k: usize,
     candidates: usize,
 ) -> Vec<Ranked> {
-    let table = CodeTable::new(query.quantized);
+    let planes = QueryPlanes::new(query.vector);
+    let estimate = estimate_kernel();
     let blocks: Vec<(usize, usize)> = segments
         .iter()
         .enumerate()
@@ -601,44 +778,37 @@ fn first_pass_and_rescore(
                 .sum()
         })
         .collect();
-    let heaps: Vec<BinaryHeap<Candidate>> = blocks
+    let pool = blocks
         .par_iter()
-        .map(|&(index, block_start)| {
-            let (segment, rows) = &segments[index];
-            let centre_dot = centre_dots[index];
-            let mut heap: BinaryHeap<Candidate> = BinaryHeap::with_capacity(candidates + 1);
-            let block_end = (block_start + SCAN_BLOCK_ROWS).min(segment.rows);
-            for row in block_start..block_end {
-                if !rows.accepts(segment, row) {
-                    continue;
+        .fold(
+            || (Pool::new(candidates), Vec::new()),
+            |(mut pool, mut estimates), &(index, block_start)| {
+                let (segment, rows) = &segments[index];
+                let block = block_start..(block_start + SCAN_BLOCK_ROWS).min(segment.rows);
+                let Some(codes) = segment.code_block(block.clone()) else {
+                    return (pool, estimates);
+                };
+                estimate(&planes, &codes, centre_dots[index], &mut estimates);
+                for (row, &estimate) in block.zip(&estimates) {
+                    if pool.admits(estimate) && rows.accepts(segment, row) {
+                        pool.offer(Candidate {
+                            estimate,
+                            // Segments are a handful and rows fit the file format's u32.
+                            segment: index as u32,
+                            row: row as u32,
+                        });
+                    }
                 }
-                let estimate = centre_dot
-                    + segment.code_factor(row)
-                        * query.scale
-                        * table.signed_dot(segment.code(row)) as f32;
-                if heap.len() >= candidates
-                    && heap.peek().is_some_and(|worst| estimate <= worst.estimate)
-                {
-                    continue;
-                }
-                heap.push(Candidate {
-                    estimate,
-                    // Segments are at most a handful and rows fit the file format's u32.
-                    segment: index as u32,
-                    row: row as u32,
-                });
-                if heap.len() > candidates {
-                    heap.pop();
-                }
-            }
-            heap
-        })
-        .collect();
-    let mut pool: Vec<Candidate> = heaps.into_iter().flatten().collect();
+                (pool, estimates)
+            },
+        )
+        .map(|(pool, _)| pool)
+        .reduce(|| Pool::new(candidates), Pool::merge);
+    let mut pool = pool.items;
     pool.sort();
     pool.truncate(candidates);
     // Rescored in file order, so rows close together are read together.
-    pool.sort_by_key(|c| (c.segment, c.row));
+    pool.sort_unstable_by_key(|c| (c.segment, c.row));
     let mut best: BinaryHeap<Ranked> = BinaryHeap::with_capacity(k + 1);
     for candidate in pool {
         let segment = segments[candidate.segment as usize].0;
@@ -1608,28 +1778,80 @@ mod tests {
     }
 
     #[test]
-    fn the_code_table_computes_the_signed_dot_product() {
+    fn the_query_planes_compute_the_signed_dot_product_of_the_approximated_query() {
         let mut clusters = Clusters::new(5, 1, 8);
-        for dims in [1usize, 7, 8, 9, 64, 100] {
-            let query: Vec<i8> = (0..dims)
-                .map(|_| (clusters.next() * 254.0).round() as i8)
+        for dims in [1usize, 7, 8, 9, 63, 64, 65, 100, 256] {
+            let query: Vec<f32> = (0..dims).map(|_| clusters.next()).collect();
+            let planes = QueryPlanes::new(&query);
+            let (low, step) = (planes.low, planes.step);
+            let levels = ((1 << QUERY_BITS) - 1) as f32;
+            let approximated: Vec<f32> = query
+                .iter()
+                .map(|&q| {
+                    if step == 0.0 {
+                        low
+                    } else {
+                        low + step * ((q - low) / step).round().clamp(0.0, levels)
+                    }
+                })
                 .collect();
+            for (q, a) in query.iter().zip(&approximated) {
+                assert!((q - a).abs() <= step / 2.0 + 1e-6);
+            }
             let code: Vec<u8> = (0..dims.div_ceil(8))
-                .map(|_| ((clusters.next() + 0.5) * 255.0) as u8)
+                .map(|i| {
+                    let byte = ((clusters.next() + 0.5) * 255.0) as u8;
+                    // Bits past the last dimension are never set in a stored code.
+                    let used = (dims - 8 * i).min(8);
+                    if used == 8 {
+                        byte
+                    } else {
+                        byte & ((1 << used) - 1)
+                    }
+                })
                 .collect();
-            let expected: i32 = query
+            let expected: f32 = approximated
                 .iter()
                 .enumerate()
                 .map(|(i, &q)| {
-                    let sign = if code[i / 8] & (1 << (i % 8)) != 0 {
-                        1
+                    if code[i / 8] & (1 << (i % 8)) != 0 {
+                        q
                     } else {
-                        -1
-                    };
-                    sign * i32::from(q)
+                        -q
+                    }
                 })
                 .sum();
-            assert_eq!(CodeTable::new(&query).signed_dot(&code), expected, "{dims}");
+            let found = planes.signed_dot(&code);
+            assert!(
+                (found - expected).abs() < 1e-4,
+                "{dims}: {found} vs {expected}"
+            );
         }
+        // A constant query and an empty one.
+        assert_eq!(QueryPlanes::new(&[0.5; 10]).signed_dot(&[0xff, 0b11]), 5.0);
+        assert_eq!(QueryPlanes::new(&[]).signed_dot(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_cpus_estimate_kernel_matches_the_portable_loop() {
+        let mut clusters = Clusters::new(11, 1, 8);
+        let query: Vec<f32> = (0..200).map(|_| clusters.next()).collect();
+        let planes = QueryPlanes::new(&query);
+        let codes: Vec<u8> = (0..25 * 37)
+            .map(|_| ((clusters.next() + 0.5) * 255.0) as u8)
+            .collect();
+        let factors: Vec<u8> = (0..37)
+            .flat_map(|_| (clusters.next() + 1.0).to_le_bytes())
+            .collect();
+        let block = CodeBlock {
+            width: 25,
+            codes: &codes,
+            factors: &factors,
+        };
+        let (mut fast, mut portable) = (Vec::new(), Vec::new());
+        estimate_kernel()(&planes, &block, 0.25, &mut fast);
+        estimate_block_portable(&planes, &block, 0.25, &mut portable);
+        assert_eq!(fast.len(), 37);
+        assert_eq!(fast, portable);
     }
 }

@@ -15,7 +15,9 @@ pub mod inline;
 mod segment;
 pub mod sync;
 
-pub use embedded::{EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions};
+pub use embedded::{
+    EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions, SegmentInfo,
+};
 
 use std::path::PathBuf;
 

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::path::Path;
 
 use memmap2::Mmap;
@@ -211,6 +212,33 @@ pub struct Segment {
     centre: Vec<f32>,
 }
 
+/// The binary codes of consecutive rows of a segment. Bit `i % 8` of byte `i / 8` of a row's
+/// code is set when component `i` of the row lies above the segment's centre, and the row is
+/// estimated as `centre + factor * s`, `s` the code's signs (+1 for a set bit, -1 otherwise).
+pub struct CodeBlock<'a> {
+    /// Bytes per code: `ceil(dims / 8)`.
+    pub width: usize,
+    /// `width` bytes per row.
+    pub codes: &'a [u8],
+    /// One little-endian f32 factor per row.
+    pub factors: &'a [u8],
+}
+
+impl CodeBlock<'_> {
+    /// The rows' codes, in order.
+    pub fn codes(&self) -> std::slice::ChunksExact<'_, u8> {
+        // `chunks_exact` needs a width: codes of zero dimensions yield nothing.
+        self.codes.chunks_exact(self.width.max(1))
+    }
+
+    /// The rows' factors, in order.
+    pub fn factors(&self) -> impl Iterator<Item = f32> + '_ {
+        self.factors
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+}
+
 /// Offsets of a segment's code factors and code bytes in its file.
 #[derive(Clone, Copy)]
 struct CodesLayout {
@@ -351,29 +379,16 @@ impl Segment {
         &self.centre
     }
 
-    /// A row's binary code: bit `i % 8` of byte `i / 8` is set when component `i` of the row
-    /// lies above the centre's, and the row is estimated as `centre + factor * s`, `s` the
-    /// code's signs (+1 for a set bit, -1 otherwise). Empty without codes.
-    pub fn code(&self, row: usize) -> &[u8] {
-        match self.codes {
-            Some(layout) => {
-                let at = layout.bytes_at + row * layout.width;
-                &self.map[at..at + layout.width]
-            }
-            None => &[],
-        }
-    }
-
-    /// The factor of a row's binary code (see [`Segment::code`]; 0 without codes).
-    pub fn code_factor(&self, row: usize) -> f32 {
-        match self.codes {
-            Some(layout) => {
-                let at = layout.factors_at + 4 * row;
-                let b = &self.map[at..at + 4];
-                f32::from_le_bytes([b[0], b[1], b[2], b[3]])
-            }
-            None => 0.0,
-        }
+    /// The binary codes of a range of rows (`None` without codes).
+    pub fn code_block(&self, rows: Range<usize>) -> Option<CodeBlock<'_>> {
+        let layout = self.codes?;
+        Some(CodeBlock {
+            width: layout.width,
+            codes: &self.map[layout.bytes_at + rows.start * layout.width
+                ..layout.bytes_at + rows.end * layout.width],
+            factors: &self.map
+                [layout.factors_at + 4 * rows.start..layout.factors_at + 4 * rows.end],
+        })
     }
 
     /// A row's vector, dequantised.
@@ -461,17 +476,25 @@ mod tests {
             [0.0, -5.0, 5.0, 0.0, 2.5, 2.5, 2.5, 2.5, 0.0]
         );
         // Row a minus the centre: 5, 0, 5, 0, 0, 0, 0, 0, 50 → bits 0, 2 and 8.
-        assert_eq!(segment.code(0), [0b0000_0101, 0b1]);
-        assert_eq!(segment.code(1), [0, 0]);
+        let block = segment.code_block(0..2).unwrap();
+        let codes: Vec<&[u8]> = block.codes().collect();
+        assert_eq!(codes, [&[0b0000_0101, 0b1][..], &[0, 0][..]]);
+        let second = segment.code_block(1..2).unwrap();
+        assert_eq!(second.codes().collect::<Vec<_>>(), [&[0, 0][..]]);
         let factor = (25.0 + 25.0 + 2500.0) / (5.0 + 5.0 + 50.0);
-        assert!((segment.code_factor(0) - factor).abs() < 1e-4);
-        assert!((segment.code_factor(1) - factor).abs() < 1e-4);
+        let factors: Vec<f32> = block.factors().collect();
+        assert_eq!(factors.len(), 2);
+        assert!(
+            factors.iter().all(|f| (f - factor).abs() < 1e-4),
+            "{factors:?}"
+        );
         assert_eq!(segment.vector(0)[8], 50.0);
 
         strip_codes(&path);
         let old = Segment::open(&path, "seg.vec").unwrap();
         assert!(!old.has_codes());
-        assert!(old.centre().is_empty() && old.code(0).is_empty());
+        assert!(old.centre().is_empty());
+        assert!(old.code_block(0..2).is_none());
         assert_eq!(old.vector(1), segment.vector(1));
         assert_eq!((old.id(1), old.content_hash(1)), (2, 2));
     }
