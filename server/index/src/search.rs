@@ -208,15 +208,24 @@ impl Workspace {
             use rayon::prelude::*;
             let table = self.all_definition_names()?;
             let wanted = query_mask(query);
+            let query_lower = query.to_lowercase();
             table
                 .names
                 .par_iter()
                 .zip(table.masks.par_iter())
                 .filter(|(_, mask)| *mask & wanted == wanted)
-                .filter_map(|(name, _)| {
-                    let (how, penalty) = match_name(query, name)?;
+                .map_init(String::new, |lower, (name, _)| {
+                    let (how, penalty) = if name.is_ascii() {
+                        lower.clear();
+                        lower.push_str(name);
+                        lower.make_ascii_lowercase();
+                        match_lowered(query, &query_lower, name, lower)?
+                    } else {
+                        match_name(query, name)?
+                    };
                     Some((how, penalty, name.clone()))
                 })
+                .flatten()
                 .collect()
         };
         matched.sort_by(|a, b| (a.0, a.1, a.2.len(), &a.2).cmp(&(b.0, b.1, b.2.len(), &b.2)));
@@ -359,18 +368,30 @@ pub fn match_name(query: &str, name: &str) -> Option<(NameMatch, usize)> {
     if name == query {
         return Some((NameMatch::Exact, 0));
     }
-    let query_lower = query.to_lowercase();
-    let name_lower = name.to_lowercase();
+    match_lowered(query, &query.to_lowercase(), name, &name.to_lowercase())
+}
+
+/// [`match_name`] with both sides already lowercased (a query matched against many names
+/// lowercases itself once; ASCII names are lowercased without allocating).
+fn match_lowered(
+    query: &str,
+    query_lower: &str,
+    name: &str,
+    name_lower: &str,
+) -> Option<(NameMatch, usize)> {
+    if name == query {
+        return Some((NameMatch::Exact, 0));
+    }
     if name_lower == query_lower {
         return Some((NameMatch::ExactIgnoringCase, 0));
     }
-    if name_lower.starts_with(&query_lower) {
+    if name_lower.starts_with(query_lower) {
         return Some((NameMatch::Prefix, name.len() - query.len()));
     }
-    if let Some(at) = name_lower.find(&query_lower) {
+    if let Some(at) = name_lower.find(query_lower) {
         return Some((NameMatch::Substring, at));
     }
-    fuzzy_gap(&query_lower, &name_lower).map(|gap| (NameMatch::Fuzzy, gap))
+    fuzzy_gap(query_lower, name_lower).map(|gap| (NameMatch::Fuzzy, gap))
 }
 
 /// When every query character appears in `name` in order, the number of skipped characters
