@@ -19,7 +19,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::segment::{
-    CodeBlock, Segment, SegmentRow, is_store_file, quantize, segment_file_name, write_segment,
+    CODE_GROUP, CodeBlock, Segment, SegmentRow, is_store_file, quantize, segment_file_name,
+    write_segment,
 };
 use super::{StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore};
 use crate::embed::EmbedderIdentity;
@@ -553,143 +554,252 @@ impl Ord for Candidate {
 
 /// Bits per query component in the first pass (RaBitQ found 4 enough; on the benchmark
 /// corpus recall@50 was the same as with the full int8 query, bench/README.md).
-const QUERY_BITS: usize = 4;
+const QUERY_BITS: u32 = 4;
 
-/// The query in the form the first pass scores codes with: each component `i` approximated
-/// as `low + step * level_i`, `level_i` in `0..2^QUERY_BITS`, and bit `p` of every level
-/// gathered in plane `p` (64 components per word, laid out like the codes). The sum of the
-/// components whose code bit is set is then `low * popcount(code) + step * Σ_p 2^p *
-/// popcount(code & plane_p)`: a handful of popcounts per 64 dimensions.
-struct QueryPlanes {
-    /// `QUERY_BITS` planes of `words` words each.
-    planes: Vec<u64>,
-    words: usize,
+/// The query in the form the first pass scores codes with. Each component `i` is approximated
+/// as `low + step * level_i`, `level_i` in `0..2^QUERY_BITS`. For every byte position `p` of a
+/// code, `tables[p]` holds the sum of the levels of the components whose bits are set, for
+/// each of the 16 values of the byte's low nibble (components `8p..8p+4`; bytes `0..16`) and of
+/// its high nibble (`8p+4..8p+8`; bytes `32..48`); each table is stored twice, once per
+/// 128-bit lane of an AVX2 register, for `vpshufb`. A sum of four levels fits a byte.
+struct QueryTables {
+    tables: Vec<[u8; 64]>,
     low: f32,
     step: f32,
     /// The sum of the approximated components.
     total: f32,
 }
 
-impl QueryPlanes {
-    fn new(query: &[f32]) -> QueryPlanes {
-        let words = query.len().div_ceil(64);
+impl QueryTables {
+    fn new(query: &[f32]) -> QueryTables {
         let low = query.iter().copied().fold(f32::INFINITY, f32::min);
         let high = query.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let levels = ((1u32 << QUERY_BITS) - 1) as f32;
-        let step = if high > low {
-            (high - low) / levels
-        } else {
-            0.0
-        };
+        let top = ((1u32 << QUERY_BITS) - 1) as f32;
+        let step = if high > low { (high - low) / top } else { 0.0 };
         // An empty query leaves `low` infinite.
         let low = if low.is_finite() { low } else { 0.0 };
-        let mut planes = vec![0u64; QUERY_BITS * words];
-        let mut level_sum = 0u32;
-        for (i, &q) in query.iter().enumerate() {
-            let level = if step > 0.0 {
-                ((q - low) / step).round().clamp(0.0, levels) as u32
-            } else {
-                0
-            };
-            level_sum += level;
-            for (plane, words_of_plane) in planes.chunks_exact_mut(words).enumerate() {
-                if level & (1 << plane) != 0 {
-                    words_of_plane[i / 64] |= 1 << (i % 64);
+        let levels: Vec<u8> = query
+            .iter()
+            .map(|&q| {
+                if step > 0.0 {
+                    // In 0..=15 (a NaN component becomes 0).
+                    ((q - low) / step).round().clamp(0.0, top) as u8
+                } else {
+                    0
                 }
-            }
-        }
-        QueryPlanes {
-            planes,
-            words,
+            })
+            .collect();
+        let level_sum: u32 = levels.iter().map(|&l| u32::from(l)).sum();
+        let tables = levels
+            .chunks(8)
+            .map(|byte_levels| {
+                let mut table = [0u8; 64];
+                for (half, offset) in [(0usize, 0usize), (4, 32)] {
+                    let nibble_levels = byte_levels.get(half..).unwrap_or(&[]);
+                    for nibble in 0..16usize {
+                        let sum: u8 = nibble_levels
+                            .iter()
+                            .take(4)
+                            .enumerate()
+                            .filter(|&(bit, _)| nibble & (1 << bit) != 0)
+                            .map(|(_, &level)| level)
+                            .sum();
+                        table[offset + nibble] = sum;
+                        table[offset + 16 + nibble] = sum;
+                    }
+                }
+                table
+            })
+            .collect();
+        QueryTables {
+            tables,
             low,
             step,
             total: low * query.len() as f32 + step * level_sum as f32,
         }
     }
 
-    /// The dot product of the approximated query with a code's ±1 signs.
-    #[inline(always)]
-    fn signed_dot(&self, code: &[u8]) -> f32 {
-        let mut set_bits = 0u32;
-        let mut weighted = 0u32;
-        for (index, chunk) in code.chunks(8).enumerate() {
-            let word = if let Ok(bytes) = <[u8; 8]>::try_from(chunk) {
-                u64::from_le_bytes(bytes)
-            } else {
-                let mut bytes = [0u8; 8];
-                bytes[..chunk.len()].copy_from_slice(chunk);
-                u64::from_le_bytes(bytes)
-            };
-            set_bits += word.count_ones();
-            for plane in 0..QUERY_BITS {
-                weighted += (word & self.planes[plane * self.words + index]).count_ones() << plane;
-            }
-        }
-        let set = self.low * set_bits as f32 + self.step * weighted as f32;
-        2.0 * set - self.total
+    /// The estimate of a row's score from the sum of the levels of its code's set bits and
+    /// the number of those bits: the query's dot product with the centre, plus the row's
+    /// factor times the approximated query's dot product with the code's ±1 signs.
+    #[inline]
+    fn estimate(&self, centre_dot: f32, factor: f32, set_bits: u16, level_sum: u16) -> f32 {
+        let set = self.low * f32::from(set_bits) + self.step * f32::from(level_sum);
+        centre_dot + factor * (2.0 * set - self.total)
     }
 }
 
-/// Writes into `out` the first-pass estimate of every row of a block of codes:
-/// `centre_dot + factor * signed_dot(code)`.
-#[inline(always)]
-fn estimate_block(
-    planes: &QueryPlanes,
+/// Writes to `out` the first-pass estimate of every row of a block of codes (see
+/// [`QueryTables::estimate`]); the `f32` is the query's dot product with the segment's centre.
+type EstimateKernel = fn(&QueryTables, &CodeBlock<'_>, f32, &mut Vec<f32>);
+
+/// The fastest form of the first pass this CPU runs: 32 rows at a time with AVX2 byte
+/// shuffles, or a table lookup per code byte and row.
+fn estimate_kernel() -> EstimateKernel {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return estimates_avx2_checked;
+    }
+    estimates_portable
+}
+
+/// The sums of the query levels of the set bits of one group's 32 codes.
+fn group_level_sums(tables: &QueryTables, group: &[u8]) -> [u16; CODE_GROUP] {
+    let mut sums = [0u16; CODE_GROUP];
+    for (bytes, table) in group.chunks_exact(CODE_GROUP).zip(&tables.tables) {
+        for (sum, &byte) in sums.iter_mut().zip(bytes) {
+            *sum += u16::from(table[usize::from(byte & 0x0f)])
+                + u16::from(table[32 + usize::from(byte >> 4)]);
+        }
+    }
+    sums
+}
+
+/// Appends the estimates of the rows `first..` of one group from their level sums.
+fn push_estimates(
+    tables: &QueryTables,
+    block: &CodeBlock<'_>,
+    centre_dot: f32,
+    first: usize,
+    sums: &[u16],
+    out: &mut Vec<f32>,
+) {
+    let factors = block.factors.chunks_exact(4).skip(first);
+    let counts = block.counts.chunks_exact(2).skip(first);
+    for ((&level_sum, factor), set_bits) in sums.iter().zip(factors).zip(counts) {
+        let factor = f32::from_le_bytes([factor[0], factor[1], factor[2], factor[3]]);
+        let set_bits = u16::from_le_bytes([set_bits[0], set_bits[1]]);
+        out.push(tables.estimate(centre_dot, factor, set_bits, level_sum));
+    }
+}
+
+fn estimates_portable(
+    tables: &QueryTables,
     block: &CodeBlock<'_>,
     centre_dot: f32,
     out: &mut Vec<f32>,
 ) {
     out.clear();
-    out.extend(
-        block
-            .codes()
-            .zip(block.factors())
-            .map(|(code, factor)| centre_dot + factor * planes.signed_dot(code)),
-    );
-}
-
-type EstimateKernel = fn(&QueryPlanes, &CodeBlock<'_>, f32, &mut Vec<f32>);
-
-/// The fastest form of [`estimate_block`] this CPU runs: the default x86-64 target has no
-/// `popcnt` instruction and counts bits with a dozen shifts and masks instead.
-fn estimate_kernel() -> EstimateKernel {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        return estimate_block_popcnt_checked;
+    let group_bytes = CODE_GROUP * block.width;
+    if group_bytes == 0 {
+        return;
     }
-    estimate_block_portable
-}
-
-fn estimate_block_portable(
-    planes: &QueryPlanes,
-    block: &CodeBlock<'_>,
-    centre_dot: f32,
-    out: &mut Vec<f32>,
-) {
-    estimate_block(planes, block, centre_dot, out)
+    for (index, group) in block.grouped.chunks_exact(group_bytes).enumerate() {
+        let sums = group_level_sums(tables, group);
+        push_estimates(tables, block, centre_dot, index * CODE_GROUP, &sums, out);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
-fn estimate_block_popcnt_checked(
-    planes: &QueryPlanes,
+fn estimates_avx2_checked(
+    tables: &QueryTables,
     block: &CodeBlock<'_>,
     centre_dot: f32,
     out: &mut Vec<f32>,
 ) {
     // SAFETY: `estimate_kernel` hands this function out only after checking that the CPU
-    // supports `popcnt`, the one requirement of `estimate_block_popcnt`.
-    unsafe { estimate_block_popcnt(planes, block, centre_dot, out) }
+    // supports AVX2, the one requirement of `estimates_avx2`.
+    unsafe { estimates_avx2(tables, block, centre_dot, out) }
 }
 
+/// [`estimates_portable`] with AVX2: per code byte of 32 rows, two `vpshufb` look up the
+/// level sums of both nibbles in all 32 rows at once; the estimates are computed 8 rows at a
+/// time. A last group of fewer than 32 rows is finished like the portable loop.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-fn estimate_block_popcnt(
-    planes: &QueryPlanes,
+#[target_feature(enable = "avx2")]
+fn estimates_avx2(
+    tables: &QueryTables,
     block: &CodeBlock<'_>,
     centre_dot: f32,
     out: &mut Vec<f32>,
 ) {
-    estimate_block(planes, block, centre_dot, out)
+    use std::arch::x86_64::{
+        __m128i, __m256i, _mm_loadu_si128, _mm256_add_epi8, _mm256_add_epi16, _mm256_add_ps,
+        _mm256_and_si256, _mm256_castsi256_si128, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32,
+        _mm256_extracti128_si256, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps,
+        _mm256_set1_epi8, _mm256_set1_ps, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_srli_epi16, _mm256_storeu_ps, _mm256_sub_ps, _mm256_unpackhi_epi8,
+        _mm256_unpacklo_epi8,
+    };
+    out.clear();
+    let group_bytes = CODE_GROUP * block.width;
+    if group_bytes == 0 {
+        return;
+    }
+    let rows = (block.factors.len() / 4).min(block.counts.len() / 2);
+    out.reserve(rows);
+    let nibble = _mm256_set1_epi8(0x0f);
+    let zero = _mm256_setzero_si256();
+    let twice_low = _mm256_set1_ps(2.0 * tables.low);
+    let twice_step = _mm256_set1_ps(2.0 * tables.step);
+    let total = _mm256_set1_ps(tables.total);
+    let centre = _mm256_set1_ps(centre_dot);
+    for (index, group) in block.grouped.chunks_exact(group_bytes).enumerate() {
+        let first = index * CODE_GROUP;
+        if first + CODE_GROUP > rows {
+            let sums = group_level_sums(tables, group);
+            let tail = rows.saturating_sub(first);
+            push_estimates(tables, block, centre_dot, first, &sums[..tail], out);
+            continue;
+        }
+        // u16 sums of rows 0..8 and 16..24 (`low`), 8..16 and 24..32 (`high`): the byte
+        // unpacks work within each 128-bit lane.
+        let mut low = zero;
+        let mut high = zero;
+        for (bytes, table) in group.chunks_exact(CODE_GROUP).zip(&tables.tables) {
+            // SAFETY: `bytes` is 32 bytes long (`chunks_exact(CODE_GROUP)`) and `table` 64:
+            // each load reads 32 bytes inside them, unaligned loads allowed.
+            let (codes, low_table, high_table) = unsafe {
+                (
+                    _mm256_loadu_si256(bytes.as_ptr().cast::<__m256i>()),
+                    _mm256_loadu_si256(table.as_ptr().cast::<__m256i>()),
+                    _mm256_loadu_si256(table[32..].as_ptr().cast::<__m256i>()),
+                )
+            };
+            let low_nibbles = _mm256_and_si256(codes, nibble);
+            let high_nibbles = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+            // Two sums of four levels: at most 120, a byte.
+            let sums = _mm256_add_epi8(
+                _mm256_shuffle_epi8(low_table, low_nibbles),
+                _mm256_shuffle_epi8(high_table, high_nibbles),
+            );
+            low = _mm256_add_epi16(low, _mm256_unpacklo_epi8(sums, zero));
+            high = _mm256_add_epi16(high, _mm256_unpackhi_epi8(sums, zero));
+        }
+        let eights = [
+            _mm256_castsi256_si128(low),
+            _mm256_castsi256_si128(high),
+            _mm256_extracti128_si256(low, 1),
+            _mm256_extracti128_si256(high, 1),
+        ];
+        let mut estimates = [0.0f32; CODE_GROUP];
+        for (eight, level_sums) in eights.into_iter().enumerate() {
+            let row = first + 8 * eight;
+            // SAFETY: the group is whole (`first + 32 <= rows`), so the 8 factors (32 bytes)
+            // and 8 counts (16 bytes) of rows `row..row + 8` lie inside their columns; the
+            // store writes 32 bytes into `estimates[8 * eight..]`, which has them.
+            unsafe {
+                let factors = _mm256_loadu_ps(block.factors[4 * row..].as_ptr().cast::<f32>());
+                let counts = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128(
+                    block.counts[2 * row..].as_ptr().cast::<__m128i>(),
+                )));
+                let level_sums = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(level_sums));
+                // centre_dot + factor * (2 * (low * set_bits + step * level_sum) - total)
+                let signed = _mm256_sub_ps(
+                    _mm256_add_ps(
+                        _mm256_mul_ps(twice_low, counts),
+                        _mm256_mul_ps(twice_step, level_sums),
+                    ),
+                    total,
+                );
+                _mm256_storeu_ps(
+                    estimates[8 * eight..].as_mut_ptr(),
+                    _mm256_add_ps(centre, _mm256_mul_ps(factors, signed)),
+                );
+            }
+        }
+        out.extend_from_slice(&estimates);
+    }
 }
 
 /// The best `capacity` candidates offered, kept in a buffer that is cut back to them whenever
@@ -754,7 +864,7 @@ fn first_pass_and_rescore(
     k: usize,
     candidates: usize,
 ) -> Vec<Ranked> {
-    let planes = QueryPlanes::new(query.vector);
+    let tables = QueryTables::new(query.vector);
     let estimate = estimate_kernel();
     let blocks: Vec<(usize, usize)> = segments
         .iter()
@@ -778,8 +888,15 @@ fn first_pass_and_rescore(
                 .sum()
         })
         .collect();
+    // Each pool starts empty and takes every row until it is full: a few large shares of
+    // the blocks, not one pool per block.
+    let share = blocks
+        .len()
+        .div_ceil(2 * rayon::current_num_threads())
+        .max(1);
     let pool = blocks
         .par_iter()
+        .with_min_len(share)
         .fold(
             || (Pool::new(candidates), Vec::new()),
             |(mut pool, mut estimates), &(index, block_start)| {
@@ -788,7 +905,7 @@ fn first_pass_and_rescore(
                 let Some(codes) = segment.code_block(block.clone()) else {
                     return (pool, estimates);
                 };
-                estimate(&planes, &codes, centre_dots[index], &mut estimates);
+                estimate(&tables, &codes, centre_dots[index], &mut estimates);
                 for (row, &estimate) in block.zip(&estimates) {
                     if pool.admits(estimate) && rows.accepts(segment, row) {
                         pool.offer(Candidate {
@@ -1777,81 +1894,136 @@ mod tests {
         assert!(mean >= 0.98, "recall@30 {mean}");
     }
 
+    /// Codes of `rows` rows of `dims` dimensions, random, in groups as a segment stores them,
+    /// and the same codes row by row.
+    fn random_codes(clusters: &mut Clusters, rows: usize, dims: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let width = dims.div_ceil(8);
+        let by_row: Vec<Vec<u8>> = (0..rows)
+            .map(|_| {
+                (0..width)
+                    .map(|p| {
+                        let byte = ((clusters.next() + 0.5) * 255.0) as u8;
+                        // Bits past the last dimension are never set in a stored code.
+                        let used = (dims - 8 * p).min(8);
+                        if used == 8 {
+                            byte
+                        } else {
+                            byte & ((1 << used) - 1)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut grouped = vec![0u8; rows.div_ceil(CODE_GROUP) * CODE_GROUP * width];
+        for (row, code) in by_row.iter().enumerate() {
+            for (p, &byte) in code.iter().enumerate() {
+                grouped[(row / CODE_GROUP * width + p) * CODE_GROUP + row % CODE_GROUP] = byte;
+            }
+        }
+        (grouped, by_row)
+    }
+
     #[test]
-    fn the_query_planes_compute_the_signed_dot_product_of_the_approximated_query() {
+    fn the_first_pass_estimates_the_approximated_querys_dot_product_with_the_signs() {
         let mut clusters = Clusters::new(5, 1, 8);
         for dims in [1usize, 7, 8, 9, 63, 64, 65, 100, 256] {
             let query: Vec<f32> = (0..dims).map(|_| clusters.next()).collect();
-            let planes = QueryPlanes::new(&query);
-            let (low, step) = (planes.low, planes.step);
-            let levels = ((1 << QUERY_BITS) - 1) as f32;
+            let tables = QueryTables::new(&query);
+            let (low, step) = (tables.low, tables.step);
             let approximated: Vec<f32> = query
                 .iter()
                 .map(|&q| {
                     if step == 0.0 {
                         low
                     } else {
-                        low + step * ((q - low) / step).round().clamp(0.0, levels)
+                        low + step * ((q - low) / step).round().clamp(0.0, 15.0)
                     }
                 })
                 .collect();
             for (q, a) in query.iter().zip(&approximated) {
                 assert!((q - a).abs() <= step / 2.0 + 1e-6);
             }
-            let code: Vec<u8> = (0..dims.div_ceil(8))
-                .map(|i| {
-                    let byte = ((clusters.next() + 0.5) * 255.0) as u8;
-                    // Bits past the last dimension are never set in a stored code.
-                    let used = (dims - 8 * i).min(8);
-                    if used == 8 {
-                        byte
-                    } else {
-                        byte & ((1 << used) - 1)
-                    }
-                })
+            let rows = 70;
+            let (grouped, by_row) = random_codes(&mut clusters, rows, dims);
+            let block = CodeBlock {
+                width: dims.div_ceil(8),
+                grouped: &grouped,
+                factors: &[],
+                counts: &[],
+            };
+            let sums: Vec<u16> = grouped
+                .chunks_exact(CODE_GROUP * block.width)
+                .flat_map(|group| group_level_sums(&tables, group))
                 .collect();
-            let expected: f32 = approximated
-                .iter()
-                .enumerate()
-                .map(|(i, &q)| {
-                    if code[i / 8] & (1 << (i % 8)) != 0 {
-                        q
-                    } else {
-                        -q
-                    }
-                })
-                .sum();
-            let found = planes.signed_dot(&code);
-            assert!(
-                (found - expected).abs() < 1e-4,
-                "{dims}: {found} vs {expected}"
-            );
+            assert_eq!(sums.len(), rows.div_ceil(CODE_GROUP) * CODE_GROUP);
+            for (code, &level_sum) in by_row.iter().zip(&sums) {
+                let expected: f32 = approximated
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &q)| {
+                        if code[i / 8] & (1 << (i % 8)) != 0 {
+                            q
+                        } else {
+                            -q
+                        }
+                    })
+                    .sum();
+                let set_bits = code.iter().map(|b| b.count_ones() as u16).sum();
+                // centre_dot 0.5, factor 2: 0.5 + 2 * (q̃ · s).
+                let found = tables.estimate(0.5, 2.0, set_bits, level_sum);
+                assert!(
+                    (found - (0.5 + 2.0 * expected)).abs() < 1e-3,
+                    "{dims}: {found} vs {expected}"
+                );
+            }
+            // Padding rows have no bits set.
+            assert!(sums[rows..].iter().all(|&s| s == 0));
         }
         // A constant query and an empty one.
-        assert_eq!(QueryPlanes::new(&[0.5; 10]).signed_dot(&[0xff, 0b11]), 5.0);
-        assert_eq!(QueryPlanes::new(&[]).signed_dot(&[]), 0.0);
+        let constant = QueryTables::new(&[0.5; 10]);
+        assert_eq!(constant.estimate(0.0, 1.0, 10, 0), 5.0);
+        assert_eq!(QueryTables::new(&[]).estimate(0.0, 1.0, 0, 0), 0.0);
     }
 
     #[test]
     fn the_cpus_estimate_kernel_matches_the_portable_loop() {
         let mut clusters = Clusters::new(11, 1, 8);
-        let query: Vec<f32> = (0..200).map(|_| clusters.next()).collect();
-        let planes = QueryPlanes::new(&query);
-        let codes: Vec<u8> = (0..25 * 37)
-            .map(|_| ((clusters.next() + 0.5) * 255.0) as u8)
-            .collect();
-        let factors: Vec<u8> = (0..37)
-            .flat_map(|_| (clusters.next() + 1.0).to_le_bytes())
-            .collect();
-        let block = CodeBlock {
-            width: 25,
-            codes: &codes,
-            factors: &factors,
-        };
-        let (mut fast, mut portable) = (Vec::new(), Vec::new());
-        estimate_kernel()(&planes, &block, 0.25, &mut fast);
-        estimate_block_portable(&planes, &block, 0.25, &mut portable);
-        assert_eq!(fast.len(), 37);
-        assert_eq!(fast, portable);
+        for (dims, rows) in [
+            (256usize, 100usize),
+            (200, 37),
+            (384, 64),
+            (12, 5),
+            (256, 31),
+        ] {
+            let query: Vec<f32> = (0..dims).map(|_| clusters.next()).collect();
+            let tables = QueryTables::new(&query);
+            let (grouped, by_row) = random_codes(&mut clusters, rows, dims);
+            let factors: Vec<u8> = (0..rows)
+                .flat_map(|_| (clusters.next() + 1.0).to_le_bytes())
+                .collect();
+            let counts: Vec<u8> = by_row
+                .iter()
+                .flat_map(|code| {
+                    (code.iter().map(|b| b.count_ones() as u16).sum::<u16>()).to_le_bytes()
+                })
+                .collect();
+            let block = CodeBlock {
+                width: dims.div_ceil(8),
+                grouped: &grouped,
+                factors: &factors,
+                counts: &counts,
+            };
+            let (mut fast, mut portable) = (Vec::new(), Vec::new());
+            estimate_kernel()(&tables, &block, 0.3, &mut fast);
+            estimates_portable(&tables, &block, 0.3, &mut portable);
+            assert_eq!(portable.len(), rows);
+            assert_eq!(fast.len(), rows);
+            for (f, p) in fast.iter().zip(&portable) {
+                assert!(
+                    (f - p).abs() <= 1e-4 * p.abs().max(1.0),
+                    "{dims} dims: {f} vs {p}"
+                );
+            }
+        }
     }
 }

@@ -4,14 +4,18 @@
 //! `LODEVSEG`, u32 version, u32 dims, u32 rows, u32 paths, u32 languages, then per row
 //! i64 id, u64 content hash, u32 path index, u8 language index, f32 scale (each as one
 //! column of `rows` values), then `rows * dims` int8 vector components (row-major), then
-//! (version 2) the binary codes of the first search pass: the segment's centre (`dims` f32,
-//! the mean of its vectors), one f32 code factor per row, and `rows * ceil(dims / 8)` code
-//! bytes (bit `i % 8` of byte `i / 8` is set when component `i` lies above the centre's), then
+//! (version 3) the binary codes of the first search pass: the segment's centre (`dims` f32,
+//! the mean of its vectors), one f32 code factor per row, one u16 count of set code bits per
+//! row, and the codes themselves, `ceil(dims / 8)` bytes per row (bit `i % 8` of byte `i / 8`
+//! is set when component `i` lies above the centre's) stored in groups of [`CODE_GROUP`] rows,
+//! byte-position major: byte `p` of the group's rows `0..32`, then byte `p + 1`, ... (the last
+//! group padded with zero codes), so one 32-byte load holds one byte of 32 rows' codes; then
 //! the path table and the language table (u32 byte length + UTF-8 each). A vector's value is
 //! `scale * q`; its estimate from the code is `centre + factor * s` with `s` the code's ±1
-//! signs (see [`Segment::code`]).
+//! signs.
 //!
-//! Version 1 segments (no codes) are still read; searches scan them exactly and the next merge
+//! Version 1 segments (no codes) and version 2 (codes row by row, written by development
+//! builds before version 3) are still read; searches scan them exactly and the next commit
 //! rewrites them.
 
 use std::collections::HashMap;
@@ -25,10 +29,14 @@ use memmap2::Mmap;
 use super::VectorError;
 
 const MAGIC: &[u8; 8] = b"LODEVSEG";
-/// The version written: int8 vectors and binary codes.
-const VERSION: u32 = 2;
+/// The version written: int8 vectors and binary codes in groups of [`CODE_GROUP`] rows.
+const VERSION: u32 = 3;
 /// The version before binary codes: read and scanned exactly, never written.
 const VERSION_WITHOUT_CODES: u32 = 1;
+/// Codes row by row: read, their codes ignored (scanned exactly), never written.
+const VERSION_ROW_CODES: u32 = 2;
+/// Rows whose codes are stored together, byte-position major (one AVX2 register's bytes).
+pub const CODE_GROUP: usize = 32;
 const HEADER_BYTES: usize = 28;
 /// Bytes of per-row columns: id, hash, path index, language index, scale.
 const ROW_META_BYTES: usize = 8 + 8 + 4 + 1 + 4;
@@ -77,7 +85,10 @@ struct BinaryCodes {
     /// corpus it kept more of the true nearest rows among the first pass's best than the
     /// least-squares length `|d|₁ / dims`, bench/README.md "Vector search").
     factors: Vec<f32>,
-    bytes: Vec<u8>,
+    /// Per row, how many bits of its code are set.
+    counts: Vec<u16>,
+    /// The codes in groups of [`CODE_GROUP`] rows, byte-position major.
+    grouped: Vec<u8>,
 }
 
 impl BinaryCodes {
@@ -91,17 +102,21 @@ impl BinaryCodes {
         let count = rows.len().max(1) as f64;
         let centre: Vec<f32> = sums.iter().map(|sum| (sum / count) as f32).collect();
         let width = code_bytes(dims);
-        let mut bytes = vec![0u8; rows.len() * width];
+        let mut grouped = vec![0u8; rows.len().div_ceil(CODE_GROUP) * CODE_GROUP * width];
         let mut factors = Vec::with_capacity(rows.len());
+        let mut counts = Vec::with_capacity(rows.len());
         for (index, row) in rows.iter().enumerate() {
-            let code = &mut bytes[index * width..(index + 1) * width];
+            let group = &mut grouped[index / CODE_GROUP * CODE_GROUP * width..];
+            let lane = index % CODE_GROUP;
             let (mut absolute, mut squared) = (0.0f32, 0.0f32);
+            let mut set = 0u16;
             for (component, (&q, &c)) in row.quantized.iter().zip(&centre).enumerate() {
                 let difference = row.scale * f32::from(q) - c;
                 absolute += difference.abs();
                 squared += difference * difference;
                 if difference > 0.0 {
-                    code[component / 8] |= 1 << (component % 8);
+                    group[component / 8 * CODE_GROUP + lane] |= 1 << (component % 8);
+                    set += 1;
                 }
             }
             factors.push(if absolute > 0.0 {
@@ -109,11 +124,13 @@ impl BinaryCodes {
             } else {
                 0.0
             });
+            counts.push(set);
         }
         BinaryCodes {
             centre,
             factors,
-            bytes,
+            counts,
+            grouped,
         }
     }
 }
@@ -183,11 +200,20 @@ pub fn write_segment(path: &Path, dims: usize, rows: &[SegmentRow<'_>]) -> Resul
         let bytes: Vec<u8> = row.quantized.iter().map(|&q| q as u8).collect();
         out.write_all(&bytes).map_err(io)?;
     }
+    if dims > usize::from(u16::MAX) {
+        return Err(VectorError::Backend(format!(
+            "vectors of {dims} dimensions: at most {} are supported",
+            u16::MAX
+        )));
+    }
     let codes = BinaryCodes::of(dims, rows);
     for value in codes.centre.iter().chain(&codes.factors) {
         out.write_all(&value.to_le_bytes()).map_err(io)?;
     }
-    out.write_all(&codes.bytes).map_err(io)?;
+    for count in &codes.counts {
+        out.write_all(&count.to_le_bytes()).map_err(io)?;
+    }
+    out.write_all(&codes.grouped).map_err(io)?;
     for text in paths.iter().chain(&languages) {
         out.write_all(&(text.len() as u32).to_le_bytes())
             .map_err(io)?;
@@ -212,38 +238,28 @@ pub struct Segment {
     centre: Vec<f32>,
 }
 
-/// The binary codes of consecutive rows of a segment. Bit `i % 8` of byte `i / 8` of a row's
-/// code is set when component `i` of the row lies above the segment's centre, and the row is
-/// estimated as `centre + factor * s`, `s` the code's signs (+1 for a set bit, -1 otherwise).
+/// The binary codes of consecutive rows of a segment, from a multiple of [`CODE_GROUP`] on.
+/// Bit `i % 8` of byte `i / 8` of a row's code is set when component `i` of the row lies above
+/// the segment's centre, and the row is estimated as `centre + factor * s`, `s` the code's
+/// signs (+1 for a set bit, -1 otherwise).
 pub struct CodeBlock<'a> {
     /// Bytes per code: `ceil(dims / 8)`.
     pub width: usize,
-    /// `width` bytes per row.
-    pub codes: &'a [u8],
+    /// `ceil(rows / CODE_GROUP)` groups of `width * CODE_GROUP` bytes: byte `p` of row `r`
+    /// of a group at `p * CODE_GROUP + r` (rows past the segment's last are zero).
+    pub grouped: &'a [u8],
     /// One little-endian f32 factor per row.
     pub factors: &'a [u8],
+    /// One little-endian u16 count of set bits per row.
+    pub counts: &'a [u8],
 }
 
-impl CodeBlock<'_> {
-    /// The rows' codes, in order.
-    pub fn codes(&self) -> std::slice::ChunksExact<'_, u8> {
-        // `chunks_exact` needs a width: codes of zero dimensions yield nothing.
-        self.codes.chunks_exact(self.width.max(1))
-    }
-
-    /// The rows' factors, in order.
-    pub fn factors(&self) -> impl Iterator<Item = f32> + '_ {
-        self.factors
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-}
-
-/// Offsets of a segment's code factors and code bytes in its file.
+/// Offsets of a segment's code factors, bit counts and grouped codes in its file.
 #[derive(Clone, Copy)]
 struct CodesLayout {
     factors_at: usize,
-    bytes_at: usize,
+    counts_at: usize,
+    grouped_at: usize,
     width: usize,
 }
 
@@ -271,7 +287,7 @@ impl Segment {
         let header =
             |at: usize| u32::from_le_bytes([map[at], map[at + 1], map[at + 2], map[at + 3]]);
         let version = header(8);
-        if version != VERSION && version != VERSION_WITHOUT_CODES {
+        if ![VERSION, VERSION_ROW_CODES, VERSION_WITHOUT_CODES].contains(&version) {
             return Err(corrupt("unsupported segment version"));
         }
         let dims = header(12) as usize;
@@ -280,10 +296,11 @@ impl Segment {
         let mut at = HEADER_BYTES + rows * (ROW_META_BYTES + dims);
         let mut centre = Vec::new();
         let mut codes = None;
+        let width = code_bytes(dims);
         if version == VERSION {
-            let width = code_bytes(dims);
             let factors_at = at + 4 * dims;
-            let bytes_at = factors_at + 4 * rows;
+            let counts_at = factors_at + 4 * rows;
+            let grouped_at = counts_at + 2 * rows;
             centre = map
                 .get(at..factors_at)
                 .ok_or_else(|| corrupt("truncated binary codes"))?
@@ -292,10 +309,14 @@ impl Segment {
                 .collect();
             codes = Some(CodesLayout {
                 factors_at,
-                bytes_at,
+                counts_at,
+                grouped_at,
                 width,
             });
-            at = bytes_at + rows * width;
+            at = grouped_at + rows.div_ceil(CODE_GROUP) * CODE_GROUP * width;
+        } else if version == VERSION_ROW_CODES {
+            // Centre, factors and row-by-row codes, skipped.
+            at += 4 * dims + 4 * rows + rows * width;
         }
         let mut strings = Vec::with_capacity(n_paths + n_languages);
         for _ in 0..n_paths + n_languages {
@@ -379,15 +400,20 @@ impl Segment {
         &self.centre
     }
 
-    /// The binary codes of a range of rows (`None` without codes).
+    /// The binary codes of the rows `rows` (`None` without codes). `rows.start` is a multiple
+    /// of [`CODE_GROUP`] and `rows.end` at most the segment's rows.
     pub fn code_block(&self, rows: Range<usize>) -> Option<CodeBlock<'_>> {
         let layout = self.codes?;
+        debug_assert!(rows.start.is_multiple_of(CODE_GROUP) && rows.end <= self.rows);
+        let group_bytes = CODE_GROUP * layout.width;
+        let groups = rows.start / CODE_GROUP..rows.end.div_ceil(CODE_GROUP);
         Some(CodeBlock {
             width: layout.width,
-            codes: &self.map[layout.bytes_at + rows.start * layout.width
-                ..layout.bytes_at + rows.end * layout.width],
+            grouped: &self.map[layout.grouped_at + groups.start * group_bytes
+                ..layout.grouped_at + groups.end * group_bytes],
             factors: &self.map
                 [layout.factors_at + 4 * rows.start..layout.factors_at + 4 * rows.end],
+            counts: &self.map[layout.counts_at + 2 * rows.start..layout.counts_at + 2 * rows.end],
         })
     }
 
@@ -413,28 +439,57 @@ pub fn is_store_file(name: &str) -> bool {
         || name.ends_with(".tmp")
 }
 
-/// Rewrites a version 2 segment file as version 1 (no binary codes), as an older lode wrote it.
+/// Where the codes of a current segment file start and end (test helpers).
 #[cfg(test)]
-pub fn strip_codes(path: &Path) {
-    let mut bytes = std::fs::read(path).unwrap();
+fn code_section(bytes: &[u8]) -> (usize, usize, usize) {
     let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
     assert_eq!(word(8), VERSION as usize);
     let (dims, rows) = (word(12), word(16));
-    let codes_at = HEADER_BYTES + rows * (ROW_META_BYTES + dims);
-    let codes_end = codes_at + 4 * dims + 4 * rows + rows * code_bytes(dims);
-    bytes.drain(codes_at..codes_end);
+    let start = HEADER_BYTES + rows * (ROW_META_BYTES + dims);
+    let end =
+        start + 4 * dims + 6 * rows + rows.div_ceil(CODE_GROUP) * CODE_GROUP * code_bytes(dims);
+    (start, end, start + 4 * dims)
+}
+
+/// Rewrites a segment file as version 1 (no binary codes), as an older lode wrote it.
+#[cfg(test)]
+pub fn strip_codes(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let (start, end, _) = code_section(&bytes);
+    bytes.drain(start..end);
     bytes[8..12].copy_from_slice(&VERSION_WITHOUT_CODES.to_le_bytes());
     std::fs::write(path, bytes).unwrap();
 }
 
-/// Overwrites every code factor of a version 2 segment file with 0, so its first pass sees
-/// every row as equally close.
+/// Rewrites a segment file as version 2 (codes row by row, as development builds wrote them).
+#[cfg(test)]
+pub fn regroup_codes_as_version_2(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let (dims, rows) = (word(12), word(16));
+    let (start, end, factors_at) = code_section(&bytes);
+    let width = code_bytes(dims);
+    let grouped_at = factors_at + 6 * rows;
+    let mut section = bytes[start..factors_at + 4 * rows].to_vec();
+    for row in 0..rows {
+        let group = grouped_at + row / CODE_GROUP * CODE_GROUP * width;
+        for p in 0..width {
+            section.push(bytes[group + p * CODE_GROUP + row % CODE_GROUP]);
+        }
+    }
+    bytes.splice(start..end, section);
+    bytes[8..12].copy_from_slice(&VERSION_ROW_CODES.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Overwrites every code factor of a segment file with 0, so its first pass sees every row as
+/// equally close.
 #[cfg(test)]
 pub fn flatten_codes(path: &Path) {
     let mut bytes = std::fs::read(path).unwrap();
     let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-    let (dims, rows) = (word(12), word(16));
-    let factors_at = HEADER_BYTES + rows * (ROW_META_BYTES + dims) + 4 * dims;
+    let rows = word(16);
+    let (_, _, factors_at) = code_section(&bytes);
     bytes[factors_at..factors_at + 4 * rows].fill(0);
     std::fs::write(path, bytes).unwrap();
 }
@@ -477,12 +532,19 @@ mod tests {
         );
         // Row a minus the centre: 5, 0, 5, 0, 0, 0, 0, 0, 50 → bits 0, 2 and 8.
         let block = segment.code_block(0..2).unwrap();
-        let codes: Vec<&[u8]> = block.codes().collect();
-        assert_eq!(codes, [&[0b0000_0101, 0b1][..], &[0, 0][..]]);
-        let second = segment.code_block(1..2).unwrap();
-        assert_eq!(second.codes().collect::<Vec<_>>(), [&[0, 0][..]]);
+        assert_eq!(block.width, 2);
+        // One group of 32 rows: byte 0 of every row, then byte 1 of every row.
+        assert_eq!(block.grouped.len(), 2 * CODE_GROUP);
+        assert_eq!(&block.grouped[..3], [0b0000_0101, 0, 0]);
+        assert_eq!(&block.grouped[CODE_GROUP..CODE_GROUP + 3], [0b1, 0, 0]);
+        assert!(block.grouped.iter().filter(|&&b| b != 0).count() == 2);
+        assert_eq!(block.counts, [3, 0, 0, 0]);
         let factor = (25.0 + 25.0 + 2500.0) / (5.0 + 5.0 + 50.0);
-        let factors: Vec<f32> = block.factors().collect();
+        let factors: Vec<f32> = block
+            .factors
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
         assert_eq!(factors.len(), 2);
         assert!(
             factors.iter().all(|f| (f - factor).abs() < 1e-4),
@@ -490,13 +552,18 @@ mod tests {
         );
         assert_eq!(segment.vector(0)[8], 50.0);
 
-        strip_codes(&path);
-        let old = Segment::open(&path, "seg.vec").unwrap();
-        assert!(!old.has_codes());
-        assert!(old.centre().is_empty());
-        assert!(old.code_block(0..2).is_none());
-        assert_eq!(old.vector(1), segment.vector(1));
-        assert_eq!((old.id(1), old.content_hash(1)), (2, 2));
+        for rewrite in [regroup_codes_as_version_2, strip_codes] {
+            let copy = dir.path().join("old.vec");
+            std::fs::copy(&path, &copy).unwrap();
+            rewrite(&copy);
+            let old = Segment::open(&copy, "old.vec").unwrap();
+            assert!(!old.has_codes());
+            assert!(old.centre().is_empty());
+            assert!(old.code_block(0..2).is_none());
+            assert_eq!(old.vector(1), segment.vector(1));
+            assert_eq!((old.id(1), old.content_hash(1)), (2, 2));
+            assert_eq!(old.paths, ["a.rs", "b.rs"]);
+        }
     }
 
     #[test]
@@ -514,7 +581,7 @@ mod tests {
         };
         write_segment(&path, 16, &[row]).unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
-        // Claim version 2 for a body laid out without codes.
+        // Claim the current version for a body laid out without codes.
         strip_codes(&path);
         let stripped = std::fs::read(&path).unwrap();
         assert!(stripped.len() < bytes.len());
@@ -525,7 +592,15 @@ mod tests {
             Segment::open(&path, "seg.vec"),
             Err(VectorError::Corrupt { .. })
         ));
-        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        // A version this lode does not know, and the current one cut short.
+        let mut future = bytes.clone();
+        future[8..12].copy_from_slice(&4u32.to_le_bytes());
+        std::fs::write(&path, &future).unwrap();
+        assert!(matches!(
+            Segment::open(&path, "seg.vec"),
+            Err(VectorError::Corrupt { .. })
+        ));
+        bytes.truncate(bytes.len() - 20);
         std::fs::write(&path, &bytes).unwrap();
         assert!(matches!(
             Segment::open(&path, "seg.vec"),
