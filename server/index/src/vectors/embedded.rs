@@ -1120,7 +1120,7 @@ impl VectorStore for EmbeddedStore {
         // Segments written before binary codes existed are rewritten with them.
         let merge = segments.len() + 1 > MAX_SEGMENTS
             || dead * 4 > total
-            || segments.iter().any(|segment| !segment.has_codes());
+            || segments.iter().any(|segment| !segment.is_current());
 
         let mut rows: Vec<SegmentRow<'_>> = Vec::new();
         let mut kept_quantized: Vec<Vec<i8>> = Vec::new();
@@ -1869,7 +1869,12 @@ mod tests {
             .unwrap();
         store.commit(50).unwrap();
         let published = store.published();
-        assert!(published.segments.iter().all(|s| s.has_codes()));
+        assert!(
+            published
+                .segments
+                .iter()
+                .all(|s| s.has_codes() && s.is_current())
+        );
         assert_eq!(published.count, 21_001);
         drop(published);
         let mut recalls = Vec::new();
@@ -1892,6 +1897,32 @@ mod tests {
         }
         let mean = recalls.iter().sum::<f32>() / recalls.len() as f32;
         assert!(mean >= 0.98, "recall@30 {mean}");
+    }
+
+    #[test]
+    fn very_wide_vectors_are_searched_exactly_and_not_rewritten_at_every_commit() {
+        // 4,400 dimensions: 15 * 4,400 level sums overflow the kernels' u16 lanes.
+        let dir = tempfile::tempdir().unwrap();
+        let mut clusters = Clusters::new(21, 4, 4_400);
+        let store = clustered_store(dir.path(), &mut clusters, 300, 2);
+        let segments = store.segments();
+        assert_eq!(segments.len(), 2);
+        assert!(segments.iter().all(|s| !s.has_codes));
+        let options = SearchOptions {
+            exact_below: 0,
+            oversample: 1,
+            min_candidates: 1,
+        };
+        for n in 0..5 {
+            let query = clusters.near(n, 0.9);
+            let exact = store
+                .search_with(&query, 10, &VectorFilter::default(), &SearchOptions::EXACT)
+                .unwrap();
+            let hits = store
+                .search_with(&query, 10, &VectorFilter::default(), &options)
+                .unwrap();
+            assert_eq!(hits, exact);
+        }
     }
 
     /// Codes of `rows` rows of `dims` dimensions, random, in groups as a segment stores them,

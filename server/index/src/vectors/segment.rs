@@ -116,7 +116,7 @@ impl BinaryCodes {
                 squared += difference * difference;
                 if difference > 0.0 {
                     group[component / 8 * CODE_GROUP + lane] |= 1 << (component % 8);
-                    set += 1;
+                    set = set.saturating_add(1);
                 }
             }
             factors.push(if absolute > 0.0 {
@@ -199,12 +199,6 @@ pub fn write_segment(path: &Path, dims: usize, rows: &[SegmentRow<'_>]) -> Resul
     for row in rows {
         let bytes: Vec<u8> = row.quantized.iter().map(|&q| q as u8).collect();
         out.write_all(&bytes).map_err(io)?;
-    }
-    if dims > usize::from(u16::MAX) {
-        return Err(VectorError::Backend(format!(
-            "vectors of {dims} dimensions: at most {} are supported",
-            u16::MAX
-        )));
     }
     let codes = BinaryCodes::of(dims, rows);
     for value in codes.centre.iter().chain(&codes.factors) {
@@ -390,8 +384,16 @@ impl Segment {
         &self.map[at..at + self.dims]
     }
 
-    /// Whether the segment has binary codes (version 2); searches scan one without exactly.
+    /// Whether the segment has binary codes (version 3) that a first pass can score: its
+    /// per-row sums of 4-bit query levels must fit the kernels' u16 lanes (15 per dimension,
+    /// so at most 4,369 dimensions). Searches scan a segment without exactly.
     pub fn has_codes(&self) -> bool {
+        self.is_current() && self.dims * 15 <= usize::from(u16::MAX)
+    }
+
+    /// Whether the segment is in the format this lode writes (an older one is rewritten at
+    /// the next commit).
+    pub fn is_current(&self) -> bool {
         self.codes.is_some()
     }
 
