@@ -87,12 +87,29 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One turn: its wall time, the model requests it made, and the time the stand-in server
-/// spent reading them.
+/// One turn: its wall time, the model requests it made, the time the stand-in server spent
+/// reading them, and the CPU time the process used meanwhile (lode's threads and the stand-in
+/// server's: a figure that waiting for a busy machine's cores does not inflate).
 struct Turn {
     elapsed: Duration,
     requests: usize,
     server: Duration,
+    cpu: Duration,
+}
+
+/// User and system CPU time of the whole process so far, its finished threads included.
+fn process_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given, which points at
+    // one; RUSAGE_SELF cannot fail for the calling process.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let time = |value: libc::timeval| {
+        Duration::from_secs(value.tv_sec as u64) + Duration::from_micros(value.tv_usec as u64)
+    };
+    time(usage.ru_utime) + time(usage.ru_stime)
 }
 
 /// The turns of one session, for one delay.
@@ -138,6 +155,7 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
     for turn in 0..=options.turns {
         let before = server.request_count();
         let server_before = server.processing_time();
+        let cpu_before = process_cpu();
         let started = Instant::now();
         let stop = agent
             .prompt(
@@ -150,6 +168,7 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
             )
             .await?;
         let elapsed = started.elapsed();
+        let cpu = process_cpu() - cpu_before;
         if stop != StopReason::EndTurn {
             return Err(format!("turn {turn} stopped with {stop:?}").into());
         }
@@ -161,6 +180,7 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
                 elapsed,
                 requests,
                 server: server.processing_time() - server_before,
+                cpu,
             });
         }
     }
@@ -204,6 +224,11 @@ fn report(label: &str, run: &Run, delay_ms: u64) {
         overheads.iter().copied().fold(f64::MIN, f64::max),
         lode / requests as f64,
     );
+    let cpu: f64 = run.turns.iter().map(|turn| ms(turn.cpu)).sum();
+    println!(
+        "  CPU per model request {:.1} ms (lode and the stand-in server, its reading apart)",
+        (cpu - server) / requests as f64
+    );
     if waited > 0.0 {
         println!(
             "  overhead / server latency = {:.3} ({:.1}% of the turn is lode)",
@@ -224,12 +249,16 @@ fn report_curve(run: &Run, overheads: &[f64], delay_ms: u64) {
     if run.turns.len() < 2 * CURVE_BUCKET {
         return;
     }
-    let per_request: Vec<(f64, f64)> = overheads
+    let per_request: Vec<(f64, f64, f64)> = overheads
         .iter()
         .zip(&run.turns)
         .map(|(overhead, turn)| {
             let requests = turn.requests.max(1) as f64;
-            (overhead / requests, ms(turn.server) / requests)
+            (
+                overhead / requests,
+                ms(turn.server) / requests,
+                (ms(turn.cpu) - ms(turn.server)) / requests,
+            )
         })
         .collect();
     println!(
@@ -238,8 +267,9 @@ fn report_curve(run: &Run, overheads: &[f64], delay_ms: u64) {
     let mut medians = Vec::new();
     for (bucket, values) in per_request.chunks(CURVE_BUCKET).enumerate() {
         let first = bucket * CURVE_BUCKET + 1;
-        let value = median(values.iter().map(|(lode, _)| *lode).collect());
-        let server = median(values.iter().map(|(_, server)| *server).collect());
+        let value = median(values.iter().map(|(lode, _, _)| *lode).collect());
+        let server = median(values.iter().map(|(_, server, _)| *server).collect());
+        let cpu = median(values.iter().map(|(_, _, cpu)| *cpu).collect());
         medians.push(value);
         let latency = if delay_ms > 0 {
             format!("  ({:.3} of the server's latency)", value / delay_ms as f64)
@@ -247,7 +277,7 @@ fn report_curve(run: &Run, overheads: &[f64], delay_ms: u64) {
             String::new()
         };
         println!(
-            "    turns {first:>3}-{:<3} {value:6.1} ms{latency}  [server reading {server:.2} ms]",
+            "    turns {first:>3}-{:<3} {value:6.1} ms{latency}  [CPU {cpu:.1} ms; server reading {server:.2} ms]",
             first + values.len() - 1,
         );
     }
