@@ -164,7 +164,7 @@ pub(crate) async fn run_turn(
             // A tool may have changed files since the map and retrieval were made.
             refresh_code(shared, &mut turn_context).await?;
         }
-        let request = build_request(
+        let mut request = build_request(
             shared,
             &info.id,
             &mut history,
@@ -177,23 +177,26 @@ pub(crate) async fn run_turn(
             &cancel,
         )
         .await?;
-        let response =
-            match step_with_retries(provider.as_ref(), &request, host.as_ref(), &cancel).await {
-                Ok(response) => response,
-                Err(LlmError::Cancelled) => return Ok(StopReason::Cancelled),
-                Err(LlmError::ContextLength { message }) if !compacted_for_overflow => {
-                    compacted_for_overflow = true;
-                    host.emit(AgentEvent::Notice {
-                        message: format!(
-                            "the model's context is full ({message}); compacting and retrying"
-                        ),
-                    });
-                    compact(shared, &info.id, provider.as_ref(), host.as_ref(), &cancel).await?;
-                    history.reload(&shared.store, &info.id)?;
-                    continue;
-                }
-                Err(error) => return Err(AgentError::Provider(error.to_string())),
-            };
+        let outcome = step_with_retries(provider.as_ref(), &request, host.as_ref(), &cancel).await;
+        // The request may carry the history itself (lent, not copied): take it back.
+        history.restore(&mut request);
+        drop(request);
+        let response = match outcome {
+            Ok(response) => response,
+            Err(LlmError::Cancelled) => return Ok(StopReason::Cancelled),
+            Err(LlmError::ContextLength { message }) if !compacted_for_overflow => {
+                compacted_for_overflow = true;
+                host.emit(AgentEvent::Notice {
+                    message: format!(
+                        "the model's context is full ({message}); compacting and retrying"
+                    ),
+                });
+                compact(shared, &info.id, provider.as_ref(), host.as_ref(), &cancel).await?;
+                history.reload(&shared.store, &info.id)?;
+                continue;
+            }
+            Err(error) => return Err(AgentError::Provider(error.to_string())),
+        };
         if let Some(usage) = response.usage {
             host.emit(AgentEvent::Usage {
                 used: usage.input_tokens + usage.output_tokens,
@@ -628,6 +631,10 @@ pub(crate) struct TurnHistory {
     in_clear: BTreeMap<u64, Message>,
     /// `History::model_messages_with(in_clear)`, kept current.
     messages: Vec<Message>,
+    /// The tokens of each of `messages`.
+    counts: Vec<usize>,
+    /// Whether `messages` is lent to the request being sent (see [`TurnHistory::lend`]).
+    lent: bool,
 }
 
 impl TurnHistory {
@@ -641,6 +648,8 @@ impl TurnHistory {
         let mut history = TurnHistory {
             in_clear: BTreeMap::from([(seq, user_message)]),
             messages: Vec::new(),
+            counts: Vec::new(),
+            lent: false,
         };
         history.reload(store, session_id)?;
         Ok(history)
@@ -653,6 +662,8 @@ impl TurnHistory {
         session_id: &str,
     ) -> Result<(), AgentError> {
         self.messages = store.model_messages_with(session_id, &self.in_clear)?;
+        self.counts = self.messages.iter().map(context::message_tokens).collect();
+        self.lent = false;
         Ok(())
     }
 
@@ -665,13 +676,36 @@ impl TurnHistory {
         message: Message,
     ) -> Result<u64, AgentError> {
         let seq = store.append_message(session_id, &message, Visibility::Both)?;
+        debug_assert!(!self.lent, "appended to a history lent to a request");
+        self.counts.push(context::message_tokens(&message));
         self.messages.push(message.clone());
         self.in_clear.insert(seq, message);
         Ok(seq)
     }
 
     pub(crate) fn messages(&self) -> &[Message] {
+        debug_assert!(!self.lent, "read a history lent to a request");
         &self.messages
+    }
+
+    pub(crate) fn counts(&self) -> &[usize] {
+        &self.counts
+    }
+
+    /// The messages, moved out for a request that sends them all: a request needs its own
+    /// `Vec`, and copying the whole conversation for each one would cost in proportion to the
+    /// session's length. [`TurnHistory::restore`] takes them back once the request is done.
+    fn lend(&mut self) -> Vec<Message> {
+        self.lent = true;
+        std::mem::take(&mut self.messages)
+    }
+
+    /// Takes back what [`TurnHistory::lend`] moved into `request`.
+    fn restore(&mut self, request: &mut ChatRequest) {
+        if self.lent {
+            self.messages = std::mem::take(&mut request.messages);
+            self.lent = false;
+        }
     }
 
     /// In builds with debug assertions (the tests), checks that the kept history is what a fresh
@@ -702,37 +736,52 @@ async fn build_request(
     host: &dyn SessionHost,
     cancel: &CancellationToken,
 ) -> Result<ChatRequest, AgentError> {
-    let assemble = |history: &[Message]| {
-        context::assemble(&ContextInput {
-            mode,
-            root: &shared.root,
-            history,
-            tools: specs,
-            environment: &turn.environment,
-            instructions: &turn.instructions,
-            memory: &turn.memory,
-            skills: &turn.skills,
-            code: &turn.code as &dyn CodeContext,
-            budget,
-            shares: &shared.config.agent.context,
-        })
+    let assemble = |history: &[Message], counts: &[usize]| {
+        context::assemble_counted(
+            &ContextInput {
+                mode,
+                root: &shared.root,
+                history,
+                tools: specs,
+                environment: &turn.environment,
+                instructions: &turn.instructions,
+                memory: &turn.memory,
+                skills: &turn.skills,
+                code: &turn.code as &dyn CodeContext,
+                budget,
+                shares: &shared.config.agent.context,
+            },
+            counts,
+        )
     };
-    history.check_against_store(&shared.store, session_id);
-    let mut assembled = assemble(history.messages());
-    let threshold = shared.config.agent.compaction_threshold;
-    if assembled.history_pressure() >= threshold {
-        // Old tool output is the cheapest thing to let go of, and only for this request.
+    // Old tool output is the cheapest thing to let go of, and only for this request.
+    let pruned = |history: &TurnHistory| {
         let mut pruned = history.messages().to_vec();
         compaction::prune_tool_outputs(&mut pruned, shared.config.agent.keep_recent_tool_outputs);
-        assembled = assemble(&pruned);
+        let counts: Vec<usize> = pruned.iter().map(context::message_tokens).collect();
+        (pruned, counts)
+    };
+    history.check_against_store(&shared.store, session_id);
+    let (mut assembled, mut keep_from) = assemble(history.messages(), history.counts());
+    let mut own: Option<Vec<Message>> = None;
+    let threshold = shared.config.agent.compaction_threshold;
+    if assembled.history_pressure() >= threshold {
+        let (messages, counts) = pruned(history);
+        (assembled, keep_from) = assemble(&messages, &counts);
+        own = Some(messages);
     }
     if assembled.history_overflow() {
         compact(shared, session_id, provider, host, cancel).await?;
         history.reload(&shared.store, session_id)?;
-        let mut pruned = history.messages().to_vec();
-        compaction::prune_tool_outputs(&mut pruned, shared.config.agent.keep_recent_tool_outputs);
-        assembled = assemble(&pruned);
+        let (messages, counts) = pruned(history);
+        (assembled, keep_from) = assemble(&messages, &counts);
+        own = Some(messages);
     }
+    assembled.messages = match own {
+        Some(mut messages) => messages.split_off(keep_from),
+        None if keep_from == 0 => history.lend(),
+        None => history.messages()[keep_from..].to_vec(),
+    };
     let max_tokens = Some(provider.info().max_output_tokens);
     Ok(assembled.into_request(specs.to_vec(), max_tokens))
 }

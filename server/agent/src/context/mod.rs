@@ -277,6 +277,21 @@ impl From<String> for Section {
 /// Assembles the system prompt and the history for one model step. Never fails: a piece that
 /// cannot be produced is left out and named in `warnings`.
 pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
+    let counts: Vec<usize> = input.history.iter().map(message_tokens).collect();
+    let (mut assembled, keep_from) = assemble_counted(input, &counts);
+    assembled.messages = input.history[keep_from..].to_vec();
+    assembled
+}
+
+/// [`assemble`], given each history message's tokens (`counts[i]` for `history[i]`), and
+/// without copying the history: `messages` is left empty and the index of the first message
+/// kept is returned, for a caller that keeps its history and its counts from request to
+/// request (the turn loop).
+pub(crate) fn assemble_counted(
+    input: &ContextInput<'_>,
+    counts: &[usize],
+) -> (AssembledContext, usize) {
+    debug_assert_eq!(counts.len(), input.history.len());
     let shares = input.shares;
     let mut warnings = Vec::new();
     let mut breakdown = TokenBreakdown {
@@ -403,16 +418,13 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
     breakdown.system = count_tokens_joined(&pieces);
 
     let history_budget = input_budget.saturating_sub(breakdown.system);
-    // Each message counted once (and remembered by content, so only new ones are tokenized).
-    let counts: Vec<usize> = input.history.iter().map(message_tokens).collect();
     let history_full = counts.iter().sum();
-    let (keep_from, dropped_turns) = fit_history_counted(input.history, &counts, history_budget);
-    let messages = input.history[keep_from..].to_vec();
+    let (keep_from, dropped_turns) = fit_history_counted(input.history, counts, history_budget);
     breakdown.history = counts[keep_from..].iter().sum();
 
-    AssembledContext {
+    let assembled = AssembledContext {
         system,
-        messages,
+        messages: Vec::new(),
         breakdown,
         history_budget,
         history_full,
@@ -420,7 +432,8 @@ pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
         retrieved,
         mentions,
         warnings,
-    }
+    };
+    (assembled, keep_from)
 }
 
 /// Whether `message` starts a turn: a user message with text and no tool results.
