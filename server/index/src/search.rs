@@ -543,17 +543,41 @@ mod tests {
     #[test]
     fn a_name_ruled_out_by_its_letters_never_matches() {
         let names = [
-            "spawn_blocking", "SpawnBlocking", "spawn", "get_user", "GetUser", "x1", "\u{212A}ey",
-            "KEY", "naïve_parse", "parse", "p_a_r_s_e", "Ünïcode",
+            "spawn_blocking",
+            "SpawnBlocking",
+            "spawn",
+            "get_user",
+            "GetUser",
+            "x1",
+            "\u{212A}ey",
+            "KEY",
+            "naïve_parse",
+            "parse",
+            "p_a_r_s_e",
+            "Ünïcode",
         ];
         let queries = [
-            "spawn_blocking", "spbl", "getusr", "key", "\u{212A}EY", "x1", "naive", "ïve", "parse",
-            "PARSE", "ünï", "_",
+            "spawn_blocking",
+            "spbl",
+            "getusr",
+            "key",
+            "\u{212A}EY",
+            "x1",
+            "naive",
+            "ïve",
+            "parse",
+            "PARSE",
+            "ünï",
+            "_",
         ];
         for query in queries {
             for name in names {
                 if name_mask(name) & query_mask(query) != query_mask(query) {
-                    assert_eq!(match_name(query, name), None, "{query:?} ruled out {name:?}");
+                    assert_eq!(
+                        match_name(query, name),
+                        None,
+                        "{query:?} ruled out {name:?}"
+                    );
                 }
             }
         }
