@@ -339,14 +339,26 @@ impl Segment {
             codes,
             centre,
         };
-        for row in 0..rows {
-            if segment.path_index(row) as usize >= n_paths
-                || segment.language_index(row) as usize >= n_languages
-            {
-                return Err(corrupt("a row points outside the string tables"));
-            }
+        // The largest index of each column, in loops that vectorise: checking row by row took
+        // a millisecond of every `lode search` process on the benchmark corpus.
+        let largest_path = segment
+            .column_bytes(16, 4)
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .max();
+        let largest_language = segment.column_bytes(20, 1).iter().copied().max();
+        if largest_path.is_some_and(|index| index as usize >= n_paths)
+            || largest_language.is_some_and(|index| usize::from(index) >= n_languages)
+        {
+            return Err(corrupt("a row points outside the string tables"));
         }
         Ok(segment)
+    }
+
+    /// All rows' values of one per-row column.
+    fn column_bytes(&self, offset: usize, width: usize) -> &[u8] {
+        let at = HEADER_BYTES + offset * self.rows;
+        &self.map[at..at + width * self.rows]
     }
 
     fn column(&self, offset: usize, width: usize, row: usize) -> &[u8] {
@@ -565,6 +577,40 @@ mod tests {
             assert_eq!(old.vector(1), segment.vector(1));
             assert_eq!((old.id(1), old.content_hash(1)), (2, 2));
             assert_eq!(old.paths, ["a.rs", "b.rs"]);
+        }
+    }
+
+    #[test]
+    fn a_row_pointing_outside_the_string_tables_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg.vec");
+        let q = vec![1i8; 8];
+        let rows: Vec<SegmentRow<'_>> = ["a.rs", "b.rs"]
+            .iter()
+            .enumerate()
+            .map(|(id, path)| SegmentRow {
+                id: id as i64,
+                content_hash: 1,
+                path,
+                language: "rust",
+                scale: 1.0,
+                quantized: &q,
+            })
+            .collect();
+        write_segment(&path, 8, &rows).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        assert!(Segment::open(&path, "seg.vec").is_ok());
+        // Row 1's path index (after the ids and hashes), then row 0's language index.
+        let path_index = HEADER_BYTES + 16 * 2 + 4;
+        let language_index = HEADER_BYTES + 20 * 2;
+        for (at, value) in [(path_index, 2u8), (language_index, 1)] {
+            let mut bytes = good.clone();
+            bytes[at] = value;
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(matches!(
+                Segment::open(&path, "seg.vec"),
+                Err(VectorError::Corrupt { .. })
+            ));
         }
     }
 
