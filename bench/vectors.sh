@@ -9,7 +9,7 @@
 # --index, this script runs it with $LODE_BIN or target/release/lode). Query texts come from
 # bench/search-queries.txt and the retrieval suites' query files, which are generated here
 # when missing (`bench/retrieval.py --queries-only`, no lode needed). Writes
-# bench/out/vectors.json.
+# bench/out/vectors.json. bench/vectors_e2e.py times whole `lode search` processes the same way.
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 target="$CORPUS/rust-vendor"

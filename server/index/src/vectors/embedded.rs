@@ -87,9 +87,9 @@ pub struct SegmentInfo {
     pub has_codes: bool,
 }
 
-/// Below this many live rows a store is searched exactly: scanning 20,000 int8 rows takes
-/// about a millisecond, where a first pass and a rescoring would save little and could lose
-/// a hit.
+/// Below this many live rows a store is searched exactly: scanning 20,000 int8 rows of 256
+/// dimensions takes about 0.3 ms on two cores (bench/README.md, "Vector search"), where the
+/// two passes would save a fraction of that and could lose a hit.
 pub const EXACT_SEARCH_BELOW: usize = 20_000;
 
 /// The environment variable that overrides [`EXACT_SEARCH_BELOW`] (for benchmarks: `0`
