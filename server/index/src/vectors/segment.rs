@@ -287,14 +287,23 @@ impl Segment {
         let dims = header(12) as usize;
         let rows = header(16) as usize;
         let (n_paths, n_languages) = (header(20) as usize, header(24) as usize);
-        let mut at = HEADER_BYTES + rows * (ROW_META_BYTES + dims);
+        // Sizes come from the header: computed with checked arithmetic, so a damaged header
+        // is reported instead of wrapping around.
+        let sum_of = |parts: &[(usize, usize)]| {
+            parts.iter().try_fold(0usize, |sum, &(count, bytes)| {
+                sum.checked_add(count.checked_mul(bytes)?)
+            })
+        };
+        let too_large = || corrupt("sizes in the header overflow");
+        let mut at = sum_of(&[(1, HEADER_BYTES), (rows, ROW_META_BYTES), (rows, dims)])
+            .ok_or_else(too_large)?;
         let mut centre = Vec::new();
         let mut codes = None;
         let width = code_bytes(dims);
         if version == VERSION {
-            let factors_at = at + 4 * dims;
-            let counts_at = factors_at + 4 * rows;
-            let grouped_at = counts_at + 2 * rows;
+            let factors_at = sum_of(&[(1, at), (dims, 4)]).ok_or_else(too_large)?;
+            let counts_at = sum_of(&[(1, factors_at), (rows, 4)]).ok_or_else(too_large)?;
+            let grouped_at = sum_of(&[(1, counts_at), (rows, 2)]).ok_or_else(too_large)?;
             centre = map
                 .get(at..factors_at)
                 .ok_or_else(|| corrupt("truncated binary codes"))?
@@ -307,12 +316,17 @@ impl Segment {
                 grouped_at,
                 width,
             });
-            at = grouped_at + rows.div_ceil(CODE_GROUP) * CODE_GROUP * width;
+            at = sum_of(&[
+                (1, grouped_at),
+                (rows.div_ceil(CODE_GROUP), CODE_GROUP * width),
+            ])
+            .ok_or_else(too_large)?;
         } else if version == VERSION_ROW_CODES {
             // Centre, factors and row-by-row codes, skipped.
-            at += 4 * dims + 4 * rows + rows * width;
+            at = sum_of(&[(1, at), (dims, 4), (rows, 4), (rows, width)]).ok_or_else(too_large)?;
         }
-        let mut strings = Vec::with_capacity(n_paths + n_languages);
+        // Each string takes 4 bytes at least: a damaged count cannot reserve more than that.
+        let mut strings = Vec::with_capacity((n_paths + n_languages).min(map.len() / 4));
         for _ in 0..n_paths + n_languages {
             let len = map
                 .get(at..at + 4)
@@ -606,6 +620,35 @@ mod tests {
         for (at, value) in [(path_index, 2u8), (language_index, 1)] {
             let mut bytes = good.clone();
             bytes[at] = value;
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(matches!(
+                Segment::open(&path, "seg.vec"),
+                Err(VectorError::Corrupt { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn a_header_with_huge_sizes_is_corrupt_not_an_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg.vec");
+        let q = vec![1i8; 8];
+        let row = SegmentRow {
+            id: 1,
+            content_hash: 1,
+            path: "a.rs",
+            language: "rust",
+            scale: 1.0,
+            quantized: &q,
+        };
+        write_segment(&path, 8, &[row]).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        // dims, rows, paths: each at its largest, then all together.
+        for fields in [vec![12], vec![16], vec![20], vec![12, 16, 20, 24]] {
+            let mut bytes = good.clone();
+            for at in fields {
+                bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+            }
             std::fs::write(&path, &bytes).unwrap();
             assert!(matches!(
                 Segment::open(&path, "seg.vec"),
