@@ -347,3 +347,74 @@ fn the_cargo_check_fallback_runs_confined() {
     assert!(!outside.join("from-build-rs.txt").exists());
     assert!(Path::new(&ws.join("target")).is_dir());
 }
+
+/// A confined language server lives as long as its client: pyright (vscode-languageserver)
+/// polls the `processId` of `initialize` with `kill(pid, 0)` every 3 s and exits when that
+/// fails, which the sandbox's signal scoping makes it do. Sleeping past that poll is waiting
+/// for pyright's watchdog to run, not a timed assertion: the check is that it did not end
+/// the server.
+#[test]
+fn a_confined_language_server_outlives_its_parent_watchdog() {
+    if !sandbox_available() {
+        return;
+    }
+    let tools = std::fs::canonicalize(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"),
+    );
+    let pyright = tools
+        .as_ref()
+        .ok()
+        .map(|tools| tools.join("node_modules/.bin/pyright-langserver"))
+        .filter(|path| path.is_file());
+    let Some(pyright) = pyright else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "pyright-langserver is missing: run scripts/install-test-tools.sh"
+        );
+        eprintln!("skipping: pyright-langserver is not installed");
+        return;
+    };
+    let temp = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(temp.path()).unwrap();
+    let app = ws.join("app.py");
+    std::fs::write(&app, "count: int = \"x\"\n").unwrap();
+    let settings = lode_sandbox::SandboxSettings {
+        read: vec![tools.unwrap().display().to_string()],
+        ..lode_sandbox::SandboxSettings::default()
+    };
+    let sandbox = lode_sandbox::Sandbox::new(lode_bin(), settings, Vec::new());
+    assert!(sandbox.is_confined(), "{:?}", sandbox.status());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = lode_lsp::downstream::LanguageServerClient::start(
+            &pyright.display().to_string(),
+            &["--stdio".to_string()],
+            &ws,
+            lode_lsp::downstream::ClientSettings::default(),
+            lode_lsp::downstream::Confinement {
+                sandbox: &sandbox,
+                root: &ws,
+            },
+        )
+        .await
+        .unwrap();
+        let first = client
+            .diagnostics_for(std::slice::from_ref(&app), &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(first[0].1.len(), 1, "{first:?}");
+        tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        assert!(
+            !client.has_exited(),
+            "pyright exited while its client was alive"
+        );
+        let texts =
+            std::collections::HashMap::from([(app.clone(), "count: int = 1\n".to_string())]);
+        let second = client
+            .diagnostics_for(std::slice::from_ref(&app), &texts)
+            .await
+            .unwrap();
+        assert!(second[0].1.is_empty(), "{second:?}");
+        client.shutdown().await;
+    });
+}

@@ -166,7 +166,11 @@ impl LanguageServerClient {
             .unwrap_or_default();
         #[allow(deprecated)] // root_uri and root_path are still what some servers read.
         let params = InitializeParams {
-            process_id: Some(std::process::id()),
+            // No process id: servers built on vscode-languageserver (pyright, the TypeScript
+            // server) poll it with `kill(pid, 0)` and exit when that fails, and the sandbox's
+            // signal scoping makes it fail, so they died a few seconds in. The server ends
+            // with its stdin instead, and is killed when its client is dropped.
+            process_id: None,
             root_uri: Some(root_uri.clone()),
             workspace_folders: Some(vec![WorkspaceFolder {
                 uri: root_uri,
@@ -340,6 +344,13 @@ impl LanguageServerClient {
             }
         }
         self.wait_for_settled(&waiting).await;
+        // A server that went away mid-check leaves what it published for the old text: that
+        // must not read as the answer for the new one.
+        if self.has_exited() {
+            return Err(DiagnosticsError::Exited {
+                command: self.command.clone(),
+            });
+        }
         let published = lock(&self.shared.published);
         Ok(files
             .into_iter()

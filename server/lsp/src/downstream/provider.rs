@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::client::{ClientSettings, LanguageServerClient};
 use super::commands::{self, ByFile};
 use super::{
-    Confinement, DiagnosticsSource, FileDiagnostics, find_on_path, language_family, language_id,
+    Confinement, DiagnosticsError, DiagnosticsSource, FileDiagnostics, find_on_path,
+    language_family, language_id,
 };
 
 /// Which checkers to use.
@@ -142,7 +143,10 @@ impl DiagnosticsProvider {
         texts: &HashMap<PathBuf, String>,
     ) -> Vec<FileDiagnostics> {
         let mut server_problem = None;
-        if let Some(server) = self.server(family).await {
+        // A server that exits mid-check is started again once (a crash, or an editor-side
+        // restart); one that keeps exiting is given up on.
+        let mut restarts_left = 1;
+        while let Some(server) = self.server(family).await {
             match server.diagnostics_for(files, texts).await {
                 Ok(found) => {
                     let source = DiagnosticsSource::Server(server.command().to_string());
@@ -156,6 +160,11 @@ impl DiagnosticsProvider {
                         })
                         .collect();
                 }
+                Err(DiagnosticsError::Exited { .. }) if restarts_left > 0 => {
+                    restarts_left -= 1;
+                    eprintln!("lode: diagnostics server for {family} exited; starting it again");
+                    self.servers.lock().await.remove(family);
+                }
                 Err(error) => {
                     eprintln!("lode: diagnostics server for {family}: {error}");
                     server_problem = Some(error.to_string());
@@ -163,6 +172,7 @@ impl DiagnosticsProvider {
                         .lock()
                         .await
                         .insert(family, Slot::Unavailable(error.to_string()));
+                    break;
                 }
             }
         }
@@ -279,7 +289,7 @@ impl DiagnosticsProvider {
         &self,
         family: &str,
         files: &[PathBuf],
-    ) -> Option<(String, Result<ByFile, super::DiagnosticsError>)> {
+    ) -> Option<(String, Result<ByFile, DiagnosticsError>)> {
         let first = files.first()?;
         match family {
             "rust" => {
