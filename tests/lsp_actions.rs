@@ -356,6 +356,8 @@ fn a_code_action_is_cancelled_by_cancel_request_and_by_its_progress() {
     assert_eq!(response["error"]["code"], -32800, "{response}");
     let told = show_message(&mut client, "cancelled");
     assert!(told.contains("nothing was changed"), "{told}");
+    // The turn stopped in its slow second request: the model was asked nothing more.
+    assert_eq!(server.requests().len(), 2, "{:?}", server.unused_turns());
     client.wait_for("the progress to end", |m| action_progress(m, "end"));
 
     // 2. The cancel button of its progress (`window/workDoneProgress/cancel`).
