@@ -26,6 +26,7 @@ pub use workspace::{
     WorkspaceOptions,
 };
 pub mod search;
+pub mod symbol;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 pub mod repomap;
 pub use repomap::{MapRequest, RepoMap};
