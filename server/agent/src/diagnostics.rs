@@ -2,9 +2,10 @@
 //!
 //! A front end plugs a [`DiagnosticsSource`] into [`crate::AgentOptions::diagnostics`] (the CLI
 //! wires the LSP crate's downstream language servers and checker commands). With one present:
-//! - after every successful `edit_file` / `write_file`, the tool's result text gets a compact
-//!   block of the diagnostics that are *new* in the touched file compared with a snapshot taken
-//!   just before the edit (errors first, then warnings; capped per file and in total);
+//! - after every successful file edit (`edit_file`, `write_file`, the edits by symbol), the
+//!   tool's result text gets a compact block of the diagnostics that are *new* in the touched
+//!   file compared with a snapshot taken just before the edit (errors first, then warnings;
+//!   capped per file and in total);
 //! - before a turn that edited files ends, the edited files are checked once more, and if they
 //!   have errors that were not there before the turn's first edit to them, the model gets them
 //!   as a note and one more round to fix or explain them ([`TurnDiagnostics`]);
@@ -30,7 +31,7 @@ pub const MAX_PER_FILE: usize = 10;
 /// Most characters of one injected block (about 500 tokens).
 pub const MAX_BLOCK_CHARS: usize = 2_000;
 /// The tools whose successful calls trigger a diagnostics block.
-pub const EDITING_TOOLS: [&str; 2] = ["edit_file", "write_file"];
+pub const EDITING_TOOLS: [&str; 5] = crate::tools::FILE_EDIT_TOOLS;
 
 /// How serious a diagnostic is; the order is the display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -193,10 +194,7 @@ fn count(diagnostics: &[Diagnostic], severity: Severity) -> usize {
 
 /// The file an editing tool call touches, absolute, when the call is one.
 fn edited_path(root: &Path, call: &ToolCall) -> Option<PathBuf> {
-    if !EDITING_TOOLS.contains(&call.name.as_str()) {
-        return None;
-    }
-    let raw = call.arguments.get("path")?.as_str()?;
+    let raw = crate::tools::edited_file(&call.name, &call.arguments)?;
     resolve_path(&[root.to_path_buf()], raw)
         .ok()
         .map(|resolved| resolved.absolute)

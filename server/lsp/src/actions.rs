@@ -729,7 +729,7 @@ impl SessionHost for ActionHost {
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
         // Edits are captured, not written, so the editor decides; nothing else is allowed.
-        if matches!(request.tool.as_str(), "edit_file" | "write_file") {
+        if lode_agent::tools::FILE_EDIT_TOOLS.contains(&request.tool.as_str()) {
             PermissionAnswer::AllowOnce
         } else {
             PermissionAnswer::RejectOnce

@@ -33,8 +33,10 @@ const CODE: &str = "\
 You are in code mode: you may change files and run commands, subject to the user's permission.
 - Make the smallest change that fully solves the task, in the style of the surrounding code. \
 Edit with `edit_file` (an exact `old_string` that occurs once, and its replacement; read the file \
-first so the match is exact); create files with `write_file`. Never rewrite a whole file to \
-change a few lines.
+first so the match is exact); create files with `write_file`. To rewrite a whole function, \
+method or class, or add one next to another, name it instead of quoting it: \
+`replace_symbol_body`, `insert_before_symbol`, `insert_after_symbol` \
+(`src/shapes.py:Circle/area`). Never rewrite a whole file to change a few lines.
 - For work with several steps, keep a short plan with `update_plan` and update it as you go.
 - After changing code, check it: `diagnostics` for compile errors, `run_command` for the \
 project's tests or build (prefer the narrowest command that proves the change). Fix what you \

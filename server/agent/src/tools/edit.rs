@@ -45,7 +45,7 @@ fn edit_target(arguments: &serde_json::Value) -> PermissionTarget {
     }
 }
 
-fn edit_presentation(
+pub(super) fn edit_presentation(
     verb: &str,
     arguments: &serde_json::Value,
     context: &ToolContext,
@@ -64,8 +64,10 @@ fn edit_presentation(
     }
 }
 
-/// Writes `new` over `old` (None: a new file) and builds the result.
-async fn apply_change(
+/// Writes `new` over `old` (None: a new file) and builds the result: the one way every editing
+/// tool changes a file (through the editor when it offers a file system, else atomically on
+/// disk; the index updated; a unified diff for the model and the front end).
+pub(super) async fn apply_change(
     context: &ToolContext,
     resolved: &ResolvedPath,
     old: Option<String>,

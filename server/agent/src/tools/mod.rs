@@ -17,6 +17,7 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod symbol_edit;
 
 pub use output::{CappedText, DEFAULT_OUTPUT_CAP, cap_output};
 pub use paths::{ResolvedPath, display_path, resolve_path};
@@ -31,6 +32,26 @@ use tokio_util::sync::CancellationToken;
 use crate::event::{Location, ToolContent, ToolKind};
 use crate::host::SessionHost;
 use crate::llm::ToolSpec;
+
+/// The built-in tools that change one file: the diagnostics after an edit, the LSP code actions'
+/// capture and anything else that follows edits know them by these names.
+pub const FILE_EDIT_TOOLS: [&str; 5] = [
+    "edit_file",
+    "write_file",
+    symbol_edit::SYMBOL_EDIT_TOOLS[0],
+    symbol_edit::SYMBOL_EDIT_TOOLS[1],
+    symbol_edit::SYMBOL_EDIT_TOOLS[2],
+];
+
+/// The file a call of one of [`FILE_EDIT_TOOLS`] changes, as the model wrote it (`path`, or the
+/// FILE of `symbol`); `None` for other tools and arguments without it.
+pub fn edited_file<'a>(tool: &str, arguments: &'a serde_json::Value) -> Option<&'a str> {
+    match tool {
+        "edit_file" | "write_file" => args::peek_str(arguments, "path"),
+        _ if symbol_edit::SYMBOL_EDIT_TOOLS.contains(&tool) => symbol_edit::symbol_file(arguments),
+        _ => None,
+    }
+}
 
 /// What a tool call will touch, for the permission policy (owned by the policy crate).
 pub use lode_policy::PermissionTarget;

@@ -10,6 +10,7 @@ use super::edit::{EditFileTool, WriteFileTool};
 use super::grep::GrepTool;
 use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
+use super::symbol_edit::SymbolEditTool;
 use crate::llm::ToolSpec;
 use crate::permission::Mode;
 
@@ -101,6 +102,9 @@ pub fn default_tools_with(limits: CommandLimits) -> ToolRegistry {
         Arc::new(FindReferencesTool),
         Arc::new(EditFileTool),
         Arc::new(WriteFileTool),
+        Arc::new(SymbolEditTool::replace_body()),
+        Arc::new(SymbolEditTool::insert_before()),
+        Arc::new(SymbolEditTool::insert_after()),
         Arc::new(RunCommandTool::new(limits)),
         Arc::new(DiagnosticsTool),
         Arc::new(UpdatePlanTool),
