@@ -271,6 +271,32 @@ pub fn read_source(path: &Path, max_bytes: u64) -> Result<Option<String>, IndexE
     Ok(decode_source(bytes))
 }
 
+/// Writes `bytes` to `path` through a temporary file in the same directory, synced, given the
+/// old file's permissions and renamed over it: a crash leaves the old file or the new one whole,
+/// never a mix. `path` should be canonical (a symlink there is replaced, not written through).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let parent = path.parent().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "path has no parent")
+    })?;
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.lode-"))
+        .suffix(".tmp")
+        .tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Ok(old) = fs::metadata(path) {
+        fs::set_permissions(temp.path(), old.permissions())?;
+    }
+    // On failure the temporary file is removed when `temp` is dropped.
+    temp.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
 /// Decodes file bytes as text, or `None` when they look binary.
 pub fn decode_source(bytes: Vec<u8>) -> Option<String> {
     let probe = &bytes[..bytes.len().min(BINARY_PROBE_BYTES)];

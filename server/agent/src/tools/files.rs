@@ -3,7 +3,7 @@
 //! where writes are atomic (temp file in the same directory, then rename, keeping permissions).
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use super::args::failed;
@@ -99,34 +99,9 @@ pub async fn write_text(
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it, gives it the old file's
 /// permissions and renames it over `path`: a crash leaves either the old or the new file whole.
+/// (`lode_index::scan::write_atomic`, which `lode mcp` writes with too.)
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let parent = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no parent"))?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp_path = parent.join(format!(
-        ".{name}.lode-{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
-    let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp_path)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        if let Ok(old) = fs::metadata(path) {
-            fs::set_permissions(&temp_path, old.permissions())?;
-        }
-        fs::rename(&temp_path, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp_path);
-    }
-    result
+    lode_index::scan::write_atomic(path, bytes)
 }
 
 /// Tells the index about a changed file of the primary root. Returns a note for the model when
