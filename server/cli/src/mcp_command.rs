@@ -1,5 +1,6 @@
-//! `lode mcp`: lode's code intelligence (search, map, symbols, references, read_file) as an
-//! MCP server on stdio, for other agents (Claude Code, Codex, Zed, ...). Opens the workspace
+//! `lode mcp`: lode's code intelligence (search, map, symbols, references, read_file; with
+//! `--allow-edits` the edits by symbol) as an MCP server on stdio, for other agents (Claude
+//! Code, Codex, Zed, ...). Opens the workspace
 //! like the query commands and hands it to `lode_mcp`; stdout is the protocol.
 
 use std::process::ExitCode;
@@ -20,6 +21,11 @@ pub struct McpArgs {
     /// Largest accepted message in bytes; larger ones are answered with an error and dropped.
     #[arg(long, value_name = "BYTES", default_value_t = lode_mcp::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
+    /// Also offer the edit tools (replace_symbol_body, insert_before_symbol,
+    /// insert_after_symbol). They change files inside the workspace only, never under .git/ or
+    /// .lode/, and ask nobody: allow them only for a client you trust to edit.
+    #[arg(long)]
+    pub allow_edits: bool,
 }
 
 pub fn run_mcp(workspace: &WorkspaceArgs, args: McpArgs) -> anyhow::Result<ExitCode> {
@@ -28,6 +34,7 @@ pub fn run_mcp(workspace: &WorkspaceArgs, args: McpArgs) -> anyhow::Result<ExitC
     let options = lode_mcp::ServerOptions {
         refresh: !args.no_refresh,
         max_message_bytes: args.max_message_bytes.max(1024),
+        allow_edits: args.allow_edits,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

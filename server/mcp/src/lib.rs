@@ -7,6 +7,7 @@
 //! out-of-order input with JSON-RPC errors. This crate knows nothing about the agent. stdout
 //! carries only MCP frames; diagnostics go to stderr.
 
+pub mod edits;
 pub mod guard;
 pub mod tools;
 
@@ -32,6 +33,9 @@ pub struct ServerOptions {
     pub refresh: bool,
     /// Lines longer than this are discarded and answered with an error.
     pub max_message_bytes: usize,
+    /// Offer the edit tools (`replace_symbol_body`, `insert_before_symbol`,
+    /// `insert_after_symbol`), confined to the workspace. Off unless `--allow-edits`.
+    pub allow_edits: bool,
 }
 
 impl Default for ServerOptions {
@@ -39,6 +43,7 @@ impl Default for ServerOptions {
         ServerOptions {
             refresh: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            allow_edits: false,
         }
     }
 }
@@ -70,11 +75,20 @@ before every call. Start with `map` to get oriented, `search` to find where some
 `symbols` to jump to a definition, `references` to find its uses, and `read_file` to read the \
 lines you need. Paths are relative to the workspace root.";
 
+const EDIT_INSTRUCTIONS: &str = " Edits are allowed: `replace_symbol_body` replaces a whole \
+definition named as FILE:NAME/PATH (`src/shapes.py:Circle/area`) or FILE:LINE:COLUMN, and \
+`insert_before_symbol` / `insert_after_symbol` add a definition next to one; files under .git/ \
+or .lode/ and outside the workspace are never changed.";
+
 impl ServerHandler for LodeMcpServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("lode", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(if self.tools.allows_edits() {
+                format!("{INSTRUCTIONS}{EDIT_INSTRUCTIONS}")
+            } else {
+                INSTRUCTIONS.to_owned()
+            })
     }
 
     async fn list_tools(
@@ -82,7 +96,9 @@ impl ServerHandler for LodeMcpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::tool_list()))
+        Ok(ListToolsResult::with_all_items(tools::tool_list(
+            self.tools.allows_edits(),
+        )))
     }
 
     async fn call_tool(
@@ -126,7 +142,8 @@ where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let tools = Arc::new(CodeTools::new(workspace, options.refresh));
+    let tools =
+        Arc::new(CodeTools::new(workspace, options.refresh).with_edits(options.allow_edits));
     let warm = tools.clone();
     let warming = tokio::task::spawn_blocking(move || {
         if let Err(error) = warm.refresh() {

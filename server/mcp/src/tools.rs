@@ -115,8 +115,28 @@ pub struct ReadArgs {
     pub end_line: Option<u32>,
 }
 
-/// The tools `lode mcp` offers, in the order `tools/list` gives them.
-pub fn tool_list() -> Vec<Tool> {
+/// The tools `lode mcp` offers, in the order `tools/list` gives them; the edit tools only
+/// with `allow_edits` (`lode mcp --allow-edits`).
+pub fn tool_list(allow_edits: bool) -> Vec<Tool> {
+    let mut tools = read_tools();
+    if allow_edits {
+        for (name, title, description) in crate::edits::descriptions() {
+            let destructive = name == crate::edits::EDIT_TOOLS[0];
+            tools.push(
+                tool::<crate::edits::SymbolEditArgs>(name, title, description).with_annotations(
+                    ToolAnnotations::with_title(title)
+                        .read_only(false)
+                        .destructive(destructive)
+                        .idempotent(false)
+                        .open_world(false),
+                ),
+            );
+        }
+    }
+    tools
+}
+
+fn read_tools() -> Vec<Tool> {
     vec![
         tool::<SearchArgs>(
             "search",
@@ -216,6 +236,8 @@ pub struct CodeTools {
     refreshing: Mutex<()>,
     /// Whether calls bring the index up to date first.
     refresh: bool,
+    /// Whether the edit tools are offered (`lode mcp --allow-edits`).
+    allow_edits: bool,
 }
 
 impl CodeTools {
@@ -225,7 +247,18 @@ impl CodeTools {
             workspace,
             refreshing: Mutex::new(()),
             refresh,
+            allow_edits: false,
         }
+    }
+
+    /// Offers the edit tools too (`lode mcp --allow-edits`).
+    pub fn with_edits(mut self, allow_edits: bool) -> Self {
+        self.allow_edits = allow_edits;
+        self
+    }
+
+    pub fn allows_edits(&self) -> bool {
+        self.allow_edits
     }
 
     pub fn workspace(&self) -> &Workspace {
@@ -278,6 +311,14 @@ impl CodeTools {
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, CallError> {
         let arguments = Value::Object(arguments.unwrap_or_default());
+        if let Some(edit) = crate::edits::edit_of(name) {
+            if !self.allow_edits {
+                return Err(CallError::Arguments(format!(
+                    "{name} is offered only when lode mcp runs with --allow-edits"
+                )));
+            }
+            return crate::edits::run(&self.workspace, edit, parse(arguments)?);
+        }
         let run = match name {
             "search" => Self::search as fn(&Self, Value) -> Result<CallToolResult, CallError>,
             "map" => Self::map,
@@ -534,7 +575,7 @@ fn one_per_line<T: std::fmt::Display>(items: &[T], when_empty: impl FnOnce() -> 
 }
 
 /// A successful result: readable text for the model, the same data as structured content.
-fn answer(text: String, structured: Value) -> CallToolResult {
+pub(crate) fn answer(text: String, structured: Value) -> CallToolResult {
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(structured);
     result

@@ -1,0 +1,210 @@
+//! The edit tools `lode mcp --allow-edits` adds: `replace_symbol_body`, `insert_before_symbol`,
+//! `insert_after_symbol`. The symbol is resolved and the text spliced by `lode_index::symbol`,
+//! as the agent's tools of the same names do; the file is confined to the workspace root
+//! (canonical, symlinks resolved), never under `.git/` or `.lode/` at any depth nor in lode's
+//! index, and written atomically. The answer is the diff and the new line range.
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use lode_index::symbol::{SymbolEdit, SymbolError, SymbolName, locate, splice};
+use lode_index::{Language, Workspace};
+use rmcp::model::CallToolResult;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use similar::TextDiff;
+
+use crate::tools::{CallError, answer};
+
+/// The names of the edit tools, in the order `tools/list` gives them.
+pub const EDIT_TOOLS: [&str; 3] = [
+    "replace_symbol_body",
+    "insert_before_symbol",
+    "insert_after_symbol",
+];
+
+/// The largest file the edit tools change.
+const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// The most diff text one answer carries.
+const MAX_DIFF_CHARS: usize = 30_000;
+
+/// Arguments of the edit tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SymbolEditArgs {
+    /// The symbol: `FILE:NAME/PATH`, the names of the enclosing definitions from the top of
+    /// the file separated by `/` (`src/shapes.py:Circle/area`, `src/lib.rs:add`, an impl block
+    /// by its label: `src/lib.rs:impl Display for Registry/fmt`), or `FILE:LINE:COLUMN`
+    /// (1-based) of a character inside the definition. FILE is relative to the workspace root.
+    pub symbol: String,
+    /// The new text. It is re-indented to the symbol's indentation, so write it flush left or
+    /// as it appears in the file.
+    pub text: String,
+}
+
+/// What the edit tool `name` does, or `None` when it is not one.
+pub fn edit_of(name: &str) -> Option<SymbolEdit> {
+    match name {
+        "replace_symbol_body" => Some(SymbolEdit::ReplaceDefinition),
+        "insert_before_symbol" => Some(SymbolEdit::InsertBefore),
+        "insert_after_symbol" => Some(SymbolEdit::InsertAfter),
+        _ => None,
+    }
+}
+
+/// (name, title, description) of each edit tool.
+pub fn descriptions() -> [(&'static str, &'static str, &'static str); 3] {
+    [
+        (
+            EDIT_TOOLS[0],
+            "Replace a definition",
+            "Replace a whole definition (function, method, class, struct, impl, constant) \
+             named by `symbol`. The replaced text runs from the first token of the signature \
+             (`pub fn`, `def`, `export class`) to the end of the definition, so `text` is the \
+             complete new definition, signature included; the doc comments, attributes and \
+             decorators above it are kept and must not be repeated. An unknown or ambiguous \
+             name fails and lists the candidates. Returns the diff and the new line range.",
+        ),
+        (
+            EDIT_TOOLS[1],
+            "Insert before a definition",
+            "Insert a new definition just before the one `symbol` names (above its doc \
+             comments and decorators), at its indentation and with the usual blank lines. \
+             Returns the diff and the new line range.",
+        ),
+        (
+            EDIT_TOOLS[2],
+            "Insert after a definition",
+            "Insert a new definition just after the end of the one `symbol` names, at its \
+             indentation and with the usual blank lines. Returns the diff and the new line \
+             range.",
+        ),
+    ]
+}
+
+/// Runs one edit tool.
+pub fn run(
+    workspace: &Workspace,
+    edit: SymbolEdit,
+    args: SymbolEditArgs,
+) -> Result<CallToolResult, CallError> {
+    let name = SymbolName::parse(&args.symbol).map_err(arguments)?;
+    let root = workspace.root();
+    let file = confined_edit_file(root, workspace.index_dir(), &name.file)?;
+    let shown = lode_index::scan::relative_path(root, &file).unwrap_or(name.file.clone());
+    let language = Language::from_path(&file)
+        .filter(|language| language.is_code())
+        .ok_or_else(|| {
+            arguments(SymbolError::Unsupported {
+                file: shown.clone(),
+            })
+        })?;
+    let size = std::fs::metadata(&file)
+        .map_err(|error| CallError::Failed(format!("cannot read {shown}: {error}")))?
+        .len();
+    if size > MAX_FILE_BYTES {
+        return Err(CallError::Arguments(format!(
+            "{shown} is {size} bytes, more than the {MAX_FILE_BYTES} the edit tools change"
+        )));
+    }
+    let old = std::fs::read_to_string(&file)
+        .map_err(|error| CallError::Arguments(format!("cannot read {shown} as text: {error}")))?;
+    let span = locate(language, &old, &shown, &name.target).map_err(failed)?;
+    let spliced = splice(language, &old, &span, edit, &args.text).map_err(arguments)?;
+    let (start, end) = (spliced.lines.start, spliced.lines.end);
+    if spliced.text == old {
+        return Ok(answer(
+            format!(
+                "{shown}:{} already has exactly this text; nothing changed.\n",
+                span.path
+            ),
+            json!({"path": shown, "symbol": span.path, "changed": false}),
+        ));
+    }
+    lode_index::scan::write_atomic(&file, spliced.text.as_bytes())
+        .map_err(|error| CallError::Failed(format!("cannot write {shown}: {error}")))?;
+    // The next call's refresh (or the lease holder's watcher) sees the file anyway; updating
+    // now only saves it the work, and another writer holding the index is no failure.
+    let _ = workspace.update_file(&file, &spliced.text);
+    let was = span.definition_lines;
+    let mut text = match edit {
+        SymbolEdit::ReplaceDefinition => format!(
+            "Replaced {shown}:{} (lines {}-{}); the new definition is at lines {start}-{end}.\n",
+            span.path, was.start, was.end
+        ),
+        SymbolEdit::InsertBefore => format!(
+            "Inserted lines {start}-{end} of {shown} before {}.\n",
+            span.path
+        ),
+        SymbolEdit::InsertAfter => format!(
+            "Inserted lines {start}-{end} of {shown} after {}.\n",
+            span.path
+        ),
+    };
+    let diff = TextDiff::from_lines(&old, &spliced.text)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    match diff.char_indices().nth(MAX_DIFF_CHARS) {
+        Some((cut, _)) => {
+            let _ = write!(
+                text,
+                "{}\n[diff cut at {MAX_DIFF_CHARS} characters]\n",
+                &diff[..cut]
+            );
+        }
+        None => text.push_str(&diff),
+    }
+    Ok(answer(
+        text,
+        json!({"path": shown, "symbol": span.path, "changed": true, "lines": [start, end]}),
+    ))
+}
+
+/// A name or text the caller can correct.
+fn arguments(error: SymbolError) -> CallError {
+    CallError::Arguments(error.to_string())
+}
+
+/// A name that matched no or several definitions: an error result listing the candidates, for
+/// the model to pick from.
+fn failed(error: SymbolError) -> CallError {
+    match error {
+        SymbolError::Malformed { .. } | SymbolError::TooLong { .. } => arguments(error),
+        other => CallError::Failed(other.to_string()),
+    }
+}
+
+/// The existing file `path` names: canonical (symlinks resolved), inside `root`, not under a
+/// `.git` or `.lode` directory at any depth, not in lode's index.
+pub fn confined_edit_file(root: &Path, index_dir: &Path, path: &str) -> Result<PathBuf, CallError> {
+    if path.trim().is_empty() {
+        return Err(CallError::Arguments("the symbol names no file".into()));
+    }
+    let file = std::fs::canonicalize(root.join(path)).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            CallError::Arguments(format!("no file {path} in the workspace"))
+        }
+        _ => CallError::Arguments(format!("cannot open {path}: {error}")),
+    })?;
+    let Ok(relative) = file.strip_prefix(root) else {
+        return Err(CallError::Arguments(format!(
+            "{path} is outside the workspace root; lode mcp edits only files inside it"
+        )));
+    };
+    let protected = relative.components().any(|component| {
+        matches!(component, Component::Normal(part) if part == ".git" || part == ".lode")
+    });
+    let index_dir = std::fs::canonicalize(index_dir).unwrap_or_else(|_| index_dir.to_path_buf());
+    if protected || file.starts_with(&index_dir) {
+        return Err(CallError::Arguments(format!(
+            "{path} is under .git/ or .lode/ (or lode's index), which lode mcp never edits"
+        )));
+    }
+    if !file.is_file() {
+        return Err(CallError::Arguments(format!("{path} is not a file")));
+    }
+    Ok(file)
+}
