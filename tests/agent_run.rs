@@ -160,6 +160,57 @@ fn run_json_with_yes_to_makes_the_edit_and_runs_the_tests() {
     assert!(dir.path().join(".lode/agent.sqlite").exists());
 }
 
+/// The model edits by symbol through the real binary: a name that matches nothing comes back
+/// with the candidates, the corrected name replaces exactly that definition on disk.
+#[test]
+fn run_json_replaces_a_definition_named_by_symbol() {
+    let server = start_server("agent_symbol_edit.json");
+    let dir = workspace(Some(&server));
+    let before = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    let output = lode_run(
+        dir.path(),
+        &["run", "--json", "--yes-to", "src/**", "Please fix add."],
+    );
+    assert_eq!(output.status.code(), Some(0), "stderr: {}", stderr(&output));
+    let events = json_events(&output);
+    assert_eq!(
+        finished_tools(&events),
+        vec![
+            ("replace_symbol_body".to_owned(), "failed".to_owned()),
+            ("replace_symbol_body".to_owned(), "completed".to_owned()),
+        ]
+    );
+    assert!(
+        streamed_text(&events).ends_with("Fixed: `add` now adds."),
+        "{}",
+        streamed_text(&events)
+    );
+    let failed = &support::finished_tool_calls(&events)[0].2;
+    assert!(
+        failed
+            .to_string()
+            .contains("src/lib.rs:add (function, lines 4-6"),
+        "the candidates come back: {failed}"
+    );
+    // The edit went the way edit_file's do: the card shows the diff, and the model got the
+    // unified diff followed by the diagnostics block after an edit.
+    let completed = support::finished_tool_calls(&events)[1].2.to_string();
+    assert!(completed.contains(r#""type":"diff""#), "{completed}");
+    let requests = server.handle.requests();
+    let seen = requests.last().unwrap().body.to_string();
+    assert!(seen.contains("+    left + right"), "{seen}");
+    assert!(
+        seen.contains("lode diagnostics: no new errors or warnings in src/lib.rs."),
+        "{seen}"
+    );
+    let after = std::fs::read_to_string(dir.path().join("src/lib.rs")).unwrap();
+    assert_eq!(
+        after,
+        before.replace("    left - right\n", "    left + right\n"),
+        "exactly the definition of add changed"
+    );
+}
+
 #[test]
 fn run_without_a_provider_fails_naming_the_config_files_and_variables() {
     let dir = workspace(None);
