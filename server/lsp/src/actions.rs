@@ -889,6 +889,71 @@ mod tests {
         assert!(prompt.contains("line 200\n") && !prompt.contains("line 201"));
     }
 
+    /// Every file edit the agent has (the edits by symbol too) is allowed and captured: it is
+    /// resolved on the editor's buffer and its result never reaches the disk.
+    #[tokio::test]
+    async fn edits_by_symbol_are_allowed_and_captured_like_edit_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let file = root.join("lib.rs");
+        let disk = "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n";
+        std::fs::write(&file, disk).unwrap();
+        let mut buffers = Buffers::new();
+        let unsaved = format!("// unsaved\n{disk}");
+        buffers.insert(file.clone(), Document::new(unsaved.clone(), 2, "rust"));
+        let host = Arc::new(ActionHost::new(Arc::new(buffers)));
+        let question = |tool: &str| PermissionRequest {
+            tool_call_id: "call".into(),
+            tool: tool.into(),
+            title: String::new(),
+            kind: lode_agent::event::ToolKind::Edit,
+            raw_input: serde_json::Value::Null,
+            always_pattern: String::new(),
+            offer_network: false,
+            must_ask: false,
+            reason: String::new(),
+            subjects: Vec::new(),
+            subject_kind: Default::default(),
+        };
+        for tool in lode_agent::tools::FILE_EDIT_TOOLS {
+            assert_eq!(
+                host.request_permission(question(tool)).await,
+                PermissionAnswer::AllowOnce,
+                "{tool}"
+            );
+        }
+        assert_eq!(
+            host.request_permission(question("run_command")).await,
+            PermissionAnswer::RejectOnce
+        );
+
+        let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap();
+        let context = lode_agent::tools::ToolContext {
+            roots: vec![root.clone()],
+            index: Arc::new(index),
+            host: host.clone(),
+            call_id: "call".into(),
+            cancel: CancellationToken::new(),
+            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands")),
+            network: false,
+            sources: Default::default(),
+        };
+        let tool = lode_agent::tools::default_tools()
+            .get("replace_symbol_body")
+            .unwrap();
+        tool.run(
+            serde_json::json!({"symbol": "lib.rs:2:1", "text": "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}"}),
+            &context,
+        )
+        .await
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), disk);
+        assert_eq!(
+            host.captured().get(&file).map(String::as_str),
+            Some(unsaved.replace("a - b", "a + b").as_str())
+        );
+    }
+
     #[tokio::test]
     async fn the_capturing_fs_reads_buffers_and_keeps_writes_off_the_disk() {
         let dir = std::env::temp_dir().join(format!("lode-capture-{}", std::process::id()));
