@@ -385,6 +385,27 @@ async fn files_outside_the_workspace_are_refused() {
 }
 
 #[tokio::test]
+async fn an_edit_that_breaks_the_syntax_is_made_and_flagged() {
+    let ws = Workspace::new();
+    let out = ws
+        .run(
+            "replace_symbol_body",
+            "src/lib.rs:add",
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a +\n",
+        )
+        .await
+        .unwrap();
+    assert!(
+        out.model_text.contains(
+            "Note: src/lib.rs no longer parses cleanly (tree-sitter finds a syntax error at line"
+        ),
+        "{}",
+        out.model_text
+    );
+    assert!(out.raw_output.unwrap()["syntax_error_line"].is_u64());
+}
+
+#[tokio::test]
 async fn an_editor_file_system_is_read_and_written_instead_of_the_disk() {
     let ws = Workspace::new();
     let fs = Arc::new(EditorFs::default());

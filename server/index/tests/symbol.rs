@@ -403,3 +403,65 @@ fn every_definition_has_consistent_ranges() {
         }
     }
 }
+
+#[test]
+fn a_replacement_that_starts_with_docs_or_decorators_does_not_double_them() {
+    // The decorator is given again: it replaces the one above, the comment above it stays.
+    let new = edit(
+        Language::Python,
+        SHAPES_PY,
+        "src/shapes.py:Circle/area",
+        SymbolEdit::ReplaceDefinition,
+        "@property\ndef area(self):\n    return 3",
+    );
+    assert!(
+        new.contains(
+            "    # The area, in square units.\n    @property\n    def area(self):\n        return 3\n"
+        ),
+        "{new}"
+    );
+    assert_eq!(new.matches("@property").count(), 1, "{new}");
+    // New docs: everything above the signature is replaced by what the text brings.
+    let new = edit(
+        Language::Rust,
+        LIB_RS,
+        "src/lib.rs:impl Registry/greet_all",
+        SymbolEdit::ReplaceDefinition,
+        "/// Greets all of them.\n#[inline]\npub fn greet_all(&self) -> String {\n    String::new()\n}",
+    );
+    assert!(
+        new.contains(
+            "impl Registry {\n    /// Greets all of them.\n    #[inline]\n    pub fn greet_all(&self) -> String {\n        String::new()\n    }\n}"
+        ),
+        "{new}"
+    );
+    assert_eq!(new.matches("#[inline]").count(), 1);
+    assert!(!new.contains("Greets everyone"));
+}
+
+#[test]
+fn an_edit_that_breaks_the_syntax_is_flagged() {
+    let name = SymbolName::parse("src/shapes.py:Square/area").unwrap();
+    let span = locate(Language::Python, SHAPES_PY, &name.file, &name.target).unwrap();
+    let good = splice(
+        Language::Python,
+        SHAPES_PY,
+        &span,
+        SymbolEdit::ReplaceDefinition,
+        "def area(self):\n    return 4",
+    )
+    .unwrap();
+    assert_eq!(good.syntax_error, None);
+    let broken = splice(
+        Language::Python,
+        SHAPES_PY,
+        &span,
+        SymbolEdit::ReplaceDefinition,
+        "def area(self:\n    return (4",
+    )
+    .unwrap();
+    assert!(
+        broken.syntax_error.is_some_and(|line| line >= 20),
+        "{broken:?}"
+    );
+}

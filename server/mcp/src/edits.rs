@@ -63,8 +63,9 @@ pub fn descriptions() -> [(&'static str, &'static str, &'static str); 3] {
              named by `symbol`. The replaced text runs from the first token of the signature \
              (`pub fn`, `def`, `export class`) to the end of the definition, so `text` is the \
              complete new definition, signature included; the doc comments, attributes and \
-             decorators above it are kept and must not be repeated. An unknown or ambiguous \
-             name fails and lists the candidates. Returns the diff and the new line range.",
+             decorators above it are kept, unless `text` begins with such lines, which then \
+             replace them. An unknown or ambiguous name fails and lists the candidates. \
+             Returns the diff and the new line range.",
         ),
         (
             EDIT_TOOLS[1],
@@ -142,6 +143,13 @@ pub fn run(
             span.path
         ),
     };
+    if let Some(line) = spliced.syntax_error {
+        let _ = writeln!(
+            text,
+            "Note: {shown} no longer parses cleanly (tree-sitter finds a syntax error at line \
+             {line}); check the edit."
+        );
+    }
     let diff = TextDiff::from_lines(&old, &spliced.text)
         .unified_diff()
         .context_radius(3)
@@ -159,7 +167,13 @@ pub fn run(
     }
     Ok(answer(
         text,
-        json!({"path": shown, "symbol": span.path, "changed": true, "lines": [start, end]}),
+        json!({
+            "path": shown,
+            "symbol": span.path,
+            "changed": true,
+            "lines": [start, end],
+            "syntax_error_line": spliced.syntax_error,
+        }),
     ))
 }
 

@@ -107,7 +107,8 @@ impl SymbolEditTool {
                  of the signature (`pub fn`, `def`, `export class`, `func (r *T)`) to the end of \
                  the definition: `text` must hold the complete new definition, signature \
                  included. The doc comments, attributes (`#[...]`) and decorators directly above \
-                 it are kept and must not be repeated in `text`; to change those, use edit_file."
+                 it are kept; if `text` begins with such lines, they replace the ones above \
+                 (from the line equal to its first line, else all of them) instead of doubling."
             }
             SymbolEdit::InsertBefore => {
                 "Insert a new definition (or an import, a constant) just before a symbol, above \
@@ -140,8 +141,8 @@ impl Tool for SymbolEditTool {
     fn spec(&self) -> ToolSpec {
         let text = match self.edit {
             SymbolEdit::ReplaceDefinition => {
-                "The complete new definition, signature included (not the doc comments or \
-                 decorators above it)."
+                "The complete new definition, signature included; doc comments or decorators \
+                 at its start replace those above the definition."
             }
             _ => "The new definition(s) to insert.",
         };
@@ -226,6 +227,12 @@ impl Tool for SymbolEditTool {
         })
         .await?;
         let (new, start, end) = (spliced.text, spliced.lines.start, spliced.lines.end);
+        let broken = spliced.syntax_error.map(|line| {
+            format!(
+                " Note: {shown} no longer parses cleanly (tree-sitter finds a syntax error at \
+                 line {line}); check the edit."
+            )
+        });
         if new == old {
             return Ok(ToolOutput {
                 model_text: format!(
@@ -251,11 +258,13 @@ impl Tool for SymbolEditTool {
                 span.path
             ),
         };
+        let summary = summary + broken.as_deref().unwrap_or("");
         let raw = json!({
             "path": shown,
             "symbol": span.path,
             "changed": true,
             "lines": [start, end],
+            "syntax_error_line": spliced.syntax_error,
         });
         apply_change(context, &resolved, Some(old), new, summary, raw).await
     }

@@ -236,10 +236,13 @@ fn leading_start(
             return start;
         }
         let last = previous_start + kept - 1;
-        let comment = comments
-            .iter()
-            .find(|&&(from, to)| from <= last && last < to)
-            .map(|&(from, _)| from);
+        // Comments are in order and do not overlap: the last one starting at or before `last`.
+        let before = comments.partition_point(|&(from, _)| from <= last);
+        let comment = before
+            .checked_sub(1)
+            .map(|at| comments[at])
+            .filter(|&(_, to)| last < to)
+            .map(|(from, _)| from);
         let above = comment.or_else(|| {
             let mut node = root.descendant_for_byte_range(last, last + 1)?;
             loop {

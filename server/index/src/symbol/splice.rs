@@ -10,8 +10,9 @@ use crate::tags::DefKind;
 /// What to do at a symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SymbolEdit {
-    /// Replace the definition from its signature to its end (its doc comments, attributes and
-    /// decorators above stay).
+    /// Replace the definition from its signature to its end. The doc comments, attributes and
+    /// decorators above it stay, unless the new text begins with such lines: then it replaces
+    /// them too, from the line equal to its first line (or all of them), so none is doubled.
     ReplaceDefinition,
     /// Insert a new definition above the symbol (above its doc comments and decorators).
     InsertBefore,
@@ -25,6 +26,9 @@ pub struct Spliced {
     pub text: String,
     /// The lines the given text occupies in the new file, 1-based, inclusive.
     pub lines: LineRange,
+    /// The first line of a syntax error tree-sitter finds in the new text when the old text had
+    /// none: the edit probably broke the file (the edit is made all the same).
+    pub syntax_error: Option<u32>,
 }
 
 /// Applies `edit` at `span` (found in `source`) with `text`.
@@ -66,21 +70,15 @@ pub fn splice(
     let block = indented.join(newline);
     let count = indented.len() as u32;
     let line_of = |offset: usize| source[..offset].matches('\n').count() as u32 + 1;
-    match edit {
+    let (text, start) = match edit {
         SymbolEdit::ReplaceDefinition => {
-            let range = &span.definition;
+            let first = lines.first().map(String::as_str).unwrap_or("");
+            let from = replace_start(language, source, span, first);
             let mut new = String::with_capacity(source.len() + block.len());
-            new.push_str(&source[..range.start]);
+            new.push_str(&source[..from]);
             new.push_str(&block);
-            new.push_str(&source[range.end..]);
-            let start = line_of(range.start);
-            Ok(Spliced {
-                text: new,
-                lines: LineRange {
-                    start,
-                    end: start + count - 1,
-                },
-            })
+            new.push_str(&source[span.definition.end..]);
+            (new, line_of(from))
         }
         SymbolEdit::InsertBefore => {
             let at = source[..span.full.start].rfind('\n').map_or(0, |at| at + 1);
@@ -90,14 +88,7 @@ pub fn splice(
             new.push_str(&block);
             new.push_str(&blank);
             new.push_str(&source[at..]);
-            let start = line_of(at);
-            Ok(Spliced {
-                text: new,
-                lines: LineRange {
-                    start,
-                    end: start + count - 1,
-                },
-            })
+            (new, line_of(at))
         }
         SymbolEdit::InsertAfter => {
             // After the line the definition ends on.
@@ -116,14 +107,76 @@ pub fn splice(
             new.push_str(&blank);
             new.push_str(&block);
             new.push_str(&source[at..]);
-            let start = line_of(at) + blank_lines(language, span) as u32 + 1;
-            Ok(Spliced {
-                text: new,
-                lines: LineRange {
-                    start,
-                    end: start + count - 1,
-                },
-            })
+            (new, line_of(at) + blank_lines(language, span) as u32 + 1)
+        }
+    };
+    let syntax_error = match first_syntax_error(language, source) {
+        None => first_syntax_error(language, &text),
+        Some(_) => None,
+    };
+    Ok(Spliced {
+        text,
+        lines: LineRange {
+            start,
+            end: start + count - 1,
+        },
+        syntax_error,
+    })
+}
+
+/// Where a replacement starts: at the signature, or, when the new text begins with a doc
+/// comment, attribute or decorator, at the line above the signature equal to that first line
+/// (or the first line above it when none is), so nothing above the definition is doubled.
+fn replace_start(language: Language, source: &str, span: &SymbolSpan, first: &str) -> usize {
+    if span.full.start >= span.definition.start || !is_leading_line(language, first) {
+        return span.definition.start;
+    }
+    let wanted = first.trim();
+    let mut offset = span.full.start;
+    for line in source[span.full.start..span.definition.start].split_inclusive('\n') {
+        if line.trim() == wanted {
+            return offset + (line.len() - line.trim_start().len());
+        }
+        offset += line.len();
+    }
+    span.full.start
+}
+
+/// Whether a line is a comment, attribute or decorator in `language`.
+fn is_leading_line(language: Language, line: &str) -> bool {
+    let line = line.trim_start();
+    match language {
+        Language::Python => line.starts_with('#') || line.starts_with('@'),
+        Language::Rust => {
+            line.starts_with("//") || line.starts_with("/*") || line.starts_with("#[")
+        }
+        Language::JavaScript | Language::TypeScript | Language::Tsx => {
+            line.starts_with("//") || line.starts_with("/*") || line.starts_with('@')
+        }
+        Language::Go => line.starts_with("//") || line.starts_with("/*"),
+        Language::Text => false,
+    }
+}
+
+/// The 1-based line of the first syntax error (or missing token) tree-sitter finds in `text`.
+fn first_syntax_error(language: Language, text: &str) -> Option<u32> {
+    let tree = crate::parse::parse_tree(language, text).ok()??;
+    let mut node = tree.root_node();
+    if !node.has_error() {
+        return None;
+    }
+    // Descend into the first child that holds an error until the error node itself.
+    loop {
+        if node.is_error() || node.is_missing() {
+            return Some(node.start_position().row as u32 + 1);
+        }
+        let mut cursor = node.walk();
+        let child = node
+            .children(&mut cursor)
+            .find(|child| child.has_error() || child.is_missing());
+        match child {
+            Some(child) => node = child,
+            None => return Some(node.start_position().row as u32 + 1),
         }
     }
 }
