@@ -180,6 +180,45 @@ async fn an_allowed_edit_changes_the_file_and_shows_a_diff() {
     assert!(diff.new_text.contains("goodbye"));
 }
 
+#[tokio::test]
+async fn an_edit_by_symbol_asks_like_an_edit_and_shows_its_diff() {
+    let workspace = Workspace::new("acp_symbol_edit.json");
+    let seen = edit_turn(&workspace, "allow_once", "Please rewrite main").await;
+    let questions = seen.questions();
+    assert_eq!(questions.len(), 1, "one permission question");
+    assert_eq!(&*questions[0].tool_call.tool_call_id.0, "call_symbol_1");
+    let source = std::fs::read_to_string(workspace.root().join("src/main.rs")).unwrap();
+    assert_eq!(source, "fn main() {\n    println!(\"goodbye\");\n}\n");
+    let updates = seen.updates();
+    let edit_kind = updates.iter().any(|update| {
+        matches!(update, SessionUpdate::ToolCall(call)
+            if &*call.tool_call_id.0 == "call_symbol_1" && call.kind == ToolKind::Edit)
+    });
+    assert!(edit_kind, "the card is an edit: {updates:?}");
+    let diff = updates.into_iter().find_map(|update| match update {
+        SessionUpdate::ToolCallUpdate(update) => update.fields.content.and_then(|content| {
+            content.into_iter().find_map(|item| match item {
+                ToolCallContent::Diff(diff) => Some(diff),
+                _ => None,
+            })
+        }),
+        _ => None,
+    });
+    let diff = diff.expect("a diff for the edit");
+    assert!(
+        diff.path.ends_with("src/main.rs"),
+        "{}",
+        diff.path.display()
+    );
+    assert!(diff.old_text.unwrap().contains("hello"));
+    assert!(diff.new_text.contains("goodbye"));
+    assert!(
+        agent_text(&seen.updates()).ends_with("`main` now says goodbye."),
+        "{}",
+        agent_text(&seen.updates())
+    );
+}
+
 /// One edit turn through a fresh `lode acp`, answering any permission question with `answer`.
 async fn edit_turn(workspace: &Workspace, answer: &'static str, prompt: &str) -> Seen {
     let mut acp = workspace.spawn_acp(&[]);
