@@ -465,3 +465,53 @@ fn an_edit_that_breaks_the_syntax_is_flagged() {
         "{broken:?}"
     );
 }
+
+/// Every definition of the per-language samples (`fixtures/languages`) is found again by the
+/// position of its first character and by its name (or the name is reported ambiguous), and
+/// every edit at it splices without a panic.
+#[test]
+fn every_definition_of_the_language_samples_can_be_named_and_edited() {
+    let samples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/languages");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(samples).unwrap() {
+        for file in std::fs::read_dir(entry.unwrap().path()).unwrap() {
+            let path = file.unwrap().path();
+            let Some(language) = Language::from_path(&path).filter(|l| l.is_code()) else {
+                continue;
+            };
+            let source = std::fs::read_to_string(&path).unwrap();
+            let spans = file_symbols(language, &source).unwrap();
+            assert!(!spans.is_empty(), "{}", path.display());
+            for span in &spans {
+                seen += 1;
+                let at = format!("f:{}:{}", span.line, span.column);
+                let found = find(language, &source, &at).unwrap();
+                assert!(
+                    found.full.start <= span.definition.start
+                        && span.definition.start < found.full.end,
+                    "{at} in {}: {found:?} does not hold {span:?}",
+                    path.display()
+                );
+                if let Ok(name) = SymbolName::parse(&format!("f:{}", span.path)) {
+                    match locate(language, &source, "f", &name.target) {
+                        Ok(found) => assert_eq!(found.path, span.path),
+                        Err(error) => assert!(
+                            matches!(error, SymbolError::Ambiguous { .. }),
+                            "{}: {error}",
+                            span.path
+                        ),
+                    }
+                }
+                for how in [
+                    SymbolEdit::ReplaceDefinition,
+                    SymbolEdit::InsertBefore,
+                    SymbolEdit::InsertAfter,
+                ] {
+                    let spliced = splice(language, &source, span, how, "é = 1\n  ü\n").unwrap();
+                    assert!(spliced.text.contains("é = 1"));
+                }
+            }
+        }
+    }
+    assert!(seen > 100, "{seen} definitions");
+}

@@ -92,10 +92,14 @@ pub fn splice(
         }
         SymbolEdit::InsertAfter => {
             // After the line the definition ends on.
-            let end = span.full.end.max(span.full.start + 1).min(source.len());
-            let at = source[end - 1..]
+            // From the definition's last character (a node may end with its newline).
+            let mut last = span.full.end.max(span.full.start + 1).min(source.len()) - 1;
+            while !source.is_char_boundary(last) {
+                last -= 1;
+            }
+            let at = source[last..]
                 .find('\n')
-                .map_or(source.len(), |offset| end - 1 + offset);
+                .map_or(source.len(), |offset| last + offset);
             let at = if source[..at].ends_with('\r') {
                 at - 1
             } else {
