@@ -68,8 +68,8 @@ pub enum SymbolError {
     )]
     Malformed { given: String, reason: String },
     #[error(
-        "{file} is not source code lode parses (Rust, Python, JavaScript, TypeScript, Go); \
-         edit it with edit_file"
+        "{file} is not source code lode parses (Rust, Python, JavaScript, TypeScript, Go), so \
+         it has no symbols to edit by; edit it by its text instead"
     )]
     Unsupported { file: String },
     #[error("{}", list(&format!("no definition {name} in {file}"), "Definitions with similar names", candidates, *total))]
