@@ -286,7 +286,7 @@ async fn two_impl_blocks_make_a_name_ambiguous_and_nothing_changes() {
     assert!(
         failure
             .message
-            .contains("src/lib.rs:Registry/greet_all (method, lines 7-9")
+            .contains("src/lib.rs:impl Registry/greet_all (method, lines 7-9")
             && failure.message.contains("lines 17-19")
             && failure.message.contains("src/lib.rs:17:5"),
         "{}",

@@ -205,7 +205,12 @@ fn rust_impl_blocks_with_the_same_method_are_ambiguous() {
         panic!("{error:?}");
     };
     assert_eq!(candidates.len(), 2);
-    assert_eq!(candidates[0].name, "src/lib.rs:Registry/greet_all");
+    // Each candidate is named so that it resolves to itself.
+    assert_eq!(candidates[0].name, "src/lib.rs:impl Registry/greet_all");
+    assert_eq!(
+        candidates[1].name,
+        "src/lib.rs:impl Greeter for Registry/greet_all"
+    );
     assert_eq!(candidates[0].lines.start, 10);
     assert_eq!(candidates[1].lines.start, 20);
     let message = error.to_string();

@@ -81,6 +81,12 @@ impl Entry {
             .all(|(at, segment)| self.segment_matches(offset + at, segment))
     }
 
+    /// The path with impl blocks named by their labels (`impl Greeter for Registry/greet_all`),
+    /// which tells apart methods of two impls of the same type.
+    fn label_path(&self) -> String {
+        self.labels.join("/")
+    }
+
     fn candidate(&self, file: &str) -> Candidate {
         Candidate {
             name: format!("{file}:{}", self.span.path),
@@ -448,7 +454,7 @@ pub fn locate(
                 several => Err(SymbolError::Ambiguous {
                     name,
                     file: file.to_owned(),
-                    candidates: several.iter().map(|e| e.candidate(file)).collect(),
+                    candidates: distinct_candidates(several, file),
                 }),
             }
         }
@@ -482,6 +488,27 @@ pub fn locate(
             }
         }
     }
+}
+
+/// The candidates of an ambiguous name, each named so that it resolves to itself where a path
+/// can: by its impl label when the plain paths are the same (the position form always does).
+fn distinct_candidates(entries: &[&Entry], file: &str) -> Vec<Candidate> {
+    let count = |path: &str, of: fn(&Entry) -> String| {
+        entries.iter().filter(|entry| of(entry) == path).count()
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let mut candidate = entry.candidate(file);
+            let label_path = entry.label_path();
+            if count(&entry.span.path, |e| e.span.path.clone()) > 1
+                && count(&label_path, Entry::label_path) == 1
+            {
+                candidate.name = format!("{file}:{label_path}");
+            }
+            candidate
+        })
+        .collect()
 }
 
 /// Definitions whose name is like the path's last name (case-insensitive, one contains the
