@@ -158,6 +158,25 @@ impl Workspace {
             .await
     }
 
+    async fn find_symbol(&self, name: &str) -> String {
+        let context = ToolContext {
+            roots: vec![self.root.clone()],
+            index: Arc::clone(&self.index),
+            host: Arc::new(Host::default()),
+            call_id: "call-0".into(),
+            cancel: CancellationToken::new(),
+            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands here")),
+            network: false,
+            sources: Default::default(),
+        };
+        let registry = default_tools();
+        let tool = registry.get("find_symbol").unwrap();
+        tool.run(json!({"name": name}), &context)
+            .await
+            .unwrap()
+            .model_text
+    }
+
     async fn run(&self, tool: &str, symbol: &str, text: &str) -> Result<ToolOutput, ToolError> {
         self.run_with(tool, symbol, text, Arc::new(Host::default()))
             .await
@@ -228,6 +247,35 @@ async fn replace_symbol_body_changes_exactly_the_named_method() {
             "    def area(self):\n        return math.pi",
             "    def area(self, scale=1):\n        return scale * math.pi"
         )
+    );
+}
+
+/// `find_symbol` prints each definition's name path, which the edits take as it is.
+#[tokio::test]
+async fn find_symbol_gives_the_names_the_edits_take() {
+    let ws = Workspace::new();
+    let found = ws.find_symbol("area").await;
+    let line = found
+        .lines()
+        .find(|line| line.contains("Square/area"))
+        .unwrap_or_else(|| panic!("{found}"));
+    // `src/shapes.py:16-17  method Square/area  [exact]`
+    let path = line.split(':').next().unwrap();
+    let name_path = line.split_whitespace().nth(2).unwrap();
+    let symbol = format!("{path}:{name_path}");
+    assert_eq!(symbol, "src/shapes.py:Square/area");
+    ws.run(
+        "replace_symbol_body",
+        &symbol,
+        "def area(self):\n    return 4",
+    )
+    .await
+    .unwrap();
+    assert!(ws.read("src/shapes.py").contains("        return 4\n"));
+    let impls = ws.find_symbol("greet_all").await;
+    assert!(
+        impls.contains("impl Greeter for Registry/greet_all"),
+        "{impls}"
     );
 }
 

@@ -273,7 +273,9 @@ impl Tool for FindSymbolTool {
             name: "find_symbol".into(),
             description: "Find definitions (functions, types, methods, constants, …) by name: \
                 exact matches first, then case-insensitive, prefix, substring and fuzzy ones. \
-                Returns path, line range, kind, enclosing scope and signature."
+                Returns path, line range, kind, the name with its enclosing scope \
+                (`Circle/area`; `path:Circle/area` names it for replace_symbol_body and the \
+                insert tools) and signature."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -330,7 +332,8 @@ impl Tool for FindSymbolTool {
                 hit.start_line,
                 hit.end_line,
                 hit.kind,
-                qualified.join("::"),
+                // The `FILE:NAME/PATH` form the edits by symbol take after `path:`.
+                qualified.join("/"),
                 serde_json::to_value(hit.name_match)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
