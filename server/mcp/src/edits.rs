@@ -37,6 +37,8 @@ pub struct SymbolEditArgs {
     /// the file separated by `/` (`src/shapes.py:Circle/area`, `src/lib.rs:add`, an impl block
     /// by its label: `src/lib.rs:impl Display for Registry/fmt`), or `FILE:LINE:COLUMN`
     /// (1-based) of a character inside the definition. FILE is relative to the workspace root.
+    /// A `symbols` hit `src/lib.rs:4-9  method impl Registry > greet_all` is
+    /// `src/lib.rs:impl Registry/greet_all`.
     pub symbol: String,
     /// The new text. It is re-indented to the symbol's indentation, so write it flush left or
     /// as it appears in the file.
