@@ -10,8 +10,11 @@ from pathlib import Path
 from benchlib import (CORPUS, LODE, OUT, die, du_bytes, fmt_s, last_line, machine, median, require_dir,
                       require_lode, run_timed, source_stats, table, warm_cache, write_json)
 
-TARGET_REINDEX = 0.05   # no-change re-index <= 5% of cold
-TARGET_VS_PARSE = 1.5   # cold index <= 1.5x parse-only
+# Issue 22's decision: the CPU seconds of a cold index against the parse-only pass's (wall time
+# on two cores shared with other work drifts too much to hold a target to), and a no-change
+# re-index at most 1% of a cold one.
+TARGET_REINDEX = 0.01   # no-change re-index <= 1% of cold
+TARGET_VS_PARSE = 2.0   # cold index <= 2.0x parse-only, in CPU seconds
 
 
 def fmt_cpu(r) -> str:
@@ -144,10 +147,10 @@ def main() -> int:
         "cold_cpu_s": cpu_median(cold), "parse_only_cpu_s": cpu_median(parse),
         "ratio_cold_to_parse_only_cpu": (cpu_median(cold) / cpu_median(parse))
         if cpu_median(cold) and cpu_median(parse) else None,
-        "targets": {"ratio_reindex_to_cold_max": TARGET_REINDEX, "ratio_cold_to_parse_only_max": TARGET_VS_PARSE},
+        "targets": {"ratio_reindex_to_cold_max": TARGET_REINDEX, "ratio_cold_to_parse_only_cpu_max": TARGET_VS_PARSE},
     })
     ok_re = res["ratio_reindex_to_cold"] is not None and res["ratio_reindex_to_cold"] <= TARGET_REINDEX
-    ok_pa = res["ratio_cold_to_parse_only"] is not None and res["ratio_cold_to_parse_only"] <= TARGET_VS_PARSE
+    ok_pa = res["ratio_cold_to_parse_only_cpu"] is not None and res["ratio_cold_to_parse_only_cpu"] <= TARGET_VS_PARSE
     res["meets_targets"] = {"reindex": ok_re, "vs_parse_only": ok_pa if parse else None}
     write_json(Path(a.out), res)
 
@@ -168,11 +171,11 @@ def main() -> int:
         print(f"re-index / cold     = {res['ratio_reindex_to_cold'] * 100:.2f}%   (target <= {TARGET_REINDEX * 100:.0f}%)"
               f"  {'OK' if ok_re else 'MISS'}")
     if parse:
-        print(f"cold / parse-only   = {res['ratio_cold_to_parse_only']:.2f}x   (target <= {TARGET_VS_PARSE}x)"
-              f"  {'OK' if ok_pa else 'MISS'}")
+        print(f"cold / parse-only   = {res['ratio_cold_to_parse_only']:.2f}x   (wall)")
         if res["ratio_cold_to_parse_only_cpu"]:
             print(f"  in CPU seconds   = {res['ratio_cold_to_parse_only_cpu']:.2f}x   "
-                  f"({res['cold_cpu_s']:.0f} s / {res['parse_only_cpu_s']:.0f} s, user + system)")
+                  f"({res['cold_cpu_s']:.0f} s / {res['parse_only_cpu_s']:.0f} s, user + system)"
+                  f"   (target <= {TARGET_VS_PARSE}x)  {'OK' if ok_pa else 'MISS'}")
     print(f"written {a.out}")
     return 0
 
