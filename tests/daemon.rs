@@ -413,6 +413,45 @@ fn leases_of_another_version_other_settings_or_a_foreign_peer_are_bypassed() {
     check("does not trust");
 }
 
+/// A daemon answers from the index's own vector store: a query for a Qdrant store is not sent
+/// to it (its settings name the store), so it reaches Qdrant itself, here a port nothing
+/// listens on, and says so instead of printing the daemon's answer as Qdrant's.
+#[test]
+fn a_query_for_another_vector_store_is_not_answered_by_the_daemon() {
+    let dir = workspace();
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    start_daemon(root);
+    let served = run(root, &["search", "alpha_greet", "--json", "-v"]);
+    assert!(
+        stderr(&served).contains("freshness: served by"),
+        "{}",
+        stderr(&served)
+    );
+
+    let unreachable = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", unreachable.local_addr().unwrap());
+    drop(unreachable);
+    let output = run(
+        root,
+        &[
+            "search",
+            "alpha_greet",
+            "--json",
+            "-v",
+            "--vectors",
+            "qdrant",
+            "--qdrant-url",
+            &url,
+        ],
+    );
+    let err = stderr(&output);
+    assert!(!err.contains("freshness: served by"), "{err}");
+    assert!(err.contains("other settings"), "{err}");
+    assert!(!output.status.success(), "{err}");
+    assert!(err.contains("Qdrant"), "{err}");
+}
+
 /// One raw exchange with the daemon's socket: what it answers to `bytes`.
 fn exchange(socket: &Path, bytes: &[u8]) -> Option<serde_json::Value> {
     let mut stream = UnixStream::connect(socket).unwrap();

@@ -44,6 +44,18 @@ pub struct VectorStoreArgs {
     pub qdrant_api_key_env: String,
 }
 
+/// The [`VectorStore::location`] of the store the flags select, without connecting to it: what
+/// a query compares with the lease holder's store.
+pub fn store_location(args: &VectorStoreArgs) -> String {
+    match args.vectors.as_str() {
+        "qdrant" => {
+            let config = QdrantConfig::new(&args.qdrant_url);
+            lode_qdrant::store_location(&config.url, &config.collection_prefix)
+        }
+        _ => lode_index::watch::EMBEDDED_STORE.to_owned(),
+    }
+}
+
 /// The store the flags select: `None` for the embedded store (lode-index opens it itself) or
 /// when there is no embedder to make vectors with.
 pub fn vector_store(

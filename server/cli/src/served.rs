@@ -29,6 +29,7 @@ pub fn settings_of(args: &WorkspaceArgs) -> anyhow::Result<(String, Option<Arc<d
     let settings = lode_index::watch::watch_settings(
         &crate::commands::scan_options(args),
         embedder.as_deref(),
+        &crate::qdrant_cli::store_location(&args.vector_store),
     );
     Ok((settings, embedder))
 }

@@ -339,6 +339,15 @@ impl Workspace {
         Ok(opened)
     }
 
+    /// Where this workspace's vectors live ([`VectorStore::location`]), without opening the
+    /// embedded store: [`crate::watch::EMBEDDED_STORE`] unless another store was configured.
+    pub fn vector_store_location(&self) -> String {
+        self.configured_vectors.as_ref().map_or_else(
+            || crate::watch::EMBEDDED_STORE.to_owned(),
+            |store| store.location(),
+        )
+    }
+
     /// The vector store for a search. The first call also brings vectors made by this
     /// embedder but left behind the catalog (a crash between the two commits) up to date.
     pub(crate) fn vector_store_for_search(

@@ -16,4 +16,10 @@ mod naming;
 mod store;
 
 pub use naming::{collection_name, workspace_key};
+
+/// A Qdrant store's [`lode_index::vectors::VectorStore::location`], known before connecting:
+/// what a query compares with the lease holder's.
+pub fn store_location(url: &str, collection_prefix: &str) -> String {
+    format!("qdrant:{url}:{collection_prefix}")
+}
 pub use store::{QdrantConfig, QdrantStore, UPSERT_BATCH};

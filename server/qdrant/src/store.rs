@@ -288,6 +288,10 @@ impl VectorStore for QdrantStore {
         "qdrant"
     }
 
+    fn location(&self) -> String {
+        crate::store_location(&self.url, &self.prefix)
+    }
+
     fn state(&self) -> StoreState {
         self.lock().state.clone()
     }

@@ -90,6 +90,12 @@ pub trait VectorStore: Send + Sync {
     /// A short name for messages (`embedded`, `qdrant`).
     fn backend(&self) -> &'static str;
 
+    /// Which store this is, for a query to tell whether a lease holder answers from the same
+    /// one ([`crate::watch::watch_settings`]): the backend, and where it is when that can vary.
+    fn location(&self) -> String {
+        self.backend().to_owned()
+    }
+
     /// Identity, generation and size of what is published.
     fn state(&self) -> StoreState;
 

@@ -57,7 +57,7 @@ pub enum NotWatched {
     #[error("the watcher speaks protocol {found}, this lode speaks {PROTOCOL}")]
     Version { found: String },
     #[error(
-        "the watcher indexes with other settings (exclusions, size cap, embedder or lode version)"
+        "the watcher indexes with other settings (exclusions, size cap, embedder, vector store or lode version)"
     )]
     Settings,
     #[error("the watcher did not answer within {0:?}")]

@@ -36,6 +36,9 @@ use crate::workspace::{RefreshMode, RefreshProgress, RefreshStats, Workspace};
 /// How long the disk must be quiet before a batch is applied without a query asking.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
 
+/// The [`crate::vectors::VectorStore::location`] of the index's own (embedded) store.
+pub const EMBEDDED_STORE: &str = "embedded";
+
 /// A batch is applied at the latest this long after its first event, however busy the disk.
 const MAX_DELAY: Duration = Duration::from_secs(2);
 
@@ -533,9 +536,13 @@ impl EventLoop {
 
 impl Workspace {
     /// Identifies what a watcher of this index must index with for a query to trust it: the
-    /// scan settings, the lode version, and the embedder.
+    /// scan settings, the lode version, the embedder and the vector store.
     pub fn watch_settings(&self) -> String {
-        watch_settings(&self.scan_options, self.embedder().map(|e| e.as_ref()))
+        watch_settings(
+            &self.scan_options,
+            self.embedder().map(|e| e.as_ref()),
+            &self.vector_store_location(),
+        )
     }
 
     /// Asks the watcher holding this index's lease (if any) to apply what it has seen, then
@@ -574,8 +581,14 @@ impl Workspace {
 }
 
 /// [`Workspace::watch_settings`] without opening the index: what a query process compares
-/// with the lease before sending its query.
-pub fn watch_settings(scan: &crate::scan::ScanOptions, embedder: Option<&dyn Embedder>) -> String {
+/// with the lease before sending its query. `vectors` is the store's
+/// [`crate::vectors::VectorStore::location`] ([`EMBEDDED_STORE`] for the index's own), so that a
+/// query for another store is not answered from this one.
+pub fn watch_settings(
+    scan: &crate::scan::ScanOptions,
+    embedder: Option<&dyn Embedder>,
+    vectors: &str,
+) -> String {
     let embedder = embedder.map_or_else(
         || "none".to_owned(),
         |embedder| {
@@ -586,7 +599,10 @@ pub fn watch_settings(scan: &crate::scan::ScanOptions, embedder: Option<&dyn Emb
             )
         },
     );
-    let text = format!("{}|{embedder}", crate::workspace::scan_fingerprint(scan));
+    let text = format!(
+        "{}|{embedder}|{vectors}",
+        crate::workspace::scan_fingerprint(scan)
+    );
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 

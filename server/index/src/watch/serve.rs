@@ -112,7 +112,7 @@ fn respond(
     let needs_settings = matches!(request.kind, RequestKind::Flush | RequestKind::Query { .. });
     if needs_settings && request.settings != holder.settings {
         return Some(Response::Refused {
-            reason: "this index is kept with other settings (exclusions, size cap, embedder or lode version)".to_owned(),
+            reason: "this index is kept with other settings (exclusions, size cap, embedder, vector store or lode version)".to_owned(),
         });
     }
     Some(match request.kind {
