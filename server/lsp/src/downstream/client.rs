@@ -90,6 +90,8 @@ pub struct LanguageServerClient {
     shared: Arc<Shared>,
     next_id: AtomicI64,
     open: tokio::sync::Mutex<HashMap<PathBuf, OpenFile>>,
+    /// Whether the server has published diagnostics once (see [`Self::warm_up`]).
+    warm: AtomicBool,
 }
 
 impl LanguageServerClient {
@@ -146,6 +148,7 @@ impl LanguageServerClient {
             shared,
             next_id: AtomicI64::new(1),
             open: tokio::sync::Mutex::default(),
+            warm: AtomicBool::new(false),
         };
         client.initialize().await?;
         Ok(client)
@@ -308,34 +311,12 @@ impl LanguageServerClient {
                     continue;
                 };
                 let sequence_now = *lock(&self.shared.sequence);
-                match open.get_mut(&path) {
+                match self.send_text(&mut open, &path, &uri, text).await? {
+                    Some(version) => waiting.push((path.clone(), sequence_now, version)),
                     None => {
-                        let language = language_id(&path).unwrap_or("plaintext");
-                        self.notify(
-                            "textDocument/didOpen",
-                            json!({ "textDocument": {
-                                "uri": uri, "languageId": language, "version": 1, "text": text,
-                            }}),
-                        )
-                        .await?;
-                        open.insert(path.clone(), OpenFile { version: 1, text });
-                        waiting.push((path.clone(), sequence_now, 1));
-                    }
-                    Some(file) if file.text != text => {
-                        file.version += 1;
-                        self.notify(
-                            "textDocument/didChange",
-                            json!({
-                                "textDocument": { "uri": uri, "version": file.version },
-                                "contentChanges": [{ "text": text }],
-                            }),
-                        )
-                        .await?;
-                        file.text = text;
-                        waiting.push((path.clone(), sequence_now, file.version));
-                    }
-                    Some(file) => {
-                        if !lock(&self.shared.published).contains_key(&path) {
+                        if !lock(&self.shared.published).contains_key(&path)
+                            && let Some(file) = open.get(&path)
+                        {
                             waiting.push((path.clone(), 0, file.version));
                         }
                     }
@@ -363,6 +344,87 @@ impl LanguageServerClient {
                 (path, diagnostics)
             })
             .collect())
+    }
+
+    /// Tells the server `path`'s text: opens a file it has not seen, changes one whose text
+    /// differs. The version sent, or `None` when the server already has this text.
+    async fn send_text(
+        &self,
+        open: &mut HashMap<PathBuf, OpenFile>,
+        path: &Path,
+        uri: &Uri,
+        text: String,
+    ) -> Result<Option<i32>, DiagnosticsError> {
+        match open.get_mut(path) {
+            None => {
+                let language = language_id(path).unwrap_or("plaintext");
+                self.notify(
+                    "textDocument/didOpen",
+                    json!({ "textDocument": {
+                        "uri": uri, "languageId": language, "version": 1, "text": text,
+                    }}),
+                )
+                .await?;
+                open.insert(path.to_path_buf(), OpenFile { version: 1, text });
+                Ok(Some(1))
+            }
+            Some(file) if file.text != text => {
+                file.version += 1;
+                self.notify(
+                    "textDocument/didChange",
+                    json!({
+                        "textDocument": { "uri": uri, "version": file.version },
+                        "contentChanges": [{ "text": text }],
+                    }),
+                )
+                .await?;
+                file.text = text;
+                Ok(Some(file.version))
+            }
+            Some(_) => Ok(None),
+        }
+    }
+
+    /// The first time only: waits until the server has published diagnostics for `path` (with
+    /// `text`), the sign that it has loaded the workspace. Before that, pyright answers
+    /// `references` from the open files alone.
+    pub async fn warm_up(&self, path: &Path, text: &str) -> Result<(), DiagnosticsError> {
+        if self.warm.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let texts = HashMap::from([(path.to_path_buf(), text.to_owned())]);
+        self.diagnostics_for(&[path.to_path_buf()], &texts).await?;
+        self.warm.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Asks `method` (`textDocument/hover`, `…/definition`, `…/references`) at a 0-based
+    /// `line` and UTF-16 `character` of `path` (canonical), after telling the server the file's
+    /// current text (`text`). `extra` joins the position parameters (`context` for references).
+    /// Answers with the server's result as it is.
+    pub async fn position_request(
+        &self,
+        method: &str,
+        path: &Path,
+        text: String,
+        line: u32,
+        character: u32,
+        extra: Option<(&str, Value)>,
+    ) -> Result<Value, DiagnosticsError> {
+        let uri = Uri::from_file_path(path)
+            .ok_or_else(|| self.protocol_error("the file is not a file path"))?;
+        {
+            let mut open = self.open.lock().await;
+            self.send_text(&mut open, path, &uri, text).await?;
+        }
+        let mut params = json!({
+            "textDocument": { "uri": uri },
+            "position": { "line": line, "character": character },
+        });
+        if let Some((key, value)) = extra {
+            params[key] = value;
+        }
+        self.request(method, params, self.settings.timeout).await
     }
 
     async fn wait_for_settled(&self, waiting: &[(PathBuf, u64, i32)]) {

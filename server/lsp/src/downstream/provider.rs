@@ -229,6 +229,22 @@ impl DiagnosticsProvider {
         unchecked(files, reason)
     }
 
+    /// The warm language server for files like `path` (the one whose diagnostics this
+    /// provider collects, so navigation and diagnostics share one process), started on first
+    /// use and again after it exited; or why there is none.
+    pub async fn language_server(&self, path: &Path) -> Result<Arc<LanguageServerClient>, String> {
+        let family = language_id(path)
+            .map(language_family)
+            .ok_or_else(|| "no language server for this kind of file".to_owned())?;
+        if let Some(server) = self.server(family).await {
+            return Ok(server);
+        }
+        match self.servers.lock().await.get(family) {
+            Some(Slot::Unavailable(reason)) => Err(reason.clone()),
+            _ => Err(format!("no language server for {family} is available")),
+        }
+    }
+
     /// The warm server of a family, started on first use.
     async fn server(&self, family: &'static str) -> Option<Arc<LanguageServerClient>> {
         let mut servers = self.servers.lock().await;
