@@ -74,6 +74,9 @@ pub struct AgentOptions {
     pub state_dir: Option<PathBuf>,
     /// Compiler diagnostics fed back to the model after edits (see `crate::diagnostics`).
     pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    /// Type-resolved answers for `hover`, `definition` and `references` (see
+    /// `crate::navigation`); without one they answer from the index.
+    pub navigation: Option<Arc<dyn crate::navigation::NavigationSource>>,
     /// The program that confines commands (`lode`, which runs `lode sandbox-exec`). `None`:
     /// commands cannot be confined, so every command that runs workspace code asks first.
     pub sandbox_launcher: Option<PathBuf>,
@@ -227,7 +230,10 @@ impl Agent {
         let store = Arc::new(SessionStore::open(&data_dir.join("agent.sqlite"))?);
         let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
         // The `diagnostics` tool keeps its `cargo check` default unless a source is configured.
-        let tools = Arc::new(tools_with_diagnostics(options.diagnostics.clone()));
+        let tools = Arc::new(tools_with_sources(
+            options.diagnostics.clone(),
+            options.navigation.clone(),
+        ));
         let diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource> =
             Arc::new(crate::pushed_diagnostics::PushedFirst::new(
                 pushed_diagnostics.clone(),
@@ -948,7 +954,6 @@ pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
         .find(|mode| mode.as_str() == text.trim())
 }
 
-/// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files.
 /// The sandbox of an agent: through `launcher` with the user's `[sandbox]` settings, keeping
 /// every provider's key variable out of commands.
 pub fn sandbox_for(launcher: Option<PathBuf>, config: &Config) -> lode_sandbox::Sandbox {
@@ -966,14 +971,29 @@ pub fn sandbox_for(launcher: Option<PathBuf>, config: &Config) -> lode_sandbox::
     lode_sandbox::Sandbox::new(launcher, config.sandbox.clone(), secret_env)
 }
 
-fn tools_with_diagnostics(
+/// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files; with
+/// a navigation source, `hover`, `definition` and `references` ask it before the index.
+fn tools_with_sources(
     source: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    navigation: Option<Arc<dyn crate::navigation::NavigationSource>>,
 ) -> ToolRegistry {
     let mut tools = crate::tools::default_tools();
     if let Some(source) = source {
         tools.register(Arc::new(crate::diagnostics::SourceDiagnosticsTool::new(
             source,
         )));
+    }
+    if let Some(navigation) = navigation {
+        for question in [
+            crate::tools::navigate::Question::Hover,
+            crate::tools::navigate::Question::Definition,
+            crate::tools::navigate::Question::References,
+        ] {
+            tools.register(Arc::new(crate::tools::navigate::NavigateTool::new(
+                question,
+                Some(navigation.clone()),
+            )));
+        }
     }
     tools
 }

@@ -22,6 +22,7 @@ pub mod host;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
+pub mod navigation;
 pub mod permission;
 pub mod pushed_diagnostics;
 pub mod redact;

@@ -462,8 +462,11 @@ impl AgentSetup {
         root: &std::path::Path,
         index_dir: Option<PathBuf>,
     ) -> anyhow::Result<lode_agent::AgentOptions> {
-        let diagnostics =
-            crate::diagnostics_adapter::source_for(root, self.config_file.as_deref())?;
+        let sources = crate::diagnostics_adapter::sources_for(root, self.config_file.as_deref())?;
+        let (diagnostics, navigation) = match sources {
+            Some(sources) => (Some(sources.diagnostics), Some(sources.navigation)),
+            None => (None, None),
+        };
         Ok(lode_agent::AgentOptions {
             config_file: self.config_file.clone(),
             index_dir,
@@ -478,6 +481,7 @@ impl AgentSetup {
             data_dir: None,
             state_dir: None,
             diagnostics,
+            navigation,
             sandbox_launcher: crate::sandbox_command::launcher(),
             allow_no_provider: false,
         })

@@ -15,7 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lode_agent::diagnostics::DiagnosticsSource;
+use lode_agent::navigation::NavigationSource;
 use lode_lsp::agent_diagnostics::ProviderSource;
+use lode_lsp::agent_navigation::ServerNavigation;
 use lode_lsp::downstream::{DiagnosticsConfig, DiagnosticsProvider};
 
 /// What `[lsp.diagnostics]` says.
@@ -74,16 +76,23 @@ pub fn settings_from(lsp: Option<&toml::Value>) -> Result<DiagnosticsSettings, S
     Ok(settings)
 }
 
-/// The diagnostics source for an agent on `root`, unless `[lsp.diagnostics] enabled = false`.
-/// A config that cannot be read leaves it to `Agent::open` to report; a bad
-/// `[lsp.diagnostics]` section is an error.
-pub fn source_for(
-    root: &Path,
-    config_file: Option<&Path>,
-) -> anyhow::Result<Option<Arc<dyn DiagnosticsSource>>> {
+/// The agent's diagnostics and navigation over one set of warm language servers.
+pub struct Sources {
+    pub diagnostics: Arc<dyn DiagnosticsSource>,
+    pub navigation: Arc<dyn NavigationSource>,
+}
+
+/// The diagnostics source for an agent on `root` and the navigation (`hover`, `definition`,
+/// `references`) that asks the same language servers (one server per language serves both),
+/// unless `[lsp.diagnostics] enabled = false`. A config that cannot be read leaves it to
+/// `Agent::open` to report; a bad `[lsp.diagnostics]` section is an error.
+pub fn sources_for(root: &Path, config_file: Option<&Path>) -> anyhow::Result<Option<Sources>> {
     Ok(config_for(root, config_file)?.map(|config| {
-        let provider = DiagnosticsProvider::new(root, config);
-        Arc::new(ProviderSource::new(provider)) as Arc<dyn DiagnosticsSource>
+        let provider = Arc::new(DiagnosticsProvider::new(root, config));
+        Sources {
+            diagnostics: Arc::new(ProviderSource::shared(provider.clone())),
+            navigation: Arc::new(ServerNavigation::new(provider)),
+        }
     }))
 }
 

@@ -163,12 +163,17 @@ pub async fn open_agent(
     setup: AgentSetup,
 ) -> Option<Agent> {
     let root = root.to_path_buf();
-    let diagnostics = match setup.diagnostics.map(|settings| (settings.0)(&root)) {
-        None | Some(Ok(None)) => None,
+    let (diagnostics, navigation) = match setup.diagnostics.map(|settings| (settings.0)(&root)) {
+        None | Some(Ok(None)) => (None, None),
         Some(Ok(Some(config))) => {
-            let provider = DiagnosticsProvider::new(&root, config);
-            let source = ProviderSource::with_unsaved(provider, setup.turns);
-            Some(Arc::new(source) as Arc<dyn lode_agent::diagnostics::DiagnosticsSource>)
+            // One set of warm servers answers the diagnostics and the navigation.
+            let provider = Arc::new(DiagnosticsProvider::new(&root, config));
+            let source = ProviderSource::with_unsaved(provider.clone(), setup.turns);
+            let navigation = crate::agent_navigation::ServerNavigation::new(provider);
+            (
+                Some(Arc::new(source) as Arc<dyn lode_agent::diagnostics::DiagnosticsSource>),
+                Some(Arc::new(navigation) as Arc<dyn lode_agent::navigation::NavigationSource>),
+            )
         }
         Some(Err(error)) => {
             eprintln!("lode lsp: code actions are off: {error}");
@@ -179,6 +184,7 @@ pub async fn open_agent(
         index: Some(index),
         config_file: setup.config_file,
         diagnostics,
+        navigation,
         sandbox_launcher: setup.sandbox_launcher,
         ..lode_agent::AgentOptions::default()
     };

@@ -20,13 +20,19 @@ pub trait UnsavedTexts: Send + Sync {
 
 /// The agent's view of a [`DiagnosticsProvider`].
 pub struct ProviderSource {
-    provider: DiagnosticsProvider,
+    provider: Arc<DiagnosticsProvider>,
     unsaved: Option<Arc<dyn UnsavedTexts>>,
 }
 
 impl ProviderSource {
     /// Checks the files as saved on disk.
     pub fn new(provider: DiagnosticsProvider) -> ProviderSource {
+        ProviderSource::shared(Arc::new(provider))
+    }
+
+    /// Checks the files as saved on disk, with a provider whose servers others use too (the
+    /// navigation of [`crate::agent_navigation`]).
+    pub fn shared(provider: Arc<DiagnosticsProvider>) -> ProviderSource {
         ProviderSource {
             provider,
             unsaved: None,
@@ -35,11 +41,11 @@ impl ProviderSource {
 
     /// Checks `unsaved`'s text where it has some, the disk elsewhere.
     pub fn with_unsaved(
-        provider: DiagnosticsProvider,
+        provider: impl Into<Arc<DiagnosticsProvider>>,
         unsaved: Arc<dyn UnsavedTexts>,
     ) -> ProviderSource {
         ProviderSource {
-            provider,
+            provider: provider.into(),
             unsaved: Some(unsaved),
         }
     }

@@ -7,6 +7,7 @@
 
 pub mod actions;
 pub mod agent_diagnostics;
+pub mod agent_navigation;
 pub mod buffers;
 pub mod direct;
 pub mod document;

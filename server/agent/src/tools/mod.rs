@@ -12,6 +12,7 @@ pub mod diagnostics;
 pub mod edit;
 pub mod files;
 pub mod grep;
+pub mod navigate;
 pub mod output;
 pub mod paths;
 pub mod plan;

@@ -8,6 +8,7 @@ use super::command::{CommandLimits, RunCommandTool};
 use super::diagnostics::DiagnosticsTool;
 use super::edit::{EditFileTool, WriteFileTool};
 use super::grep::GrepTool;
+use super::navigate::{NavigateTool, Question};
 use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
 use super::symbol_edit::SymbolEditTool;
@@ -100,6 +101,9 @@ pub fn default_tools_with(limits: CommandLimits) -> ToolRegistry {
         Arc::new(RepoMapTool),
         Arc::new(FindSymbolTool),
         Arc::new(FindReferencesTool),
+        Arc::new(NavigateTool::new(Question::Hover, None)),
+        Arc::new(NavigateTool::new(Question::Definition, None)),
+        Arc::new(NavigateTool::new(Question::References, None)),
         Arc::new(EditFileTool),
         Arc::new(WriteFileTool),
         Arc::new(SymbolEditTool::replace_body()),

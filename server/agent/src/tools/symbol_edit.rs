@@ -44,7 +44,7 @@ pub fn symbol_file(arguments: &serde_json::Value) -> Option<&str> {
 }
 
 /// A symbol resolution error in the tools' categories.
-fn symbol_error(error: SymbolError) -> ToolError {
+pub(crate) fn symbol_error(error: SymbolError) -> ToolError {
     let category = match &error {
         SymbolError::TooLong { .. }
         | SymbolError::Malformed { .. }

@@ -1,0 +1,285 @@
+//! The agent's `hover`, `definition` and `references` answered by the real pyright language
+//! server (installed by scripts/install-test-tools.sh into target/test-tools) through the
+//! diagnostics provider's warm server: two classes share a method name, and only the type
+//! tells their calls apart.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lode_agent::event::AgentEvent;
+use lode_agent::host::SessionHost;
+use lode_agent::navigation::NavigationSource;
+use lode_agent::tools::navigate::{NavigateTool, Question};
+use lode_agent::tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
+use lode_lsp::agent_navigation::ServerNavigation;
+use lode_lsp::downstream::{ClientSettings, DiagnosticsConfig, DiagnosticsProvider};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// target/test-tools/node_modules/.bin/NAME, or `None` to skip (a failure in CI).
+fn tool(name: &str) -> Option<PathBuf> {
+    let tools = std::env::var_os("LODE_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
+    let path = tools.join("node_modules/.bin").join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{name} is missing: run scripts/install-test-tools.sh"
+    );
+    eprintln!("skipping: {name} is not installed (run scripts/install-test-tools.sh)");
+    None
+}
+
+const SHAPES_PY: &str = r#"class Circle:
+    """A round shape."""
+
+    def __init__(self, r: float) -> None:
+        self.r = r
+
+    def area(self) -> float:
+        """The area of the circle."""
+        return 3.14159 * self.r * self.r
+
+
+class Square:
+    def __init__(self, side: float) -> None:
+        self.side = side
+
+    def area(self) -> float:
+        return self.side * self.side
+"#;
+
+const MAIN_PY: &str = r#"from shapes import Circle, Square
+
+
+def total() -> float:
+    c = Circle(1.0)
+    s = Square(2.0)
+    return c.area() + s.area()
+
+
+def circles() -> float:
+    return Circle(3.0).area()
+"#;
+
+struct Host;
+
+impl SessionHost for Host {
+    fn emit(&self, _event: AgentEvent) {}
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    index: Arc<lode_index::Workspace>,
+    source: Arc<dyn NavigationSource>,
+}
+
+impl Fixture {
+    /// The workspace, with `server` as the Python language server (`None`: no server).
+    fn new(server: Option<&Path>) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        // pyright leaves out hidden directories (`.tmpXYZ`) inside its root, so the root is
+        // a plain directory.
+        let root = dir.path().join("work");
+        std::fs::create_dir(&root).unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        std::fs::write(root.join("shapes.py"), SHAPES_PY).unwrap();
+        std::fs::write(root.join("main.py"), MAIN_PY).unwrap();
+        let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap();
+        index.refresh(&|_| {}).unwrap();
+        let command = match server {
+            Some(server) => vec![server.to_string_lossy().into_owned(), "--stdio".into()],
+            None => Vec::new(),
+        };
+        let config = DiagnosticsConfig {
+            servers: HashMap::from([("python".to_string(), command)]),
+            default_servers: false,
+            commands: false,
+            client: ClientSettings {
+                settle: Duration::from_millis(300),
+                timeout: Duration::from_secs(60),
+                initialize_timeout: Duration::from_secs(60),
+            },
+            ..DiagnosticsConfig::default()
+        };
+        let provider = Arc::new(DiagnosticsProvider::new(&root, config));
+        Fixture {
+            _dir: dir,
+            root,
+            index: Arc::new(index),
+            source: Arc::new(ServerNavigation::new(provider)),
+        }
+    }
+
+    async fn run(&self, question: Question, symbol: &str) -> Result<ToolOutput, ToolError> {
+        let context = ToolContext {
+            roots: vec![self.root.clone()],
+            index: Arc::clone(&self.index),
+            host: Arc::new(Host),
+            call_id: "call-1".into(),
+            cancel: CancellationToken::new(),
+            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands here")),
+            network: false,
+            sources: Default::default(),
+        };
+        NavigateTool::new(question, Some(self.source.clone()))
+            .run(json!({"symbol": symbol}), &context)
+            .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pyright_resolves_references_hover_and_definition_by_type() {
+    let Some(server) = tool("pyright-langserver") else {
+        return;
+    };
+    let fixture = Fixture::new(Some(&server));
+
+    let references = fixture
+        .run(Question::References, "shapes.py:Circle/area")
+        .await
+        .unwrap();
+    let text = &references.model_text;
+    eprintln!("{text}");
+    assert!(text.contains("resolved_by: pyright"), "{text}");
+    // `c.area()` (line 7) and `Circle(3.0).area()` (line 11), grouped under main.py with the
+    // enclosing function and the line's text.
+    assert!(
+        text.contains("main.py\n  7:14  total  return c.area() + s.area()"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  11:24  circles  return Circle(3.0).area()"),
+        "{text}"
+    );
+    // Not `s.area()` (7:25), not Square's own definition (line 16).
+    assert!(!text.contains("7:25"), "{text}");
+    assert!(!text.contains("16:9"), "{text}");
+    assert!(text.contains("shapes.py\n  7:9  Circle/area"), "{text}");
+
+    let started = Instant::now();
+    let hover = fixture
+        .run(Question::Hover, "shapes.py:Circle/area")
+        .await
+        .unwrap();
+    let hover_time = started.elapsed();
+    let text = &hover.model_text;
+    eprintln!("{text}");
+    assert!(text.contains("resolved_by: pyright"), "{text}");
+    assert!(
+        text.contains("def area(self: Self@Circle) -> float"),
+        "{text}"
+    );
+    assert!(text.contains("The area of the circle."), "{text}");
+
+    // From the call sites on line 7, each call lands on its own class's method.
+    let started = Instant::now();
+    let circle = fixture
+        .run(Question::Definition, "main.py:7:14")
+        .await
+        .unwrap();
+    let definition_time = started.elapsed();
+    eprintln!("{}", circle.model_text);
+    assert!(
+        circle.model_text.contains("resolved_by: pyright"),
+        "{}",
+        circle.model_text
+    );
+    assert!(
+        circle
+            .model_text
+            .contains("shapes.py\n  7:9  Circle/area  def area(self) -> float:"),
+        "{}",
+        circle.model_text
+    );
+    let square = fixture
+        .run(Question::Definition, "main.py:7:25")
+        .await
+        .unwrap();
+    assert!(
+        square.model_text.contains("shapes.py\n  16:9  Square/area"),
+        "{}",
+        square.model_text
+    );
+    assert!(
+        !square.model_text.contains("Circle/area"),
+        "{}",
+        square.model_text
+    );
+
+    // The same questions of the index, for the record (no assertion on time).
+    let index = Fixture::new(None);
+    let started = Instant::now();
+    index
+        .run(Question::Hover, "shapes.py:Circle/area")
+        .await
+        .unwrap();
+    let index_hover = started.elapsed();
+    let started = Instant::now();
+    index
+        .run(Question::Definition, "main.py:7:14")
+        .await
+        .unwrap();
+    let index_definition = started.elapsed();
+    eprintln!(
+        "warm pyright: hover {hover_time:?}, definition {definition_time:?}; \
+         index: hover {index_hover:?}, definition {index_definition:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_server_the_index_answers() {
+    let fixture = Fixture::new(None);
+    let references = fixture
+        .run(Question::References, "shapes.py:Circle/area")
+        .await
+        .unwrap();
+    let text = &references.model_text;
+    assert!(text.contains("resolved_by: index"), "{text}");
+    assert!(
+        text.contains("no language server configured for python"),
+        "{text}"
+    );
+    // By name only: Square's call is among them.
+    assert!(text.contains("7:25"), "{text}");
+    let hover = fixture
+        .run(Question::Hover, "shapes.py:Circle/area")
+        .await
+        .unwrap();
+    assert!(
+        hover.model_text.contains("resolved_by: index"),
+        "{}",
+        hover.model_text
+    );
+    assert!(
+        hover.model_text.contains("def area(self) -> float:"),
+        "{}",
+        hover.model_text
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ambiguous_name_gets_the_candidates_not_a_server_answer() {
+    let fixture = Fixture::new(tool("pyright-langserver").as_deref());
+    let error = fixture
+        .run(Question::References, "shapes.py:area")
+        .await
+        .unwrap_err();
+    assert_eq!(error.category, ToolErrorCategory::NoUniqueMatch);
+    assert!(
+        error.message.contains("shapes.py:Circle/area"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("shapes.py:Square/area"),
+        "{}",
+        error.message
+    );
+}
