@@ -1,4 +1,5 @@
-//! `lode index`, `search`, `symbols`, `refs` and `map` through the real binary.
+//! `lode index`, `search`, `symbols`, `refs` and `map` through the real binary; and what
+//! packagers install beside it: `lode completions` and `lode man`.
 
 mod support;
 
@@ -452,4 +453,92 @@ fn index_and_search_with_the_minilm_embedder() {
     ]);
     assert!(!other.status.success());
     assert!(stderr(&other).contains("minilm"), "{}", stderr(&other));
+}
+
+/// The completion scripts name every visible command; an unknown shell is a usage error.
+#[test]
+fn completions_cover_the_commands_for_each_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let marks = [
+        ("bash", "complete -F _lode"),
+        ("zsh", "#compdef lode"),
+        ("fish", "complete -c lode"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[lode]"),
+    ];
+    for (shell, mark) in marks {
+        let output = run(dir.path(), &["completions", shell]);
+        assert!(output.status.success(), "{shell}: {}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(mark), "{shell} script lacks {mark:?}");
+        for command in ["search", "symbols", "daemon", "completions", "man"] {
+            assert!(script.contains(command), "{shell} script lacks {command}");
+        }
+    }
+    let output = run(dir.path(), &["completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("possible values"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `lode man` prints roff; `--dir` writes a page per visible command, and a directory that
+/// cannot be made is a clear error.
+#[test]
+fn man_prints_the_page_or_writes_one_per_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["man"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains(".TH lode 1"), "{page}");
+    assert!(page.contains("editor\\-native coding agent"), "{page}");
+
+    let pages = dir.path().join("man1");
+    let output = run(dir.path(), &["man", "--dir", pages.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for name in [
+        "lode.1",
+        "lode-search.1",
+        "lode-daemon-start.1",
+        "lode-completions.1",
+    ] {
+        let text = std::fs::read_to_string(pages.join(name)).unwrap();
+        assert!(text.starts_with(".ie"), "{name}: {text}");
+    }
+    assert!(!pages.join("lode-llm-script.1").exists());
+    assert!(stdout(&output).is_empty());
+
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let output = run(
+        dir.path(),
+        &["man", "--dir", file.join("man1").to_str().unwrap()],
+    );
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("cannot create"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A command's `--help` lists its own options first; the global ones follow under headings.
+#[test]
+fn help_groups_the_global_options_under_their_own_headings() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = run(dir.path(), &["search", "--help"]);
+    let help = stdout(&output);
+    let own = help.find("Options:").unwrap();
+    let workspace = help.find("Workspace options (every command):").unwrap();
+    let embedding = help.find("Embedding options (every command):").unwrap();
+    let vectors = help.find("Vector store options (every command):").unwrap();
+    assert!(
+        own < workspace && workspace < embedding && embedding < vectors,
+        "{help}"
+    );
+    // --json is search's own; --embedder is global.
+    assert!(help.find("--json").unwrap() < workspace, "{help}");
+    assert!(help.find("--embedder").unwrap() > embedding, "{help}");
 }

@@ -22,7 +22,12 @@ use crate::root::discover_root;
 
 /// lode: an editor-native coding agent with a live model of your code.
 #[derive(Debug, Parser)]
-#[command(name = "lode", version, about, propagate_version = true)]
+#[command(
+    name = "lode",
+    version,
+    about = "An editor-native coding agent with a live model of your code",
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
@@ -32,6 +37,7 @@ pub struct Cli {
 
 /// Options shared by every command that touches a workspace.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Workspace options (every command)")]
 pub struct WorkspaceArgs {
     /// Workspace root (default: the nearest ancestor with .lode/ or .git, else the current dir).
     #[arg(long, global = true, value_name = "PATH")]
@@ -227,6 +233,20 @@ pub enum Command {
     /// commands get in this workspace, and a live self-test. Exit 3 when commands would run
     /// unconfined (unless `[sandbox] mode = "off"` says so).
     SandboxCheck(crate::sandbox_command::SandboxCheckArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell, e.g.
+    /// `lode completions bash > ~/.local/share/bash-completion/completions/lode`.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print lode's manual page (roff), or write one page per command into --dir, e.g.
+    /// `lode man --dir ~/.local/share/man/man1`.
+    Man {
+        /// Write `lode.1` and a page for every command (`lode-search.1`, ...) into this
+        /// directory instead of printing `lode.1`.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Benchmark reference: parse every indexable file with tree-sitter and report the time.
     #[command(hide = true)]
     ParseOnly {
@@ -401,6 +421,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             crate::watch_command::run_watch(&args, path.as_deref(), verbose)
         }
         Command::Daemon(daemon) => crate::daemon_command::run(&args, daemon),
+        Command::Completions { shell } => {
+            crate::shell_command::completions(shell)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            crate::shell_command::man(dir.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Lsp(lsp) => crate::lsp_command::run_lsp(&args, lsp),
         Command::Acp(acp) => crate::acp_command::run_acp(&args, acp),
         Command::Mcp(mcp) => crate::mcp_command::run_mcp(&args, mcp),

@@ -20,6 +20,7 @@ mod root;
 mod sandbox_command;
 mod semantic_cli;
 mod served;
+mod shell_command;
 mod skill_command;
 mod startup;
 mod trust_command;

@@ -12,6 +12,7 @@ use lode_qdrant::{QdrantConfig, QdrantStore};
 
 /// Where semantic-search vectors live.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Vector store options (every command)")]
 pub struct VectorStoreArgs {
     /// Vector store: embedded (inside the index, the default) or qdrant (a Qdrant server, see
     /// --qdrant-url). Also $LODE_VECTORS.

@@ -11,6 +11,7 @@ use lode_index::embed::{
 
 /// Which embedder makes the vectors for semantic and hybrid search.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Embedding options (every command)")]
 pub struct EmbedderArgs {
     /// Embedder for semantic search: static (built in, the default), openai (any
     /// OpenAI-compatible /v1/embeddings), ollama, minilm (all-MiniLM-L6-v2 from --minilm-dir,
