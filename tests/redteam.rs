@@ -2965,6 +2965,87 @@ fn symbol_edits() {
     );
 }
 
+/// Navigation by symbol reads: a symbol naming a file outside the workspace must be refused
+/// before anything is read or sent to a language server, however the path gets there.
+const NAVIGATION_CASES: &[CallCase] = &[
+    CallCase {
+        name: "references: ../outside/target.rs",
+        tool: "references",
+        args: r##"{"symbol": "../outside/target.rs:add"}"##,
+        watch: &["{outside}/target.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "hover: an absolute path outside",
+        tool: "hover",
+        args: r##"{"symbol": "{outside}/target.rs:add"}"##,
+        watch: &["{outside}/target.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "definition: src/../../outside/target.rs by position",
+        tool: "definition",
+        args: r##"{"symbol": "src/../../outside/target.rs:1:8"}"##,
+        watch: &["{outside}/target.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "references: a symlink pointing outside",
+        tool: "references",
+        args: r##"{"symbol": "src/link.rs:add"}"##,
+        watch: &["{outside}/target.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "hover: /etc/passwd by position",
+        tool: "hover",
+        args: r##"{"symbol": "/etc/passwd:1:1"}"##,
+        watch: &[],
+        known_gap: None,
+    },
+];
+
+const NAVIGATION_CONTROLS: &[Control] = &[Control {
+    name: "references inside the workspace",
+    tool: "references",
+    args: r##"{"symbol": "src/lib.rs:add"}"##,
+    creates: "",
+}];
+
+#[test]
+fn navigation() {
+    let scene = Scene::new("http://127.0.0.1:9/v1", "");
+    std::fs::write(
+        scene.outside().join("target.rs"),
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+    )
+    .unwrap();
+    scene.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+    );
+    std::os::unix::fs::symlink(
+        scene.outside().join("target.rs"),
+        scene.root().join("src/link.rs"),
+    )
+    .unwrap();
+    let llm = Llm::start(&calls_script(
+        &scene,
+        "navigate",
+        NAVIGATION_CASES,
+        NAVIGATION_CONTROLS,
+    ));
+    scene.use_llm(&llm, "");
+    run_calls(
+        "navigation",
+        &scene,
+        &llm,
+        NAVIGATION_CASES,
+        NAVIGATION_CONTROLS,
+        &["Please navigate the code."],
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table of classes.
 // ---------------------------------------------------------------------------------------------
@@ -3025,6 +3106,11 @@ fn classes() -> Vec<(&'static str, usize, usize)> {
             "symbol edits",
             SYMBOL_CASES.len(),
             gaps(SYMBOL_CASES, |case| case.known_gap.is_some()),
+        ),
+        (
+            "navigation by symbol",
+            NAVIGATION_CASES.len(),
+            gaps(NAVIGATION_CASES, |case| case.known_gap.is_some()),
         ),
     ]
 }
