@@ -542,3 +542,56 @@ fn help_groups_the_global_options_under_their_own_headings() {
     assert!(help.find("--json").unwrap() < workspace, "{help}");
     assert!(help.find("--embedder").unwrap() > embedding, "{help}");
 }
+
+/// Semantic mode on a small workspace: a query about something the code lacks still gets its
+/// nearest chunks, with a note on stderr that they are weak matches; one that clears the
+/// relevance floor gets no note.
+#[test]
+fn semantic_search_below_the_relevance_floor_shows_the_nearest_chunks_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(
+        root,
+        "src/lib.rs",
+        "/// Builds the greeting shown to a user by name.\npub fn greet(name: &str) -> String {\n    format!(\"hello {name}\")\n}\n",
+    );
+    write(
+        root,
+        "src/math.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    );
+    let far = [
+        "search",
+        "quantum chromodynamics on a lattice",
+        "--mode",
+        "semantic",
+        "--json",
+    ];
+    let output = run(root, &far);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no chunk is similar enough"),
+        "{}",
+        stderr(&output)
+    );
+    let hits: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(
+        hits.iter().all(|hit| hit["score"].as_f64().unwrap() < 0.3),
+        "{hits:?}"
+    );
+
+    let near = ["search", "greeting shown to a user", "--mode", "semantic"];
+    let output = run(root, &near);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("greet"), "{}", stdout(&output));
+    assert!(
+        !stderr(&output).contains("similar enough"),
+        "{}",
+        stderr(&output)
+    );
+}

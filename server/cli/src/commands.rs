@@ -468,7 +468,17 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     match answer {
-        Answer::Search { hits, .. } => print(hits, json)?,
+        Answer::Search {
+            hits, below_floor, ..
+        } => {
+            if let Some(floor) = below_floor {
+                eprintln!(
+                    "lode: no chunk is similar enough to the query (the embedder's relevance \
+                     floor is {floor:.2}); these are the nearest ones, weak matches at best"
+                );
+            }
+            print(hits, json)?
+        }
         Answer::Symbols { hits } => print(hits, json)?,
         Answer::References { hits } => print(hits, json)?,
         Answer::Map { map } => {
@@ -519,7 +529,14 @@ fn search_with_knobs(
     };
     report_repairs(&workspace);
     let mode = mode.name().to_owned();
-    print_answer(&Answer::Search { mode, hits }, common.json)
+    print_answer(
+        &Answer::Search {
+            mode,
+            hits,
+            below_floor: None,
+        },
+        common.json,
+    )
 }
 
 fn found(any: bool) -> ExitCode {

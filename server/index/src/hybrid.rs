@@ -181,11 +181,34 @@ impl Workspace {
     ) -> Result<Vec<SearchHit>, IndexError> {
         match mode {
             SearchMode::Lexical => self.search(request),
+            // Only what clears the relevance floor; `search_semantic` also offers the nearest.
             SearchMode::Semantic => {
                 let (ranked, _) = self.semantic_ranked(request, request.limit)?;
                 self.hits_for(&request.query, ranked)
             }
             SearchMode::Hybrid => self.search_hybrid(request),
+        }
+    }
+
+    /// Semantic search alone: the chunks that clear the embedder's relevance floor, or, when
+    /// none does (a small workspace, a query about something it lacks), the nearest ones
+    /// anyway with `Some(floor)`, so that the caller can say they are weak matches rather
+    /// than print nothing.
+    pub fn search_semantic(
+        &self,
+        request: &SearchRequest,
+    ) -> Result<(Vec<SearchHit>, Option<f32>), IndexError> {
+        let (ranked, _) = self.semantic_ranked(request, request.limit)?;
+        if !ranked.is_empty() {
+            return Ok((self.hits_for(&request.query, ranked)?, None));
+        }
+        let (nearest, _) = self.semantic_nearest(request, request.limit)?;
+        let floor = self.embedder().map(|embedder| embedder.relevance_floor());
+        match floor {
+            Some(floor) if !nearest.is_empty() && floor.is_finite() => {
+                Ok((self.hits_for(&request.query, nearest)?, Some(floor)))
+            }
+            _ => Ok((Vec::new(), None)),
         }
     }
 
@@ -249,6 +272,20 @@ impl Workspace {
         request: &SearchRequest,
         depth: usize,
     ) -> Result<(RankedIds, Vec<f32>), IndexError> {
+        let floor = self
+            .embedder()
+            .map_or(f32::NEG_INFINITY, |embedder| embedder.relevance_floor());
+        let (mut ranked, vector) = self.semantic_nearest(request, depth)?;
+        ranked.retain(|&(_, score)| score >= floor);
+        Ok((ranked, vector))
+    }
+
+    /// [`Self::semantic_ranked`] without the relevance floor.
+    fn semantic_nearest(
+        &self,
+        request: &SearchRequest,
+        depth: usize,
+    ) -> Result<(RankedIds, Vec<f32>), IndexError> {
         let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store_for_search()?)
         else {
             return Err(IndexError::NoVectors(
@@ -269,7 +306,6 @@ impl Workspace {
             return Ok((Vec::new(), Vec::new()));
         }
         let vector = embedder.embed_query(&request.query)?;
-        let floor = embedder.relevance_floor();
         let filter = VectorFilter {
             language: request.language.map(|l| l.name().to_string()),
             path_glob: request.path_glob.clone(),
@@ -277,7 +313,6 @@ impl Workspace {
         let ranked = store
             .search(&vector, depth, &filter)?
             .into_iter()
-            .filter(|hit| hit.score >= floor)
             .map(|hit| (hit.id, hit.score))
             .collect();
         Ok((ranked, vector))

@@ -50,6 +50,10 @@ pub enum Answer {
         /// The mode that ran (after the default was resolved).
         mode: String,
         hits: Vec<SearchHit>,
+        /// Semantic mode only: nothing cleared the embedder's relevance floor (this value),
+        /// so `hits` are the nearest chunks anyway, weak matches at best.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        below_floor: Option<f32>,
     },
     Symbols {
         hits: Vec<SymbolHit>,
@@ -106,10 +110,14 @@ impl Workspace {
                     language,
                     boosts: None,
                 };
-                let hits = self.search_with_mode(&request, mode)?;
+                let (hits, below_floor) = match mode {
+                    SearchMode::Semantic => self.search_semantic(&request)?,
+                    mode => (self.search_with_mode(&request, mode)?, None),
+                };
                 Ok(Answer::Search {
                     mode: mode.name().to_owned(),
                     hits,
+                    below_floor,
                 })
             }
             Query::Symbols { name, limit } => Ok(Answer::Symbols {

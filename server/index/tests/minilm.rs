@@ -216,4 +216,11 @@ fn semantic_search_on_a_real_index_finds_code_by_meaning() {
         )
         .unwrap();
     assert!(hits.is_empty(), "{hits:?}");
+    // What the command line asks for: the nearest chunks anyway, flagged as under the floor.
+    let (nearest, floor) = workspace
+        .search_semantic(&SearchRequest::new("the migration habits of arctic terns"))
+        .unwrap();
+    let floor = floor.expect("nothing cleared the floor");
+    assert!(!nearest.is_empty());
+    assert!(nearest.iter().all(|hit| hit.score < floor), "{nearest:?}");
 }

@@ -363,7 +363,7 @@ impl CodeTools {
                 .to_owned()
             }),
         };
-        let Answer::Search { mode, hits } = self.answer(query)? else {
+        let Answer::Search { mode, hits, .. } = self.answer(query)? else {
             return Err(CallError::Failed(
                 "the index answered another kind of query".into(),
             ));
