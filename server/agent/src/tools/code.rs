@@ -369,7 +369,8 @@ impl Tool for FindReferencesTool {
             name: "find_references".into(),
             description: "Find places that use a name (calls, type uses, imports), by exact \
                 name, in path and line order. Returns path:line:column, the kind of use and \
-                the enclosing definition. Use it before changing a function's signature."
+                the enclosing definition. Use it before changing a function's signature. It \
+                matches names only (every `area` method); `references` resolves by type."
                 .into(),
             parameters: json!({
                 "type": "object",
