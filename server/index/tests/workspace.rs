@@ -653,3 +653,66 @@ fn a_catalog_only_handle_defers_the_lexical_index_to_the_next_handle_that_needs_
     let hits = full.search(&SearchRequest::new("connection pool")).unwrap();
     assert_eq!(hits[0].path, "src/pool.rs");
 }
+
+/// With no focus and no mention, the map opens with the repository's own code: definitions in
+/// test fixtures and vendored code are weighed down, however much their own files use them.
+/// A focus on a fixture file still brings its neighbours.
+#[test]
+fn an_unguided_repo_map_puts_fixtures_and_vendored_code_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "src/engine.rs",
+        "pub fn run_engine() {}\npub fn stop_engine() {}\n",
+    );
+    write(
+        root,
+        "src/main.rs",
+        "fn main() {\n    crate::engine::run_engine();\n}\n",
+    );
+    let calls = "    sample_helper();\n".repeat(20);
+    for n in 0..4 {
+        write(
+            root,
+            &format!("tests/fixtures/sample/src/user_{n}.rs"),
+            &format!("pub fn user_{n}() {{\n{calls}}}\n"),
+        );
+        write(
+            root,
+            &format!("vendor/dep/src/caller_{n}.rs"),
+            &format!("pub fn caller_{n}() {{\n    vendored_util();\n    vendored_util();\n}}\n"),
+        );
+    }
+    write(
+        root,
+        "tests/fixtures/sample/src/helper.rs",
+        "pub fn sample_helper() {}\n",
+    );
+    write(
+        root,
+        "vendor/dep/src/util.rs",
+        "pub fn vendored_util() {}\n",
+    );
+    let workspace = open(root);
+    workspace.refresh(&no_progress).unwrap();
+
+    // A budget for a couple of definitions: the best-ranked ones.
+    let map = |focus_files: Vec<String>| {
+        workspace
+            .repo_map(&MapRequest {
+                max_tokens: 25,
+                focus_files,
+                mentions: vec![],
+            })
+            .unwrap()
+            .text
+    };
+    let unguided = map(vec![]);
+    assert!(unguided.contains("run_engine"), "{unguided}");
+    assert!(!unguided.contains("sample_helper"), "{unguided}");
+    assert!(!unguided.contains("vendored_util"), "{unguided}");
+
+    let focused = map(vec!["tests/fixtures/sample/src/user_0.rs".into()]);
+    assert!(focused.contains("sample_helper"), "{focused}");
+}

@@ -25,6 +25,36 @@ const MENTION_BOOST: f64 = 10.0;
 /// a definition of their name (an `impl` block names a type defined elsewhere; it appears as
 /// the header of the methods it holds).
 const HIDDEN_KINDS: &[&str] = &["field", "variable", "impl"];
+/// Weight of definitions in test fixtures and vendored code when the request names no focus
+/// and no mention: a map of the repository opens with its own code, not with the sample
+/// projects its tests run on.
+const PERIPHERAL_WEIGHT: f64 = 0.05;
+/// Directory names that hold test fixtures or vendored code.
+const PERIPHERAL_DIRS: &[&str] = &[
+    "fixtures",
+    "fixture",
+    "__fixtures__",
+    "testdata",
+    "test_data",
+    "test-data",
+    "vendor",
+    "vendored",
+    "third_party",
+    "third-party",
+    "thirdparty",
+    "__snapshots__",
+];
+
+/// Whether `path` (relative, `/`-separated) lies under a [`PERIPHERAL_DIRS`] directory.
+fn is_peripheral(path: &str) -> bool {
+    let mut directories = path.split('/');
+    directories.next_back();
+    directories.any(|directory| {
+        PERIPHERAL_DIRS
+            .iter()
+            .any(|name| directory.eq_ignore_ascii_case(name))
+    })
+}
 
 /// What to map.
 #[derive(Clone, Debug)]
@@ -163,6 +193,7 @@ pub fn build_map(
         }
     }
     let rank = graph.pagerank(&personal);
+    let unguided = focus.is_empty() && mentions.is_empty();
 
     // Rank flows from each file along its links to the definitions it uses.
     let def_rank = graph.definition_rank(&rank);
@@ -181,6 +212,9 @@ pub fn build_map(
             let mut score = flowed + rank[file] * 1e-3;
             if mentions.contains(def.name.as_str()) {
                 score *= MENTION_BOOST;
+            }
+            if unguided && is_peripheral(&def.path) {
+                score *= PERIPHERAL_WEIGHT;
             }
             (score, def)
         })
