@@ -430,3 +430,45 @@ fn did_save_indexes_the_buffer_at_once() {
     client.notify("exit", Value::Null);
     assert!(client.wait_for_exit().success());
 }
+
+/// An editor slow to answer `window/workDoneProgress/create` (here: after the first indexing
+/// of a tiny workspace is long done) still sees the indexing progress begin and end: the server
+/// waits for the answer instead of leaving a progress request with nothing after it.
+#[test]
+fn a_late_answer_to_the_progress_request_still_gets_its_begin_and_end() {
+    let dir = sample_workspace();
+    let mut client = LspClient::start(dir.path(), &[]);
+    let root = client.root.clone();
+    client.call(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": lsp_support::uri(&root),
+            "capabilities": { "window": { "workDoneProgress": true } },
+        }),
+    );
+    client.notify("initialized", json!({}));
+    // Nothing is read for a while: three files index in milliseconds, so the indexing is
+    // over before the client answers the request (`wait_for` answers it when it reads it).
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let create = client.wait_for("the progress request", |m| {
+        m["method"] == "window/workDoneProgress/create"
+    });
+    let token = create["params"]["token"].clone();
+    let is_progress = |kind: &'static str| {
+        let token = token.clone();
+        move |m: &Value| {
+            m["method"] == "$/progress"
+                && m["params"]["token"] == token
+                && m["params"]["value"]["kind"] == kind
+        }
+    };
+    client.wait_for("the progress to begin", is_progress("begin"));
+    let end = client.wait_for("the progress to end", is_progress("end"));
+    assert!(
+        end["params"]["value"]["message"]
+            .as_str()
+            .is_some_and(|message| message.starts_with("indexed 3 files")),
+        "{end}"
+    );
+}

@@ -25,6 +25,9 @@ use crate::watch::{DiskWatcher, watch_disk};
 
 /// At most this many results for `workspace/symbol`.
 const WORKSPACE_SYMBOL_LIMIT: usize = 100;
+/// How long the first indexing waits, after it is done, for the client to answer the request
+/// that creates its progress token.
+const PROGRESS_CREATE_PATIENCE: Duration = Duration::from_secs(10);
 /// Definitions of one name considered for `textDocument/definition`.
 const DEFINITION_LIMIT: usize = 200;
 /// References of one name considered for `textDocument/references`.
@@ -334,6 +337,15 @@ impl IndexingTask {
                         }
                     }
                 }
+            }
+            // A quick refresh can end before the client has answered the progress request:
+            // wait for that answer (bounded), so the client that asked for progress still
+            // sees it begin and end rather than a request with nothing after it.
+            if progress.is_none() && with_progress {
+                progress = tokio::time::timeout(PROGRESS_CREATE_PATIENCE, &mut create)
+                    .await
+                    .ok()
+                    .flatten();
             }
             progress
         };
