@@ -208,3 +208,38 @@ async fn files_nothing_can_check_say_why() {
         found[1]
     );
 }
+
+/// A server that dies before answering `initialize` (as a rustup proxy whose component is not
+/// installed does) is reported once, with the last lines it wrote, which go to the
+/// language-server log instead of lode's stderr.
+#[tokio::test]
+async fn a_server_that_dies_at_start_is_one_notice_with_its_last_words() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), "x = 1\n").unwrap();
+    let script = "for n in 1 2 3 4 5 6; do echo \"noise line $n\" >&2; done; \
+                  echo \"error: 'pylsp-test' is not installed for the toolchain\" >&2; exit 1";
+    let config = DiagnosticsConfig {
+        servers: HashMap::from([(
+            "python".to_string(),
+            vec!["sh".to_string(), "-c".to_string(), script.to_string()],
+        )]),
+        default_servers: false,
+        commands: false,
+        client: settings(),
+        ..DiagnosticsConfig::default()
+    };
+    let provider = DiagnosticsProvider::new(dir.path(), config);
+    let found = provider.diagnostics_for(&[PathBuf::from("app.py")]).await;
+    let error = found[0].error.as_deref().unwrap_or_default().to_owned();
+    assert_eq!(found[0].source, DiagnosticsSource::None, "{error}");
+    assert!(
+        error.contains("is not installed for the toolchain"),
+        "{error}"
+    );
+    // The notice carries the last lines, not all of them.
+    assert!(!error.contains("noise line 1"), "{error}");
+    if let Some(log) = lode_lsp::downstream::server_log::log_path() {
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(logged.contains("noise line 1"), "{}", log.display());
+    }
+}

@@ -117,20 +117,29 @@ impl LanguageServerClient {
             .current_dir(&root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            // Its log lines join lode's on stderr; stdout stays the protocol.
-            .stderr(Stdio::inherit())
+            // Its stderr goes to the language-server log, never to lode's own stderr (the
+            // user's terminal, the editor's log): see `server_log`.
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| DiagnosticsError::Spawn {
                 command: command.clone(),
                 source,
             })?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(DiagnosticsError::Protocol {
                 command,
                 message: "no stdio pipes".into(),
             });
         };
+        let last_words = super::server_log::LastWords::default();
+        let stderr_done = tokio::spawn(super::server_log::drain(
+            stderr,
+            command.clone(),
+            last_words.clone(),
+        ));
         let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         let shared = Arc::new(Shared::default());
         tokio::spawn(read_loop(
@@ -150,7 +159,22 @@ impl LanguageServerClient {
             open: tokio::sync::Mutex::default(),
             warm: AtomicBool::new(false),
         };
-        client.initialize().await?;
+        if let Err(error) = client.initialize().await {
+            // A server that dies before it answers (a rustup proxy without its component) says
+            // why on its stderr: that goes into the one notice, not line by line.
+            let _ = tokio::time::timeout(Duration::from_secs(2), stderr_done).await;
+            let said = last_words.summary();
+            if said.is_empty() {
+                return Err(error);
+            }
+            let log = super::server_log::log_path()
+                .map(|path| format!(" (its output: {})", path.display()))
+                .unwrap_or_default();
+            return Err(DiagnosticsError::Protocol {
+                command: client.command.clone(),
+                message: format!("{error}; it said: {said}{log}"),
+            });
+        }
         Ok(client)
     }
 

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod commands;
 pub mod provider;
+pub mod server_log;
 
 use std::path::{Path, PathBuf};
 
