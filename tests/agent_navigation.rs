@@ -7,27 +7,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
-use support::{copy_tree, fixtures, lode, stderr, stdout};
-
-/// target/test-tools, when pyright's language server is installed there; `None` to skip
-/// (a failure in CI).
-fn test_tools() -> Option<PathBuf> {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools");
-    if tools.join("node_modules/.bin/pyright-langserver").is_file() {
-        return std::fs::canonicalize(tools).ok();
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "pyright-langserver is missing: run scripts/install-test-tools.sh"
-    );
-    eprintln!("skipping: pyright-langserver is not installed (run scripts/install-test-tools.sh)");
-    None
-}
+use support::{copy_tree, fixtures, lode, pyright_test_tools, stderr, stdout};
 
 fn start_server(runtime: &tokio::runtime::Runtime) -> ScriptedServerHandle {
     let script = Script::load(&fixtures().join("llm/agent_navigation.json")).unwrap();
@@ -84,7 +69,7 @@ fn references_result(output: &Output) -> String {
 
 #[test]
 fn lode_run_answers_references_through_a_confined_pyright() {
-    let Some(tools) = test_tools() else {
+    let Some(tools) = pyright_test_tools() else {
         return;
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -399,30 +399,15 @@ fn a_code_action_is_cancelled_by_cancel_request_and_by_its_progress() {
     assert!(client.wait_for_exit().success());
 }
 
-/// pyright's language server (installed by scripts/install-test-tools.sh), or `None` to skip
-/// outside CI.
-fn pyright_langserver() -> Option<std::path::PathBuf> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/test-tools/node_modules/.bin/pyright-langserver");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "pyright-langserver is missing: run scripts/install-test-tools.sh"
-    );
-    eprintln!("skipping: pyright-langserver is not installed (run scripts/install-test-tools.sh)");
-    None
-}
-
 const GREETING: &str =
     "def greet(name: str) -> str:\n    return \"hello \" + name\n\n\ncount: int = greet(\"x\")\n";
 
 #[test]
 fn a_fix_that_leaves_an_error_gets_pyrights_diagnostics_of_the_unsaved_text_and_fixes_it() {
-    let Some(pyright) = pyright_langserver() else {
+    let Some(tools) = support::pyright_test_tools() else {
         return;
     };
+    let pyright = tools.join("node_modules/.bin/pyright-langserver");
     let runtime = runtime();
     let server = scripted(&runtime, "lsp_diagnostics.json");
     let dir = tempfile::tempdir().unwrap();
@@ -441,13 +426,7 @@ fn a_fix_that_leaves_an_error_gets_pyrights_diagnostics_of_the_unsaved_text_and_
                  # workspace and the usual toolchains unless told: the test's tools live here.\n\
                  [sandbox]\nread = [{:?}]\n",
                 pyright.display().to_string(),
-                std::fs::canonicalize(
-                    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("../../target/test-tools")
-                )
-                .unwrap()
-                .display()
-                .to_string()
+                tools.display().to_string()
             ),
         ),
     );

@@ -358,28 +358,16 @@ fn a_confined_language_server_outlives_its_parent_watchdog() {
     if !sandbox_available() {
         return;
     }
-    let tools = std::fs::canonicalize(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"),
-    );
-    let pyright = tools
-        .as_ref()
-        .ok()
-        .map(|tools| tools.join("node_modules/.bin/pyright-langserver"))
-        .filter(|path| path.is_file());
-    let Some(pyright) = pyright else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "pyright-langserver is missing: run scripts/install-test-tools.sh"
-        );
-        eprintln!("skipping: pyright-langserver is not installed");
+    let Some(tools) = support::pyright_test_tools() else {
         return;
     };
+    let pyright = tools.join("node_modules/.bin/pyright-langserver");
     let temp = tempfile::tempdir().unwrap();
     let ws = std::fs::canonicalize(temp.path()).unwrap();
     let app = ws.join("app.py");
     std::fs::write(&app, "count: int = \"x\"\n").unwrap();
     let settings = lode_sandbox::SandboxSettings {
-        read: vec![tools.unwrap().display().to_string()],
+        read: vec![tools.display().to_string()],
         ..lode_sandbox::SandboxSettings::default()
     };
     let sandbox = lode_sandbox::Sandbox::new(lode_bin(), settings, Vec::new());

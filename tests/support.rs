@@ -62,6 +62,21 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
 
+/// `target/test-tools` (canonical), when pyright's language server is installed there by
+/// scripts/install-test-tools.sh; `None` to skip, which in CI is a failure instead.
+pub fn pyright_test_tools() -> Option<PathBuf> {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools");
+    if tools.join("node_modules/.bin/pyright-langserver").is_file() {
+        return fs::canonicalize(tools).ok();
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "pyright-langserver is missing: run scripts/install-test-tools.sh"
+    );
+    eprintln!("skipping: pyright-langserver is not installed (run scripts/install-test-tools.sh)");
+    None
+}
+
 /// A generated Rust crate of `files` modules, each with a few functions, a struct and an impl.
 pub fn generate_rust_tree(root: &Path, files: usize) {
     for n in 0..files {
