@@ -173,29 +173,12 @@ fn typing_in_a_large_file_keeps_the_outline_and_symbols_current() {
     let found = client.call("workspace/symbol", json!({ "query": "grow_faster" }));
     assert_eq!(found[0]["name"], "grow_faster", "{found}");
 
-    // A generous bound, against a reference from the same run (bench/lsp checks the real
-    // targets): the same text opened as a new buffer, whose outline needs a whole parse.
-    // Before the live path kept buffers incrementally, every keystroke cost about that much
-    // (a whole parse, tags query and outline each time); now a fraction (0.04 to 0.08 in a
-    // release build, about 0.4 in a debug build, where the outline's fixed costs weigh more).
-    let copy = client.doc_uri("src/copy.rs");
-    let started = Instant::now();
-    client.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": copy, "languageId": "rust", "version": 1, "text": text } }),
-    );
-    client.call(
-        "textDocument/documentSymbol",
-        json!({ "textDocument": { "uri": copy } }),
-    );
-    let whole = started.elapsed();
+    // The time each keystroke took is printed for the record, never asserted: a timed
+    // assertion fails on a loaded CI machine. bench/lsp/keystroke.py checks the targets
+    // (release build, ratios against a whole parse from the same run).
     latencies.sort();
     let median = latencies[latencies.len() / 2];
-    eprintln!("keystroke + documentSymbol median {median:?}, a whole new buffer {whole:?}");
-    assert!(
-        median * 10 < whole * 7,
-        "median keystroke + documentSymbol took {median:?}, a whole new buffer {whole:?}"
-    );
+    eprintln!("keystroke + documentSymbol median {median:?} (debug build)");
     assert!(client.call("shutdown", Value::Null).is_null());
     client.notify("exit", Value::Null);
     assert!(client.wait_for_exit().success());
