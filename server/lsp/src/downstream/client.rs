@@ -92,6 +92,8 @@ pub struct LanguageServerClient {
     open: tokio::sync::Mutex<HashMap<PathBuf, OpenFile>>,
     /// Whether the server has published diagnostics once (see [`Self::warm_up`]).
     warm: AtomicBool,
+    /// The `capabilities` of the server's `initialize` answer.
+    capabilities: std::sync::OnceLock<Value>,
 }
 
 impl LanguageServerClient {
@@ -158,6 +160,7 @@ impl LanguageServerClient {
             next_id: AtomicI64::new(1),
             open: tokio::sync::Mutex::default(),
             warm: AtomicBool::new(false),
+            capabilities: std::sync::OnceLock::new(),
         };
         if let Err(error) = client.initialize().await {
             // A server that dies before it answers (a rustup proxy without its component) says
@@ -210,6 +213,13 @@ impl LanguageServerClient {
                         version_support: Some(true),
                         ..PublishDiagnosticsClientCapabilities::default()
                     }),
+                    // The agent's `rename` asks `prepareRename` first, and its
+                    // `call_hierarchy` the call hierarchy.
+                    rename: Some(lsp_types::RenameClientCapabilities {
+                        prepare_support: Some(true),
+                        ..lsp_types::RenameClientCapabilities::default()
+                    }),
+                    call_hierarchy: Some(lsp_types::CallHierarchyClientCapabilities::default()),
                     ..TextDocumentClientCapabilities::default()
                 }),
                 workspace: Some(WorkspaceClientCapabilities {
@@ -230,9 +240,35 @@ impl LanguageServerClient {
             ..InitializeParams::default()
         };
         let params = serde_json::to_value(params).map_err(|e| self.protocol_error(e))?;
-        self.request("initialize", params, self.settings.initialize_timeout)
+        let answer = self
+            .request("initialize", params, self.settings.initialize_timeout)
             .await?;
+        let capabilities = answer.get("capabilities").cloned().unwrap_or(Value::Null);
+        let _ = self.capabilities.set(capabilities);
         self.notify("initialized", json!({})).await
+    }
+
+    /// The server's capability `name` (`renameProvider`, `callHierarchyProvider`) as it
+    /// answered `initialize`; `None` when it did not announce it (or announced `false`).
+    pub fn capability(&self, name: &str) -> Option<&Value> {
+        self.capabilities
+            .get()
+            .and_then(|capabilities| capabilities.get(name))
+            .filter(|value| !value.is_null() && **value != Value::Bool(false))
+    }
+
+    /// How long a request waits for its answer.
+    pub fn timeout(&self) -> Duration {
+        self.settings.timeout
+    }
+
+    /// The text the server was last sent for `path` (canonical), if it has the file open.
+    pub async fn sent_text(&self, path: &Path) -> Option<String> {
+        self.open
+            .lock()
+            .await
+            .get(path)
+            .map(|file| file.text.clone())
     }
 
     fn protocol_error(&self, message: impl std::fmt::Display) -> DiagnosticsError {
