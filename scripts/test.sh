@@ -14,6 +14,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
+echo "== bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars)"
+target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
+
 echo "== VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
 # Fails when npm is missing: the extension's TypeScript must compile wherever the tests run.
 (
