@@ -1,5 +1,5 @@
-//! One scenario through the `VectorStore` API only, run against the stand-in server and, when
-//! `QDRANT_URL` is set, against a real Qdrant.
+//! One scenario through the `VectorStore` API only, run against a real Qdrant
+//! (`real_qdrant.rs`) and against the stand-in server (`standin_server.rs`).
 
 #![allow(dead_code)]
 
