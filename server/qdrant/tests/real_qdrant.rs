@@ -123,6 +123,28 @@ fn full_scenario_against_a_real_qdrant() {
     }
 }
 
+#[tokio::test]
+async fn works_when_called_from_inside_a_tokio_runtime() {
+    // The trait is synchronous; lode calls it from async code too (the agent, the ACP server).
+    let server = RealQdrant::start();
+    let root = tempfile::tempdir().unwrap();
+    let identity = scenario::identity(4);
+    let store = QdrantStore::connect(
+        &QdrantConfig::new(&server.url),
+        root.path(),
+        Some(&identity),
+    )
+    .unwrap();
+    store.reset(&identity).unwrap();
+    store
+        .upsert((1..=10).map(scenario::record).collect())
+        .unwrap();
+    store.commit(3).unwrap();
+    assert_eq!(scenario::ids(&store, 2, None, None), vec![1, 2]);
+    // Dropping the store (and its runtime) inside a runtime must not panic either.
+    drop(store);
+}
+
 #[test]
 fn a_workspace_indexes_updates_deletes_and_filters_through_a_real_qdrant() {
     let server = RealQdrant::start();

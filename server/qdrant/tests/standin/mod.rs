@@ -1,5 +1,8 @@
-//! A STAND-IN for a Qdrant server, because no Qdrant server can be installed on the machines
-//! these tests run on.
+//! A STAND-IN for a Qdrant server, kept for FAULT INJECTION and request inspection only: what
+//! a real server cannot be made to do on demand (answer a chosen error status from the N-th
+//! request on, in the middle of a multi-batch upsert) or does not show (the size of each
+//! upsert request, the `api-key` header of every call). Everything else runs against the real
+//! Qdrant binary (`real_qdrant.rs`, `../real_server/mod.rs`).
 //!
 //! It is a real gRPC server on 127.0.0.1 built from the server traits that `qdrant-client`
 //! itself exports (`collections_server::Collections`, `points_server::Points`), so the real
@@ -8,8 +11,7 @@
 //! exists, keyword payload indexes, upsert, delete by ids, get, scroll, count and nearest
 //! `query` with `must` / `must_not` filters of keyword matches and id lists, cosine distance.
 //! Every other call answers `UNIMPLEMENTED`, so a store that started using one would fail here
-//! rather than pass against something it does not exercise. Tests gated on `QDRANT_URL` run the
-//! same scenario against a real Qdrant.
+//! rather than pass against something it does not exercise.
 
 #![allow(dead_code)]
 
@@ -84,6 +86,17 @@ pub struct Db {
     pub upsert_sizes: Vec<usize>,
     /// The `api-key` header of every request (`None` when absent).
     pub api_keys: Vec<Option<String>>,
+    /// An injected fault: every request after the first `after` ones (counted over the
+    /// server's life, see `api_keys.len()`) answers `code` with `message`.
+    pub fault: Option<Fault>,
+}
+
+/// A fault the stand-in injects (set `Db::fault`; clear it to heal the server).
+#[derive(Clone, Debug)]
+pub struct Fault {
+    pub after: usize,
+    pub code: tonic::Code,
+    pub message: String,
 }
 
 /// A running stand-in server.
@@ -118,7 +131,14 @@ impl StandIn {
                 .get("api-key")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
-            record.lock().unwrap().api_keys.push(sent.clone());
+            let mut db = record.lock().unwrap();
+            db.api_keys.push(sent.clone());
+            if let Some(fault) = &db.fault
+                && db.api_keys.len() > fault.after
+            {
+                return Err(Status::new(fault.code, fault.message.clone()));
+            }
+            drop(db);
             match (&key, sent) {
                 (None, _) => Ok(request),
                 (Some(key), Some(sent)) if *key == sent => Ok(request),
