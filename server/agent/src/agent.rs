@@ -994,6 +994,12 @@ fn tools_with_sources(
                 Some(navigation.clone()),
             )));
         }
+        tools.register(Arc::new(
+            crate::tools::call_hierarchy::CallHierarchyTool::new(Some(navigation.clone())),
+        ));
+        tools.register(Arc::new(crate::tools::rename::RenameTool::new(Some(
+            navigation,
+        ))));
     }
     tools
 }

@@ -6,6 +6,7 @@
 //! [`ToolContext::host`].
 
 pub mod args;
+pub mod call_hierarchy;
 pub mod code;
 pub mod command;
 pub mod diagnostics;
@@ -18,6 +19,7 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod rename;
 pub mod symbol_edit;
 
 pub use output::{CappedText, DEFAULT_OUTPUT_CAP, cap_output};

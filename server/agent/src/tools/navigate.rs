@@ -81,19 +81,19 @@ impl NavigateTool {
 }
 
 /// What a symbol argument resolved to.
-struct Target {
-    point: NavPoint,
+pub(super) struct Target {
+    pub(super) point: NavPoint,
     /// The identifier at the point (the definition's own name for `FILE:NAME/PATH`).
-    identifier: String,
+    pub(super) identifier: String,
     /// The definition a `FILE:NAME/PATH` named.
-    span: Option<SymbolSpan>,
+    pub(super) span: Option<SymbolSpan>,
     /// The file as shown, and its text.
-    shown: String,
-    text: String,
-    language: Language,
+    pub(super) shown: String,
+    pub(super) text: String,
+    pub(super) language: Language,
 }
 
-const NAMING: &str = "`symbol` is FILE:NAME/PATH (`src/shapes.py:Circle/area`, the names of the \
+pub(super) const NAMING: &str = "`symbol` is FILE:NAME/PATH (`src/shapes.py:Circle/area`, the names of the \
     enclosing definitions separated by `/`; an ambiguous or unknown name fails and lists the \
     candidates) or FILE:LINE:COLUMN (1-based, the identifier at that position, e.g. a call \
     site).";
@@ -253,7 +253,7 @@ async fn ask(
 }
 
 /// Parses, confines and resolves a symbol argument on the file's current text.
-async fn resolve_target(symbol: &str, context: &ToolContext) -> Result<Target, ToolError> {
+pub(super) async fn resolve_target(symbol: &str, context: &ToolContext) -> Result<Target, ToolError> {
     let name = SymbolName::parse(symbol).map_err(symbol_error)?;
     let resolved = resolve_path(&context.roots, &name.file)?;
     let shown = resolved.display(&context.roots);
@@ -352,7 +352,7 @@ fn identifier_at(source: &str, line: u32, column: u32) -> Result<String, String>
     Ok(chars[start..=end].iter().collect())
 }
 
-fn shorten(text: &str) -> String {
+pub(super) fn shorten(text: &str) -> String {
     match text.char_indices().nth(MAX_LINE_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
@@ -374,7 +374,7 @@ fn hover_output(
     }
 }
 
-fn fallback_note(reason: Option<&str>) -> String {
+pub(super) fn fallback_note(reason: Option<&str>) -> String {
     reason
         .map(|reason| {
             format!(
@@ -386,13 +386,13 @@ fn fallback_note(reason: Option<&str>) -> String {
 }
 
 /// A file's lines and definitions, for showing locations in it.
-struct FileView {
+pub(super) struct FileView {
     lines: Vec<String>,
     symbols: Vec<SymbolSpan>,
 }
 
 impl FileView {
-    fn new(path: &Path, text: &str) -> FileView {
+    pub(super) fn new(path: &Path, text: &str) -> FileView {
         let symbols = Language::from_path(path)
             .filter(|language| language.is_code())
             .and_then(|language| file_symbols(language, text).ok())
@@ -403,7 +403,7 @@ impl FileView {
         }
     }
 
-    fn line(&self, line: u32) -> String {
+    pub(super) fn line(&self, line: u32) -> String {
         self.lines
             .get(line.saturating_sub(1) as usize)
             .map(|text| shorten(text.trim()))
@@ -411,7 +411,7 @@ impl FileView {
     }
 
     /// The name path of the innermost definition whose lines contain `line`.
-    fn enclosing(&self, line: u32) -> Option<&str> {
+    pub(super) fn enclosing(&self, line: u32) -> Option<&str> {
         self.symbols
             .iter()
             .filter(|span| span.full_lines.start <= line && line <= span.full_lines.end)
@@ -422,7 +422,7 @@ impl FileView {
 
 /// Reads the files of `locations` that are inside the workspace (never others: a server may
 /// point at a library's files, which the model did not ask to read).
-async fn views(
+pub(super) async fn views(
     locations: &[NavLocation],
     context: &ToolContext,
 ) -> BTreeMap<PathBuf, Option<FileView>> {
@@ -638,7 +638,7 @@ async fn from_index(
 }
 
 /// Definitions named exactly `name` in the index.
-async fn exact_symbols(
+pub(super) async fn exact_symbols(
     context: &ToolContext,
     name: &str,
 ) -> Result<Vec<lode_index::SymbolHit>, ToolError> {

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::Tool;
+use super::call_hierarchy::CallHierarchyTool;
 use super::code::{FindReferencesTool, FindSymbolTool, RepoMapTool, SearchCodeTool};
 use super::command::{CommandLimits, RunCommandTool};
 use super::diagnostics::DiagnosticsTool;
@@ -11,6 +12,7 @@ use super::grep::GrepTool;
 use super::navigate::{NavigateTool, Question};
 use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
+use super::rename::RenameTool;
 use super::symbol_edit::SymbolEditTool;
 use crate::llm::ToolSpec;
 use crate::permission::Mode;
@@ -104,11 +106,13 @@ pub fn default_tools_with(limits: CommandLimits) -> ToolRegistry {
         Arc::new(NavigateTool::new(Question::Hover, None)),
         Arc::new(NavigateTool::new(Question::Definition, None)),
         Arc::new(NavigateTool::new(Question::References, None)),
+        Arc::new(CallHierarchyTool::new(None)),
         Arc::new(EditFileTool),
         Arc::new(WriteFileTool),
         Arc::new(SymbolEditTool::replace_body()),
         Arc::new(SymbolEditTool::insert_before()),
         Arc::new(SymbolEditTool::insert_after()),
+        Arc::new(RenameTool::new(None)),
         Arc::new(RunCommandTool::new(limits)),
         Arc::new(DiagnosticsTool),
         Arc::new(UpdatePlanTool),
