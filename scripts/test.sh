@@ -17,6 +17,9 @@ echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 echo "== bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars)"
 target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
 
+echo "== cargo build -p lode (the VS Code extension's chat tests drive target/debug/lode)"
+cargo build --locked -p lode
+
 echo "== VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
 # Fails when npm is missing: the extension's TypeScript must compile wherever the tests run.
 (

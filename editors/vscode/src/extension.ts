@@ -1,6 +1,7 @@
 // The lode extension: starts `lode lsp` over stdio through vscode-languageclient, so VS Code
 // gets lode's workspace symbols, outline, definitions, references and code actions; adds palette
-// and context-menu commands for the agent's actions; and logs to the "lode" output channel.
+// and context-menu commands for the agent's actions; contributes the @lode chat participant,
+// which talks ACP to `lode acp` (chat/participant.ts); and logs to the "lode" output channel.
 
 import * as vscode from "vscode";
 import {
@@ -13,6 +14,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { ActionLike, COMMANDS, LodeCommand, pickAction, serverCommand } from "./actions";
+import { registerChat } from "./chat/participant";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
@@ -32,6 +34,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  // The @lode chat participant talks to `lode acp`, a process of its own (hosts without the
+  // Chat API get the language server only).
+  if (typeof vscode.chat?.createChatParticipant === "function") {
+    registerChat(context, output);
+  }
   await start();
 }
 

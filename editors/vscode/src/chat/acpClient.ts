@@ -1,0 +1,171 @@
+// The ACP side of the @lode chat participant, with no `vscode` import: spawns `lode acp` over
+// stdio and talks to it through the official TypeScript SDK (@agentclientprotocol/sdk). The
+// participant (participant.ts) supplies the editor's half through `ClientHooks`.
+//
+// The SDK is an ES module and this extension is CommonJS, so it is loaded with `import()`.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+
+import type {
+  ClientConnection,
+  ContentBlock,
+  InitializeResponse,
+  ReadTextFileRequest,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionUpdate,
+  StopReason,
+  WriteTextFileRequest,
+} from "@agentclientprotocol/sdk" with { "resolution-mode": "import" };
+
+export type { ContentBlock, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, StopReason };
+
+/** What the editor answers for lode: updates, permission questions and file access. */
+export interface ClientHooks {
+  /** A `session/update` for `sessionId`. */
+  onUpdate(sessionId: string, update: SessionUpdate): void;
+  /** A permission question; `signal` aborts when lode withdraws it (the turn ended). */
+  requestPermission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse>;
+  /** `fs/write_text_file`: the whole new content of an absolute path. */
+  writeTextFile(request: WriteTextFileRequest): Promise<void>;
+  /** `fs/read_text_file`: the text (unsaved edits included), from `line` (1-based) for `limit` lines. */
+  readTextFile(request: ReadTextFileRequest): Promise<string>;
+  /** A line for the output channel (lode's stderr, lifecycle). */
+  log(line: string): void;
+}
+
+export interface AgentCommand {
+  command: string;
+  args: string[];
+  cwd: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** `lode acp` on stdio and the ACP connection to it. */
+export class LodeAcpClient {
+  private child: ChildProcess | undefined;
+  private connection: ClientConnection | undefined;
+  private initialized: InitializeResponse | undefined;
+  /** Sessions this process knows (created or resumed on it). */
+  private readonly known = new Set<string>();
+  private exited: string | undefined;
+
+  constructor(
+    private readonly agent: AgentCommand,
+    private readonly hooks: ClientHooks,
+  ) {}
+
+  /** Starts lode and runs `initialize`, once; again after the process exited. */
+  async start(): Promise<InitializeResponse> {
+    if (this.connection && this.initialized && this.exited === undefined) {
+      return this.initialized;
+    }
+    this.dispose();
+    this.exited = undefined;
+    const acp = await import("@agentclientprotocol/sdk");
+    const child = spawn(this.agent.command, this.agent.args, {
+      cwd: this.agent.cwd,
+      env: this.agent.env ?? process.env,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child = child;
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once("spawn", () => resolve());
+      child.once("error", (error) => reject(error));
+    });
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) {
+        if (line.trim()) this.hooks.log(line);
+      }
+    });
+    child.once("exit", (code, signal) => {
+      this.exited = signal ? `signal ${signal}` : `exit code ${code}`;
+      this.hooks.log(`lode acp ended (${this.exited})`);
+      this.known.clear();
+    });
+    await spawned;
+    if (!child.stdin || !child.stdout) {
+      throw new Error("lode acp started without its stdio pipes");
+    }
+    const stream = acp.ndJsonStream(
+      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+    );
+    const app = acp
+      .client({ name: "lode-vscode" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        this.hooks.onUpdate(params.sessionId, params.update);
+      })
+      .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
+        this.hooks.requestPermission(params, signal),
+      )
+      .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+        await this.hooks.writeTextFile(params);
+        return {};
+      })
+      .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => ({
+        content: await this.hooks.readTextFile(params),
+      }));
+    this.connection = app.connect(stream);
+    this.initialized = await this.connection.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+      clientInfo: { name: "lode-vscode", version: "0.1.0" },
+    });
+    return this.initialized;
+  }
+
+  /**
+   * The ACP session for a conversation: `previous` (the id an earlier turn of the same chat
+   * conversation used) when there is one, resumed when this process does not know it yet (lode
+   * keeps sessions on disk, so a restarted lode picks the conversation up); else a new one.
+   */
+  async session(previous: string | undefined): Promise<string> {
+    await this.start();
+    const agent = this.agentContext();
+    if (previous !== undefined) {
+      if (this.known.has(previous)) return previous;
+      try {
+        await agent.request("session/resume", { sessionId: previous, cwd: this.agent.cwd, mcpServers: [] });
+        this.known.add(previous);
+        return previous;
+      } catch (error) {
+        this.hooks.log(`could not resume session ${previous} (${String(error)}); starting a new one`);
+      }
+    }
+    const created = await agent.request("session/new", { cwd: this.agent.cwd, mcpServers: [] });
+    this.known.add(created.sessionId);
+    return created.sessionId;
+  }
+
+  /** One turn; resolves with lode's stop reason. */
+  async prompt(sessionId: string, prompt: ContentBlock[]): Promise<StopReason> {
+    const answer = await this.agentContext().request("session/prompt", { sessionId, prompt });
+    return answer.stopReason;
+  }
+
+  /** `session/cancel`: lode stops the turn, which then answers `cancelled`. */
+  async cancel(sessionId: string): Promise<void> {
+    await this.agentContext().notify("session/cancel", { sessionId });
+  }
+
+  dispose(): void {
+    this.connection?.close();
+    this.connection = undefined;
+    this.initialized = undefined;
+    this.known.clear();
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill();
+    }
+    this.child = undefined;
+  }
+
+  private agentContext(): ClientConnection["agent"] {
+    if (!this.connection) {
+      throw new Error("lode acp is not running");
+    }
+    return this.connection.agent;
+  }
+}
