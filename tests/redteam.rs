@@ -1758,6 +1758,9 @@ enum HttpKind {
     NewSessionWithMcp,
     /// `GET /acp` as a WebSocket upgrade.
     WebSocket,
+    /// `POST /acp` with `authenticate` on a live connection, as a page probing which API key
+    /// lode holds (lode's environment has one; no answer may carry it).
+    Authenticate,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1858,6 +1861,7 @@ const HTTP_KINDS: &[HttpKind] = &[
     HttpKind::Initialize,
     HttpKind::NewSessionWithMcp,
     HttpKind::WebSocket,
+    HttpKind::Authenticate,
 ];
 
 /// Known gaps of HTTP cases, by case name.
@@ -1894,6 +1898,10 @@ async fn http_endpoint() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
+    // An API key in lode's environment (generated: no real credential), which `authenticate`
+    // checks and no answer may carry.
+    let api_key = format!("sk-ant-{}", "rt0123456789".repeat(4));
+    command.env("ANTHROPIC_API_KEY", &api_key);
     let mut child = command.spawn().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let addr = tokio::time::timeout(acp::PATIENCE, async {
@@ -1965,6 +1973,11 @@ async fn http_endpoint() {
                     .header("upgrade", "websocket")
                     .header("sec-websocket-version", "13")
                     .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+                HttpKind::Authenticate => http
+                    .post(&target)
+                    .header("content-type", "application/json")
+                    .header("acp-connection-id", &connection)
+                    .body(r#"{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"anthropic-api-key"}}"#),
             };
             match auth {
                 Auth::Right => request = request.bearer_auth(TOKEN),
@@ -1982,7 +1995,9 @@ async fn http_endpoint() {
                     let status = response.status().as_u16();
                     let handed_out = response.headers().contains_key("acp-connection-id");
                     let body = response.text().await.unwrap_or_default();
-                    if !expect.contains(&status) {
+                    if body.contains(&api_key) {
+                        Some(format!("status {status}: the answer carries the API key"))
+                    } else if !expect.contains(&status) {
                         Some(format!("status {status}, wanted one of {expect:?}: {body}"))
                     } else if handed_out {
                         Some("a connection id was handed out".to_owned())
