@@ -21,6 +21,17 @@ pub fn lode(root: &Path) -> Command {
         .current_dir(root)
         .env_remove("LODE_INDEX_DIR")
         .env("LODE_DAEMON", "never");
+    // Zero-config models: a key or a local Ollama on the test machine must not become the
+    // provider of a test that configures none (tests/zero_config.rs sets them on purpose).
+    for variable in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "LODE_MODEL",
+    ] {
+        command.env_remove(variable);
+    }
+    command.env("OLLAMA_HOST", "127.0.0.1:9");
     command
 }
 

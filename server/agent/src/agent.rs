@@ -136,6 +136,8 @@ pub(crate) struct Shared {
     pub providers: NamedProviders,
     /// Why `providers` is empty (only with [`AgentOptions::allow_no_provider`]).
     pub no_provider: Option<String>,
+    /// The provider taken from the environment because none is configured.
+    pub detected: Option<crate::llm::DetectedProvider>,
     pub index: Arc<Workspace>,
     /// The repo maps and retrievals of the index's current generation (`crate::code_cache`).
     pub code_cache: Arc<crate::code_cache::CodeCache>,
@@ -281,6 +283,12 @@ impl Agent {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The provider lode took from the environment because none is configured (zero-config
+    /// models, `crate::llm::detect`); front ends say so on stderr.
+    pub fn detected_provider(&self) -> Option<crate::llm::DetectedProvider> {
+        self.shared().detected.clone()
     }
 
     /// Settings of the workspace's `.lode/config.toml` that are not applied because the user
@@ -854,7 +862,10 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
         state_dir,
     );
     sources.workspace_trusted |= trusted_now;
-    let loaded = Config::load_from(&sources)?;
+    let mut loaded = Config::load_from(&sources)?;
+    // Zero-config models: a provider from the environment when none is configured.
+    loaded.detect_provider(&|name| std::env::var(name).ok());
+    let detected = loaded.detected.clone();
     let (providers, no_provider) = match build_providers(&loaded) {
         Ok(providers) => (providers, None),
         Err(AgentError::Config(
@@ -892,6 +903,7 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
         config,
         providers,
         no_provider,
+        detected,
         index: lasting.index.clone(),
         code_cache: lasting.code_cache.clone(),
         store: lasting.store.clone(),

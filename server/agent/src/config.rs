@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compaction::{DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TOOL_OUTPUTS};
 use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES};
-use crate::llm::ProviderConfig;
+use crate::llm::{DetectedProvider, ProviderConfig};
 use crate::permission::{Mode, PermissionConfig};
 
 /// The environment variable naming a config file.
@@ -238,6 +238,11 @@ pub struct LoadedConfig {
     /// Settings of the untrusted workspace file that were not applied, one line each (empty
     /// when the workspace is trusted or sets only what tightens).
     pub untrusted_ignored: Vec<String>,
+    /// The provider taken from the environment because none is configured
+    /// ([`LoadedConfig::detect_provider`]); it is also in `config.llm.providers`.
+    pub detected: Option<DetectedProvider>,
+    /// Why detection found nothing, when it ran and did.
+    pub detection: Option<String>,
 }
 
 /// Why the configuration cannot be used.
@@ -267,8 +272,12 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("{}", no_provider_message(.searched))]
-    NoProvider { searched: Vec<ConfigCandidate> },
+    #[error("{}", no_provider_message(.searched, .detection.as_deref()))]
+    NoProvider {
+        searched: Vec<ConfigCandidate>,
+        /// What zero-config detection looked at, when it ran (`crate::llm::detect`).
+        detection: Option<String>,
+    },
     #[error(
         "no LLM provider is configured outside the workspace, and the providers in {} are not used because you have not trusted that file ({}). Review it, then run `lode trust` in the workspace (or add a provider to your own config, ~/.config/lode/config.toml)",
         file.display(),
@@ -311,10 +320,12 @@ kind = \"openai\"            # or \"anthropic\"; any OpenAI-compatible server wo
 model = \"gpt-4.1\"
 api_key_env = \"OPENAI_API_KEY\" # the variable holding the key (never the key itself)";
 
-fn no_provider_message(searched: &[ConfigCandidate]) -> String {
-    let mut out = String::from(
-        "no LLM provider is configured. lode looked for config files here (first wins):\n",
-    );
+fn no_provider_message(searched: &[ConfigCandidate], detection: Option<&str>) -> String {
+    let mut out = String::from("no LLM provider is configured");
+    if let Some(detection) = detection {
+        out.push_str(&format!(" and {detection}"));
+    }
+    out.push_str(". lode looked for config files here (first wins):\n");
     for candidate in searched {
         let place = match (&candidate.path, candidate.origin) {
             (Some(path), _) => path.display().to_string(),
@@ -335,7 +346,9 @@ fn no_provider_message(searched: &[ConfigCandidate]) -> String {
     out.push_str(&format!(
         "Add a provider to one of them (or point ${CONFIG_ENV} at a file), for example:\n\n{EXAMPLE_PROVIDER}\n\n\
 then set the variable it names: OPENAI_API_KEY (kind = \"openai\") or ANTHROPIC_API_KEY \
-(kind = \"anthropic\"). Local servers (Ollama, llama.cpp, vLLM) need base_url and no key."
+(kind = \"anthropic\"). Local servers (Ollama, llama.cpp, vLLM) need base_url and no key. \
+Without a config, lode uses the first of ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY \
+that is set, else a local Ollama with a tool-capable model (docs/configuration.md)."
     ));
     out
 }
@@ -462,6 +475,8 @@ impl Config {
             searched,
             warnings,
             untrusted_ignored,
+            detected: None,
+            detection: None,
         })
     }
 
@@ -539,14 +554,45 @@ impl LoadedConfig {
         }
     }
 
-    /// Why there is no provider: none configured anywhere, or only in the untrusted workspace.
-    fn no_provider(&self) -> ConfigError {
-        let untrusted: Vec<String> = self
-            .untrusted_ignored
+    /// Zero-config models: when no provider is configured anywhere (not even in an untrusted
+    /// workspace file, whose `lode trust` question comes first), takes the first provider the
+    /// environment `env` offers (`crate::llm::detect`: keys, then a local Ollama) as if it were
+    /// configured, and returns it. Configuration always wins: with any provider configured this
+    /// looks at nothing. When nothing is found, [`LoadedConfig::provider`]'s error says what was
+    /// looked at.
+    pub fn detect_provider(
+        &mut self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<&DetectedProvider> {
+        if !self.config.llm.providers.is_empty() || !self.untrusted_providers().is_empty() {
+            return None;
+        }
+        match crate::llm::detect::detect(env) {
+            Ok(found) => {
+                self.config.llm.providers.push(found.provider.clone());
+                self.detection = None;
+                self.detected = Some(found);
+                self.detected.as_ref()
+            }
+            Err(nothing) => {
+                self.detection = Some(nothing.to_string());
+                None
+            }
+        }
+    }
+
+    /// The provider lines of the untrusted workspace file that are not applied.
+    fn untrusted_providers(&self) -> Vec<String> {
+        self.untrusted_ignored
             .iter()
             .filter(|line| line.starts_with("[[llm.providers]]"))
             .cloned()
-            .collect();
+            .collect()
+    }
+
+    /// Why there is no provider: none configured anywhere, or only in the untrusted workspace.
+    fn no_provider(&self) -> ConfigError {
+        let untrusted = self.untrusted_providers();
         let workspace_file = self
             .searched
             .iter()
@@ -559,6 +605,7 @@ impl LoadedConfig {
             },
             _ => ConfigError::NoProvider {
                 searched: self.searched.clone(),
+                detection: self.detection.clone(),
             },
         }
     }

@@ -104,6 +104,7 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
             Some((root, options)) => {
                 let agent =
                     lode_agent::Agent::open(&root, options).context("cannot open the agent")?;
+                crate::agent_cli::announce_detected_provider(&agent);
                 let connection =
                     acp_settings(agent.config().other.get("acp")).map_err(anyhow::Error::msg)?;
                 if agent.models().is_empty() {
@@ -291,6 +292,7 @@ impl WorkspaceOpener for Opener {
         let agent =
             lode_agent::Agent::open(root, options).map_err(|error| refused(error.to_string()))?;
         eprintln!("lode acp: opened the workspace {}", root.display());
+        crate::agent_cli::announce_detected_provider(&agent);
         Ok(self.serve(agent))
     }
 

@@ -294,6 +294,7 @@ pub fn run(
     let runtime = runtime()?;
     runtime.block_on(async move {
         let agent = Agent::open(&args.root, args.options.clone())?;
+        announce_detected_provider(&agent);
         let session = start_session(&agent, &args)?;
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();
@@ -322,6 +323,13 @@ pub fn run(
     })
 }
 
+/// Says on stderr which provider lode took from the environment, and why (zero-config models).
+pub fn announce_detected_provider(agent: &Agent) {
+    if let Some(detected) = agent.detected_provider() {
+        eprintln!("lode: {}", detected.notice());
+    }
+}
+
 fn stop_reason_text(stop: StopReason) -> &'static str {
     match stop {
         StopReason::EndTurn => "finished",
@@ -337,6 +345,7 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
     let runtime = runtime()?;
     runtime.block_on(async move {
         let agent = Agent::open(&args.root, args.options.clone())?;
+        announce_detected_provider(&agent);
         // Lines reach the REPL and permission prompts through one channel, so both read from
         // the same place in order.
         let lines = stdin_lines();

@@ -229,6 +229,10 @@ pub enum Command {
     /// Review and trust the workspace's own settings (.lode/config.toml). Until you do, they
     /// can only tighten lode: no providers, MCP servers, allow rules or server commands.
     Trust(crate::trust_command::TrustArgs),
+    /// Check what lode depends on and explain each finding with its fix: providers reachable,
+    /// credentials present (never shown), the index, the daemon or watcher, the sandbox,
+    /// language servers, editor configs, Qdrant. Exit 0 when nothing failed, 1 otherwise.
+    Doctor(crate::doctor::DoctorArgs),
     /// What the command sandbox can enforce here (Landlock, seccomp, namespaces), the profile
     /// commands get in this workspace, and a live self-test. Exit 3 when commands would run
     /// unconfined (unless `[sandbox] mode = "off"` says so).
@@ -437,6 +441,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skill(skill) => crate::skill_command::run_skill(&args, skill),
         Command::Trust(trust) => crate::trust_command::run_trust(&args, trust),
         Command::SandboxCheck(check) => crate::sandbox_command::run(&args, check),
+        Command::Doctor(doctor) => crate::doctor::run(&args, doctor),
         Command::ParseOnly { path, no_tags } => {
             let root = resolve_root(&args, path.as_deref())?;
             let report =

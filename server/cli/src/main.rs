@@ -10,6 +10,7 @@ mod commands;
 mod config_command;
 mod daemon_command;
 mod diagnostics_adapter;
+mod doctor;
 mod llm_script_command;
 mod lsp_command;
 mod mcp_command;

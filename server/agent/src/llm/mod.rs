@@ -8,6 +8,7 @@
 pub mod anthropic;
 pub mod collect;
 pub mod config;
+pub mod detect;
 mod encoded;
 mod http;
 pub mod openai;
@@ -18,6 +19,7 @@ pub use collect::{CollectedResponse, ResponseCollector, collect};
 pub use config::{
     ProviderConfig, ProviderConfigError, ProviderKind, build_provider, build_provider_with_env,
 };
+pub use detect::{DetectedProvider, NothingDetected};
 pub use http::{ApiKey, Timeouts};
 pub use retry::{RetryNotice, RetryPolicy, stream_with_retry};
 

@@ -1,0 +1,253 @@
+//! The language servers lode runs for the agent's diagnostics and navigation, for the languages
+//! this workspace has (by its marker files): found on `PATH` and runnable (a version query). A
+//! rustup proxy whose toolchain lacks the component answers with rustup's error: that is "not
+//! installed", with the `rustup component add` fix.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lode_lsp::downstream::find_on_path;
+use lode_lsp::downstream::provider::default_server;
+
+use super::Check;
+
+/// How long a version query may take.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Families (as lode's downstream servers name them) and the files that mark them at the root.
+const MARKERS: &[(&str, &[&str])] = &[
+    ("rust", &["Cargo.toml"]),
+    (
+        "python",
+        &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+        ],
+    ),
+    (
+        "typescript",
+        &["package.json", "tsconfig.json", "jsconfig.json"],
+    ),
+    ("go", &["go.mod"]),
+];
+
+/// How to install a family's default server, and what lode falls back to without it.
+fn install_hint(family: &str) -> (&'static str, &'static str) {
+    match family {
+        "rust" => ("rustup component add rust-analyzer", "`cargo check`"),
+        "python" => ("npm install -g pyright", "no checker"),
+        "typescript" => (
+            "npm install -g typescript-language-server typescript",
+            "`tsc --noEmit` when installed",
+        ),
+        "go" => ("go install golang.org/x/tools/gopls@latest", "no checker"),
+        _ => ("install it", "no checker"),
+    }
+}
+
+pub fn check(root: &Path, lsp: Option<&toml::Value>) -> Vec<Check> {
+    let settings = match crate::diagnostics_adapter::settings_from(lsp) {
+        Ok(settings) => settings,
+        Err(error) => {
+            return vec![Check::fail(
+                "language-server",
+                format!("[lsp.diagnostics] cannot be used: {error}"),
+                "correct [lsp.diagnostics] in your config",
+            )];
+        }
+    };
+    let families: Vec<&str> = MARKERS
+        .iter()
+        .filter(|(_, files)| files.iter().any(|file| root.join(file).is_file()))
+        .map(|(family, _)| *family)
+        .collect();
+    if families.is_empty() {
+        return vec![Check::ok(
+            "language-server",
+            "no Cargo.toml, pyproject.toml, package.json or go.mod at the root: no language \
+             server needed",
+        )];
+    }
+    let mut checks = Vec::new();
+    for family in families {
+        let configured = settings.config.servers.get(family).cloned();
+        let command = match configured {
+            Some(command) if command.is_empty() => {
+                checks.push(Check::ok(
+                    "language-server",
+                    format!("{family}: turned off by [lsp.diagnostics] servers"),
+                ));
+                continue;
+            }
+            Some(command) => command,
+            None if settings.config.default_servers => match default_server(family) {
+                Some(command) => command,
+                None => continue,
+            },
+            None => {
+                checks.push(Check::ok(
+                    "language-server",
+                    format!("{family}: default servers turned off by [lsp.diagnostics]"),
+                ));
+                continue;
+            }
+        };
+        checks.push(check_server(family, &command));
+    }
+    checks
+}
+
+fn check_server(family: &str, command: &[String]) -> Check {
+    let (install, fallback) = install_hint(family);
+    let Some(program) = command.first() else {
+        return Check::ok("language-server", format!("{family}: no server"));
+    };
+    let Some(path) = find_on_path(program) else {
+        return Check::warn(
+            "language-server",
+            format!("{family}: {program} not found on PATH; diagnostics fall back to {fallback}"),
+            install,
+        );
+    };
+    let Some((probe, args)) = version_probe(program, &path) else {
+        return Check::ok(
+            "language-server",
+            format!("{family}: {program} found at {} (not run)", path.display()),
+        );
+    };
+    match run_with_timeout(&probe, args) {
+        Ok((true, stdout, _)) => Check::ok(
+            "language-server",
+            format!(
+                "{family}: {program} at {}: {}",
+                path.display(),
+                first_line(&stdout).unwrap_or("runs")
+            ),
+        ),
+        Ok((false, stdout, stderr)) => {
+            let text = format!("{stderr}\n{stdout}");
+            if let Some(toolchain) = rustup_missing_component(&text, program) {
+                Check::warn(
+                    "language-server",
+                    format!(
+                        "{family}: {program} is not installed (rustup's proxy at {} has no \
+                         {program} component for {toolchain}); diagnostics fall back to \
+                         {fallback}",
+                        path.display()
+                    ),
+                    format!("rustup component add {program}"),
+                )
+            } else {
+                Check::warn(
+                    "language-server",
+                    format!(
+                        "{family}: {program} at {} fails to run: {}",
+                        path.display(),
+                        first_line(&text).unwrap_or("no message")
+                    ),
+                    format!("reinstall it ({install})"),
+                )
+            }
+        }
+        Err(reason) => Check::warn(
+            "language-server",
+            format!("{family}: {program} at {} {reason}", path.display()),
+            format!("reinstall it ({install})"),
+        ),
+    }
+}
+
+/// The command that tells a default server's version (pyright's language server has none, its
+/// sibling `pyright` does); `None` for a server lode does not know.
+fn version_probe(program: &str, path: &Path) -> Option<(PathBuf, &'static [&'static str])> {
+    match program {
+        "rust-analyzer" | "typescript-language-server" => {
+            Some((path.to_path_buf(), &["--version"]))
+        }
+        "gopls" => Some((path.to_path_buf(), &["version"])),
+        "pyright-langserver" => {
+            let sibling = path.with_file_name("pyright");
+            sibling.is_file().then_some((sibling, &["--version"][..]))
+        }
+        _ => None,
+    }
+}
+
+/// Runs `program args` with no stdin; (succeeded, stdout, stderr), or why it could not run.
+fn run_with_timeout(program: &Path, args: &[&str]) -> Result<(bool, String, String), String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("RUST_BACKTRACE")
+        .spawn()
+        .map_err(|error| format!("cannot be started: {error}"))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > VERSION_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "did not answer a version query within {VERSION_TIMEOUT:?}"
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(error) => return Err(format!("cannot be waited for: {error}")),
+        }
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|error| format!("output cannot be read: {error}"))?;
+    Ok((
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// The toolchain named by rustup's "component missing" error, in either of its wordings:
+/// `error: Unknown binary 'rust-analyzer' in official toolchain 'stable-…'.` or
+/// `error: 'rust-analyzer' is not installed for the toolchain 'stable-…'`.
+fn rustup_missing_component(text: &str, program: &str) -> Option<String> {
+    let quoted = format!("'{program}'");
+    let line = text.lines().find(|line| {
+        line.contains(&quoted)
+            && (line.contains("Unknown binary") || line.contains("is not installed for"))
+    })?;
+    let toolchain = line
+        .split("toolchain '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or("the active toolchain");
+    Some(format!("toolchain {toolchain}"))
+}
+
+fn first_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|line| !line.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rustups_two_wordings_are_recognised() {
+        let old = "error: Unknown binary 'rust-analyzer' in official toolchain 'stable-x86_64-unknown-linux-gnu'.\n";
+        assert_eq!(
+            rustup_missing_component(old, "rust-analyzer").as_deref(),
+            Some("toolchain stable-x86_64-unknown-linux-gnu")
+        );
+        let new = "error: 'rust-analyzer' is not installed for the toolchain '1.95.0-x86_64-unknown-linux-gnu'.\nhelp: run `rustup component add rust-analyzer` to install it\n";
+        assert_eq!(
+            rustup_missing_component(new, "rust-analyzer").as_deref(),
+            Some("toolchain 1.95.0-x86_64-unknown-linux-gnu")
+        );
+        assert!(rustup_missing_component("segfault", "rust-analyzer").is_none());
+    }
+}
