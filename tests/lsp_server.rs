@@ -66,7 +66,8 @@ fn workspace_symbols(client: &mut LspClient, query: &str) -> Vec<(String, String
 #[test]
 fn symbols_outline_definitions_and_references() {
     let dir = sample_workspace();
-    let mut client = LspClient::start(dir.path(), &["--no-watch"]);
+    // By name from the index (a rust-analyzer on PATH would answer by type: tests/lsp_navigation.rs).
+    let mut client = LspClient::start(dir.path(), &["--no-watch", "--navigation-timeout-ms", "0"]);
     let init = client.initialize_and_wait_for_index();
     let capabilities = &init["capabilities"];
     assert_eq!(

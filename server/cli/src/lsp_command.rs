@@ -25,6 +25,11 @@ pub struct LspArgs {
     /// Largest accepted message in bytes; larger ones are answered with an error and dropped.
     #[arg(long, value_name = "BYTES", default_value_t = lode_lsp::framing::DEFAULT_MAX_MESSAGE_BYTES)]
     pub max_message_bytes: usize,
+    /// Milliseconds definition and references wait for the file's language server (pyright,
+    /// rust-analyzer, … as `[lsp.diagnostics]` configures) before answering by name from the
+    /// index; 0: always by name.
+    #[arg(long, value_name = "MS", default_value_t = lode_lsp::server::DEFAULT_NAVIGATION_DEADLINE.as_millis() as u64)]
+    pub navigation_timeout_ms: u64,
 }
 
 /// `[lsp.diagnostics]` for the code actions' agent, read once the workspace root is known.
@@ -54,6 +59,8 @@ pub fn run_lsp(workspace: &WorkspaceArgs, args: LspArgs) -> anyhow::Result<ExitC
         config_file: workspace.config.clone(),
         diagnostics: Some(diagnostics_settings(workspace.config.clone())),
         sandbox_launcher: crate::sandbox_command::launcher(),
+        navigation_deadline: (args.navigation_timeout_ms > 0)
+            .then(|| Duration::from_millis(args.navigation_timeout_ms)),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

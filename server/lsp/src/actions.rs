@@ -143,12 +143,21 @@ impl std::fmt::Debug for DiagnosticsSettings {
     }
 }
 
+impl DiagnosticsSettings {
+    /// The warm language servers for a workspace root, as `[lsp.diagnostics]` configures them.
+    pub fn provider_for(&self, root: &Path) -> Result<Option<Arc<DiagnosticsProvider>>, String> {
+        Ok((self.0)(root)?.map(|config| Arc::new(DiagnosticsProvider::new(root, config))))
+    }
+}
+
 /// How the agent behind the code actions is opened.
 pub struct AgentSetup {
     /// The config file with the highest precedence (`--config`).
     pub config_file: Option<PathBuf>,
-    /// Diagnostics after the agent's edits (`None`: none).
-    pub diagnostics: Option<DiagnosticsSettings>,
+    /// The warm language servers that check the agent's edits and answer its navigation
+    /// (`Ok(None)`: none; `Err`: `[lsp.diagnostics]` is wrong, so no code actions), the same
+    /// ones `lode lsp`'s own definition and references ask.
+    pub provider: Result<Option<Arc<DiagnosticsProvider>>, String>,
     /// The text the agent's turns see, for the diagnostics to check.
     pub turns: Arc<RunningTurns>,
     /// Confines the agent's commands (`None`: they cannot be confined, so they ask).
@@ -163,11 +172,10 @@ pub async fn open_agent(
     setup: AgentSetup,
 ) -> Option<Agent> {
     let root = root.to_path_buf();
-    let (diagnostics, navigation) = match setup.diagnostics.map(|settings| (settings.0)(&root)) {
-        None | Some(Ok(None)) => (None, None),
-        Some(Ok(Some(config))) => {
+    let (diagnostics, navigation) = match setup.provider {
+        Ok(None) => (None, None),
+        Ok(Some(provider)) => {
             // One set of warm servers answers the diagnostics and the navigation.
-            let provider = Arc::new(DiagnosticsProvider::new(&root, config));
             let source = ProviderSource::with_unsaved(provider.clone(), setup.turns);
             let navigation = crate::agent_navigation::ServerNavigation::new(provider);
             (
@@ -175,7 +183,7 @@ pub async fn open_agent(
                 Some(Arc::new(navigation) as Arc<dyn lode_agent::navigation::NavigationSource>),
             )
         }
-        Some(Err(error)) => {
+        Err(error) => {
             eprintln!("lode lsp: code actions are off: {error}");
             return None;
         }

@@ -16,6 +16,7 @@ pub mod framing;
 pub mod live;
 pub mod navigate;
 pub mod outline;
+pub mod resolved;
 pub mod server;
 pub mod syntax;
 pub mod transport;

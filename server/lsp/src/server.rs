@@ -1,7 +1,8 @@
 //! The language server: LSP requests and notifications translated into calls on the live
-//! index and the open buffers' analyses. Definitions and references are name-based
-//! (tree-sitter tags), not type-resolved. No request waits for the index's writer: open
-//! buffers answer from their own analysis, other files from what the index has committed.
+//! index and the open buffers' analyses. Definitions and references are resolved by type when
+//! a downstream language server answers for the file's language ([`crate::resolved`]), else
+//! by name (tree-sitter tags). No request waits for the index's writer: open buffers answer
+//! from their own analysis, other files from what the index has committed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use crate::document::{Document, utf16_column};
 use crate::live::LiveIndex;
 use crate::navigate::{Imports, Proximity, identifier_at};
 use crate::outline::{buffer_tags, find_word, name_span, symbol_kind_named};
+use crate::resolved::{Question, TypeResolved};
 use crate::watch::{DiskWatcher, watch_disk};
 
 /// At most this many results for `workspace/symbol`.
@@ -32,6 +34,8 @@ const PROGRESS_CREATE_PATIENCE: Duration = Duration::from_secs(10);
 const DEFINITION_LIMIT: usize = 200;
 /// References of one name considered for `textDocument/references`.
 const REFERENCE_LIMIT: usize = 2000;
+/// How long definition and references wait for a downstream language server by default.
+pub const DEFAULT_NAVIGATION_DEADLINE: Duration = Duration::from_secs(5);
 
 /// How `lode lsp` is set up (command-line flags).
 #[derive(Clone, Debug)]
@@ -56,6 +60,10 @@ pub struct ServerOptions {
     pub diagnostics: Option<crate::actions::DiagnosticsSettings>,
     /// Confines the commands of the code actions' agent (see `lode_agent::AgentOptions`).
     pub sandbox_launcher: Option<PathBuf>,
+    /// How long definition and references wait for the downstream language server of the
+    /// file's language (from `[lsp.diagnostics]`) before answering by name from the index;
+    /// `None`: never ask it.
+    pub navigation_deadline: Option<Duration>,
 }
 
 impl Default for ServerOptions {
@@ -71,6 +79,7 @@ impl Default for ServerOptions {
             config_file: None,
             diagnostics: None,
             sandbox_launcher: None,
+            navigation_deadline: Some(DEFAULT_NAVIGATION_DEADLINE),
         }
     }
 }
@@ -92,6 +101,8 @@ pub struct LodeServer {
     shut_down: Arc<AtomicBool>,
     /// The agent behind the code actions; `None` when no model is configured.
     actions: OnceLock<Option<crate::actions::Actions>>,
+    /// Definition and references by type; `None` when no language server is configured.
+    resolved: OnceLock<Option<Arc<TypeResolved>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,6 +152,7 @@ impl LodeServer {
             watcher: Arc::default(),
             shut_down,
             actions: OnceLock::new(),
+            resolved: OnceLock::new(),
         }
     }
 
@@ -266,6 +278,31 @@ impl LodeServer {
                 .map(|(_, location)| location)
                 .collect(),
         )))
+    }
+}
+
+impl LodeServer {
+    /// The downstream language server's answer to `question` at a position (on the buffer's
+    /// text when the document is open, else the file's), or `None` when the index answers.
+    async fn resolved_at(
+        &self,
+        question: Question,
+        uri: &Uri,
+        position: Position,
+    ) -> Option<Vec<Location>> {
+        let resolved = self.resolved.get()?.as_ref()?.clone();
+        let path = uri.to_file_path()?.into_owned();
+        let open = lock(&self.documents)
+            .get(uri)
+            .map(|document| document.text().to_owned());
+        let text = match open {
+            Some(text) => text,
+            None => tokio::fs::read(&path)
+                .await
+                .ok()
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())?,
+        };
+        resolved.locations(question, &path, text, position).await
     }
 }
 
@@ -539,9 +576,25 @@ impl LanguageServer for LodeServer {
             })?;
         eprintln!("lode lsp: workspace {}", index.root().display());
         let turns = Arc::new(crate::actions::RunningTurns::default());
+        // One set of warm language servers checks the code actions' edits and answers both
+        // the agent's navigation and this server's definition and references.
+        let provider = match &self.options.diagnostics {
+            Some(settings) => settings.provider_for(index.root()),
+            None => Ok(None),
+        };
+        let resolved = match (&provider, self.options.navigation_deadline) {
+            (Ok(Some(provider)), Some(deadline)) => {
+                Some(Arc::new(TypeResolved::new(provider.clone(), deadline)))
+            }
+            (Err(error), Some(_)) => {
+                eprintln!("lode lsp: definitions and references by name only: {error}");
+                None
+            }
+            _ => None,
+        };
         let setup = crate::actions::AgentSetup {
             config_file: self.options.config_file.clone(),
-            diagnostics: self.options.diagnostics.clone(),
+            provider,
             turns: turns.clone(),
             sandbox_launcher: self.options.sandbox_launcher.clone(),
         };
@@ -554,6 +607,7 @@ impl LanguageServer for LodeServer {
         self.direct.set_buffers(buffers.clone());
         let _ = self.buffers.set(buffers);
         let _ = self.actions.set(actions);
+        let _ = self.resolved.set(resolved);
         let _ = self.index.set(index);
 
         Ok(InitializeResult {
@@ -622,6 +676,11 @@ impl LanguageServer for LodeServer {
         self.shut_down.store(true, Ordering::SeqCst);
         if let Some(index) = self.index.get() {
             index.flush().await;
+        }
+        if let Some(Some(resolved)) = self.resolved.get() {
+            // A server still starting holds its slot until its handshake ends: not worth
+            // keeping the editor waiting for (it ends with its input when this process exits).
+            let _ = tokio::time::timeout(Duration::from_secs(10), resolved.shutdown()).await;
         }
         Ok(())
     }
@@ -802,6 +861,17 @@ impl LanguageServer for LodeServer {
         params: GotoDefinitionParams,
     ) -> Result<Option<GotoDefinitionResponse>> {
         let position = params.text_document_position_params;
+        self.index()?;
+        if let Some(found) = self
+            .resolved_at(
+                Question::Definition,
+                &position.text_document.uri,
+                position.position,
+            )
+            .await
+        {
+            return Ok(Some(GotoDefinitionResponse::Array(found)));
+        }
         let Some((_, local, elsewhere)) = self
             .definitions_at(&position.text_document.uri, position.position)
             .await?
@@ -815,6 +885,13 @@ impl LanguageServer for LodeServer {
     async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
         let uri = params.text_document_position.text_document.uri;
         let position = params.text_document_position.position;
+        self.index()?;
+        let question = Question::References {
+            include_declaration: params.context.include_declaration,
+        };
+        if let Some(found) = self.resolved_at(question, &uri, position).await {
+            return Ok(Some(found));
+        }
         let Some((name, local_defs, other_defs)) = self.definitions_at(&uri, position).await?
         else {
             return Ok(None);
