@@ -178,6 +178,10 @@ impl AgentBackend for Agent {
         Agent::push_diagnostics(self, vec![file]) == 1
     }
 
+    fn file_saved(&self, path: &Path) -> bool {
+        Agent::file_saved(self, path)
+    }
+
     fn set_model(&self, id: &str, provider: &str) -> Result<(), BackendError> {
         Agent::set_model(self, id, provider).map_err(backend_error)
     }

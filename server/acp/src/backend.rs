@@ -179,6 +179,14 @@ pub trait AgentBackend: Send + Sync + 'static {
         let _ = (session_id, path, diagnostics);
         false
     }
+    /// The editor saved `path` (`_lsp/didSave`): the workspace holding it indexes it now.
+    /// Returns whether a workspace took it. Blocking (it parses the file): call it off the
+    /// handlers. Backends without an index ignore it.
+    fn file_saved(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+
     /// Runs one turn; events go to `host`; returns when the turn ends or `cancel` fires.
     async fn prompt(
         &self,

@@ -29,6 +29,8 @@ pub struct AcpSessionHost {
     capabilities: ClientCapabilities,
     /// Fires when the turn is cancelled or the connection goes away.
     cancel: CancellationToken,
+    /// The editor's language servers, when the client negotiated the LSP extension.
+    editor_lsp: Option<Arc<crate::ext_lsp::AcpEditorLsp>>,
 }
 
 impl AcpSessionHost {
@@ -43,7 +45,14 @@ impl AcpSessionHost {
             session_id,
             capabilities,
             cancel,
+            editor_lsp: None,
         }
+    }
+
+    /// Offers the editor's language servers to the turn's navigation (`crate::ext_lsp`).
+    pub fn with_editor_lsp(mut self, editor_lsp: Option<crate::ext_lsp::AcpEditorLsp>) -> Self {
+        self.editor_lsp = editor_lsp.map(Arc::new);
+        self
     }
 
     fn notices_supported(&self) -> bool {
@@ -119,6 +128,14 @@ impl SessionHost for AcpSessionHost {
                 session_id: self.session_id.clone(),
             }) as Arc<dyn ClientTerminals>
         })
+    }
+
+    fn editor_language_server(
+        &self,
+    ) -> Option<Arc<dyn lode_agent::editor_lsp::EditorLanguageServer>> {
+        self.editor_lsp
+            .clone()
+            .map(|lsp| lsp as Arc<dyn lode_agent::editor_lsp::EditorLanguageServer>)
     }
 }
 

@@ -39,6 +39,8 @@ pub struct ConnectionOptions {
     /// started only in a workspace the user trusts (`lode trust`), since a command line from
     /// the network would otherwise run as the user.
     pub remote: bool,
+    /// `[acp.lsp]`: the ACP LSP extension (`crate::ext_lsp`).
+    pub lsp: crate::ext_lsp::LspSettings,
 }
 
 /// A session this connection opened: in memory, or released after being idle (its id and cwd are
@@ -55,13 +57,16 @@ enum OpenSession {
 
 /// What one connection remembers: the client's capabilities, the sessions it opened, and the turn
 /// running in each.
-struct ConnectionState {
-    backend: Arc<dyn AgentBackend>,
+pub(crate) struct ConnectionState {
+    pub(crate) backend: Arc<dyn AgentBackend>,
     client: Mutex<ClientCapabilities>,
     sessions: Mutex<HashMap<String, OpenSession>>,
     turns: Mutex<HashMap<String, CancellationToken>>,
     /// See [`ConnectionOptions::remote`].
     remote: bool,
+    /// The LSP extension's settings, and whether this client negotiated it in `initialize`.
+    pub(crate) lsp: crate::ext_lsp::LspSettings,
+    pub(crate) lsp_negotiated: std::sync::atomic::AtomicBool,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical section
@@ -275,6 +280,8 @@ pub fn agent_connection(
         sessions: Mutex::new(HashMap::new()),
         turns: Mutex::new(HashMap::new()),
         remote: options.remote,
+        lsp: options.lsp,
+        lsp_negotiated: std::sync::atomic::AtomicBool::new(false),
     });
     if let Some(timeout) = options.idle_session_timeout {
         spawn_reaper(&state, timeout);
@@ -290,10 +297,14 @@ pub fn agent_connection(
                 async move |request: InitializeRequest,
                             responder: Responder<InitializeResponse>,
                             _cx: ConnectionTo<Client>| {
+                    let lsp = crate::ext_lsp_handlers::negotiate(&state, &request);
                     *lock(&state.client) = request.client_capabilities;
                     responder.respond(
                         InitializeResponse::new(ProtocolVersion::V1)
-                            .agent_capabilities(state.capabilities())
+                            .agent_capabilities(crate::ext_lsp_handlers::advertise(
+                                state.capabilities(),
+                                lsp,
+                            ))
                             .auth_methods(crate::auth::auth_methods())
                             .agent_info(
                                 Implementation::new("lode", env!("CARGO_PKG_VERSION"))
@@ -581,6 +592,28 @@ pub fn agent_connection(
             },
             agent_client_protocol::on_receive_notification!(),
         )
+        .on_receive_notification(
+            {
+                let state = s(&state);
+                async move |notification: crate::ext_lsp::LspNotification,
+                            cx: ConnectionTo<Client>| {
+                    crate::ext_lsp_handlers::receive(&state, notification, &cx);
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |request: crate::ext_lsp::LspRequest,
+                        responder: Responder<serde_json::Value>,
+                        _cx: ConnectionTo<Client>| {
+                responder.respond_with_error(Error::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    crate::ext_lsp::refusal(&request.method),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
 }
 
 /// Refuses command (stdio) MCP servers from a remote client unless the workspace of `cwd` is
@@ -735,12 +768,19 @@ fn start_turn(
         }
         turns.insert(session.id.clone(), cancel.clone());
     }
-    let host = Arc::new(AcpSessionHost::new(
-        cx.clone(),
-        request.session_id.clone(),
-        lock(&state.client).clone(),
-        cancel.clone(),
-    ));
+    let host = Arc::new(
+        AcpSessionHost::new(
+            cx.clone(),
+            request.session_id.clone(),
+            lock(&state.client).clone(),
+            cancel.clone(),
+        )
+        .with_editor_lsp(crate::ext_lsp_handlers::editor_lsp(
+            state,
+            &cx,
+            &request.session_id,
+        )),
+    );
     let state = state.clone();
     cx.spawn(async move {
         let stop_on_drop = cancel.clone().drop_guard();

@@ -13,6 +13,8 @@
 //!   `authenticate` check.
 //! - [`ext_diagnostics`] — the `_lode/diagnostics` extension notification (editor-pushed
 //!   diagnostics).
+//! - [`ext_lsp`] — the ACP LSP extension (`lsp/*`): the editor's language servers as the
+//!   agent's first navigation provider, and its pushed diagnostics and saves.
 //! - [`workspaces`] — sessions in the workspaces their `cwd`s name: one backend routing to a
 //!   set of open workspaces, each its own agent.
 //! - [`transport`] — stdio and HTTP/WebSocket; `http_guard` — the Host, Origin and bearer-token
@@ -24,6 +26,8 @@ pub mod backend;
 mod client_host;
 mod connection;
 pub mod ext_diagnostics;
+pub mod ext_lsp;
+mod ext_lsp_handlers;
 mod http_guard;
 pub mod mapping;
 pub mod token_file;

@@ -436,6 +436,16 @@ impl AgentBackend for Workspaces {
         }
     }
 
+    fn file_saved(&self, path: &Path) -> bool {
+        let file = canonical(path);
+        let inside = self
+            .all_open()
+            .into_iter()
+            .filter(|(root, _)| file.starts_with(root))
+            .max_by_key(|(root, _)| root.components().count());
+        inside.is_some_and(|(_, backend)| backend.file_saved(&file))
+    }
+
     async fn prompt(
         &self,
         id: &str,

@@ -231,16 +231,18 @@ impl Agent {
         })?;
         let store = Arc::new(SessionStore::open(&data_dir.join("agent.sqlite"))?);
         let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
-        // The `diagnostics` tool keeps its `cargo check` default unless a source is configured.
-        let tools = Arc::new(tools_with_sources(
-            options.diagnostics.clone(),
-            options.navigation.clone(),
-        ));
+        let configured_diagnostics = options.diagnostics.is_some();
         let diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource> =
             Arc::new(crate::pushed_diagnostics::PushedFirst::new(
                 pushed_diagnostics.clone(),
                 options.diagnostics,
             ));
+        // The `diagnostics` tool keeps its `cargo check` default unless a source is configured;
+        // with one, it answers like the edits' diagnostics: the editor's pushed ones first.
+        let tools = Arc::new(tools_with_sources(
+            configured_diagnostics.then(|| diagnostics.clone()),
+            options.navigation.clone(),
+        ));
         let index_ready = OnceCell::new();
         if !needs_refresh {
             let _ = index_ready.set(());
@@ -434,6 +436,30 @@ impl Agent {
             accepted += 1;
         }
         accepted
+    }
+
+    /// The editor saved `path`: index it now, from disk. Only a file inside the workspace,
+    /// outside `.git/` and `.lode/`, of a kind lode indexes; returns whether it was indexed.
+    /// Blocking (it parses the file).
+    pub fn file_saved(&self, path: &Path) -> bool {
+        let Ok(path) = std::fs::canonicalize(path) else {
+            return false;
+        };
+        let private = path
+            .components()
+            .any(|part| part.as_os_str() == ".git" || part.as_os_str() == ".lode");
+        if private || !path.starts_with(self.root()) || !path.is_file() {
+            return false;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return false;
+        };
+        self.index().update_file(&path, &text).unwrap_or(false)
+    }
+
+    /// How much of the editor's pushed diagnostics is kept (`[acp.lsp]` cache caps).
+    pub fn limit_pushed_diagnostics(&self, limits: crate::pushed_diagnostics::PushedLimits) {
+        self.inner.lasting.pushed_diagnostics.set_limits(limits);
     }
 
     /// The shared code index.

@@ -128,4 +128,10 @@ pub trait SessionHost: Send + Sync {
     fn client_terminals(&self) -> Option<Arc<dyn ClientTerminals>> {
         None
     }
+
+    /// The editor's own language servers (ACP's `lsp/*` extension), when the client offers
+    /// them: navigation asks them first (`crate::editor_lsp`).
+    fn editor_language_server(&self) -> Option<Arc<dyn crate::editor_lsp::EditorLanguageServer>> {
+        None
+    }
 }

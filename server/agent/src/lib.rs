@@ -16,6 +16,7 @@ pub mod config;
 pub mod context;
 pub mod diagnostics;
 pub mod doom_loop;
+pub mod editor_lsp;
 pub mod event;
 pub mod extensions;
 pub mod host;

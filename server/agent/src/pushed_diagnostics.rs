@@ -29,6 +29,8 @@ pub const DEFAULT_PUSH_WAIT: Duration = Duration::from_millis(1_500);
 pub const MAX_TRACKED_FILES: usize = 10_000;
 /// Most diagnostics kept for one file (the rest of a larger push is dropped).
 pub const MAX_PUSHED_PER_FILE: usize = 1_000;
+/// Most diagnostics kept over all files by default; the least recently pushed files go first.
+pub const MAX_PUSHED_TOTAL: usize = 100_000;
 /// What `checked_by` says for diagnostics that came from the editor.
 pub const EDITOR_CHECKER: &str = "editor";
 
@@ -43,8 +45,32 @@ pub struct PushedSnapshot {
     pub fresh: bool,
 }
 
+/// How much [`PushedDiagnostics`] keeps (`[acp.lsp]` sets them for `lode acp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PushedLimits {
+    /// Most diagnostics kept for one file; the rest of a larger push is dropped.
+    pub per_file: usize,
+    /// Most diagnostics kept over all files; the least recently pushed files are evicted.
+    pub total: usize,
+    /// Most files tracked; the least recently pushed are evicted.
+    pub files: usize,
+}
+
+impl Default for PushedLimits {
+    fn default() -> PushedLimits {
+        PushedLimits {
+            per_file: MAX_PUSHED_PER_FILE,
+            total: MAX_PUSHED_TOTAL,
+            files: MAX_TRACKED_FILES,
+        }
+    }
+}
+
 #[derive(Default)]
 struct StoreState {
+    limits: PushedLimits,
+    /// The sum of the kept diagnostics of every file.
+    kept: usize,
     next_sequence: u64,
     pushed: HashMap<PathBuf, PushedFile>,
     /// The sequence number of the agent's last change to each file.
@@ -98,21 +124,30 @@ impl PushedDiagnostics {
     /// Replaces the diagnostics of `path` (absolute) with what the editor just sent (an empty
     /// list means the file is clean) and wakes anyone waiting for it.
     pub fn push(&self, path: PathBuf, mut diagnostics: Vec<Diagnostic>) {
-        diagnostics.truncate(MAX_PUSHED_PER_FILE);
         {
             let mut state = self.lock();
+            let limits = state.limits;
+            diagnostics.truncate(limits.per_file.min(limits.total));
             let sequence = state.take_sequence();
-            if !state.pushed.contains_key(&path) && state.pushed.len() >= MAX_TRACKED_FILES {
+            if let Some(old) = state.pushed.remove(&path) {
+                state.kept -= old.diagnostics.len();
+            }
+            // The least recently pushed files go until this one fits.
+            while state.pushed.len() >= limits.files.max(1)
+                || state.kept + diagnostics.len() > limits.total
+            {
                 let oldest = state
                     .pushed
                     .iter()
                     .min_by_key(|(_, file)| file.sequence)
                     .map(|(path, _)| path.clone());
-                if let Some(oldest) = oldest {
-                    state.pushed.remove(&oldest);
-                    state.changed.remove(&oldest);
+                let Some(oldest) = oldest else { break };
+                if let Some(evicted) = state.pushed.remove(&oldest) {
+                    state.kept -= evicted.diagnostics.len();
                 }
+                state.changed.remove(&oldest);
             }
+            state.kept += diagnostics.len();
             state.pushed.insert(
                 path,
                 PushedFile {
@@ -123,6 +158,18 @@ impl PushedDiagnostics {
             );
         }
         self.arrived.notify_waiters();
+    }
+
+    /// Changes what is kept from the next push on (what is kept now stays until pushed again
+    /// or evicted).
+    pub fn set_limits(&self, limits: PushedLimits) {
+        self.lock().limits = limits;
+    }
+
+    /// How many files and diagnostics are kept now.
+    pub fn kept(&self) -> (usize, usize) {
+        let state = self.lock();
+        (state.pushed.len(), state.kept)
     }
 
     /// Records that the agent is changing `path` now: what was pushed for it before is stale.
@@ -429,5 +476,28 @@ mod tests {
         }
         assert!(pushed.snapshot(Path::new("/w/first.rs")).is_none());
         assert!(pushed.snapshot(Path::new("/w/f0.rs")).is_some());
+    }
+
+    #[test]
+    fn configured_limits_cap_each_file_and_the_total_oldest_first() {
+        let pushed = PushedDiagnostics::new();
+        pushed.set_limits(PushedLimits {
+            per_file: 3,
+            total: 5,
+            files: 100,
+        });
+        let five: Vec<Diagnostic> = (0..5).map(|_| error("x")).collect();
+        pushed.push(PathBuf::from("/w/a.rs"), five.clone());
+        assert_eq!(pushed.kept(), (1, 3), "the per-file cap applies");
+        pushed.push(PathBuf::from("/w/b.rs"), vec![error("b")]);
+        assert_eq!(pushed.kept(), (2, 4));
+        // Three more would make 7 > 5: the oldest file (a.rs) goes.
+        pushed.push(PathBuf::from("/w/c.rs"), five);
+        assert!(pushed.snapshot(Path::new("/w/a.rs")).is_none());
+        assert_eq!(pushed.kept(), (2, 4));
+        // Pushing a file again replaces its count rather than adding to it.
+        pushed.push(PathBuf::from("/w/b.rs"), vec![error("b"), error("b2")]);
+        assert_eq!(pushed.kept(), (2, 5));
+        assert!(pushed.snapshot(Path::new("/w/c.rs")).is_some());
     }
 }

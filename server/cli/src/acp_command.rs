@@ -249,6 +249,11 @@ impl Opener {
     /// current for them and, through the lease, lets query commands in a terminal skip their
     /// freshness check.
     fn serve(&self, agent: lode_agent::Agent) -> OpenWorkspace {
+        // The cache caps of the editor's pushed diagnostics are the workspace's own `[acp.lsp]`
+        // (a bad one is reported when the connection's settings are read).
+        if let Ok(settings) = acp_settings(agent.config().other.get("acp")) {
+            agent.limit_pushed_diagnostics(settings.lsp.limits());
+        }
         let watcher = if self.watch {
             match crate::watch_command::start_watcher(
                 agent.index().clone(),
@@ -334,6 +339,7 @@ fn acp_settings(acp: Option<&toml::Value>) -> Result<ConnectionOptions, String> 
         idle_session_timeout: Some(DEFAULT_IDLE_SESSION_TIMEOUT),
         // The transport sets it: `lode_acp::serve_http` marks its connections remote.
         remote: false,
+        lsp: lode_acp::ext_lsp::LspSettings::default(),
     };
     let Some(acp) = acp else {
         return Ok(options);
@@ -350,14 +356,40 @@ fn acp_settings(acp: Option<&toml::Value>) -> Result<ConnectionOptions, String> 
                     ))?;
                 options.idle_session_timeout = (seconds > 0).then(|| Duration::from_secs(seconds));
             }
+            "lsp" => options.lsp = lsp_settings(value)?,
             other => {
                 return Err(format!(
-                    "[acp] has no key `{other}` (known: idle_session_timeout_secs)"
+                    "[acp] has no key `{other}` (known: idle_session_timeout_secs, lsp)"
                 ));
             }
         }
     }
     Ok(options)
+}
+
+/// Reads `[acp.lsp]` into its typed settings; an unknown key or a wrong type is an error
+/// naming the key.
+fn lsp_settings(value: &toml::Value) -> Result<lode_acp::ext_lsp::LspSettings, String> {
+    type Settings = lode_acp::ext_lsp::LspSettings;
+    let Some(table) = value.as_table() else {
+        return Err("[acp.lsp] must be a table".into());
+    };
+    // serde's message does not name the key of a wrong value: find the key that fails alone.
+    let failing = |(key, value): (&String, &toml::Value)| {
+        let alone = toml::Table::from_iter([(key.clone(), value.clone())]);
+        toml::Value::Table(alone)
+            .try_into::<Settings>()
+            .err()
+            .map(|error| format!("[acp.lsp] {key}: {}", error.message().trim()))
+    };
+    if let Some(error) = table.iter().find_map(failing) {
+        return Err(error);
+    }
+    let settings: Settings = value
+        .clone()
+        .try_into()
+        .map_err(|error: toml::de::Error| format!("[acp.lsp] {}", error.message().trim()))?;
+    settings.validate()
 }
 
 #[cfg(test)]
@@ -427,5 +459,41 @@ mod tests {
         let typo = parse("[acp]\nidle_timeout = 5").unwrap_err();
         assert!(typo.contains("idle_timeout"), "{typo}");
         assert!(parse("acp = 5").is_err());
+    }
+
+    #[test]
+    fn acp_lsp_settings_are_typed_and_errors_name_the_key() {
+        let defaults = lode_acp::ext_lsp::LspSettings::default();
+        assert_eq!(parse("[acp]").unwrap().lsp, defaults);
+        let set = parse(
+            "[acp.lsp]\nenabled = false\ntimeout_ms = 250\nmax_diagnostics_per_file = 7\n\
+             max_diagnostics_total = 70\nmax_files = 9",
+        )
+        .unwrap()
+        .lsp;
+        assert!(!set.enabled);
+        assert_eq!(set.timeout(), Duration::from_millis(250));
+        assert_eq!(
+            (
+                set.limits().per_file,
+                set.limits().total,
+                set.limits().files
+            ),
+            (7, 70, 9)
+        );
+        let typo = parse("[acp.lsp]\ntimeout = 5").unwrap_err();
+        assert!(
+            typo.contains("[acp.lsp]") && typo.contains("`timeout`"),
+            "{typo}"
+        );
+        let wrong = parse("[acp.lsp]\ntimeout_ms = \"soon\"").unwrap_err();
+        assert!(wrong.contains("[acp.lsp] timeout_ms:"), "{wrong}");
+        let zero = parse("[acp.lsp]\nmax_files = 0").unwrap_err();
+        assert!(zero.contains("max_files"), "{zero}");
+        assert!(
+            parse("[acp]\nlsp = true")
+                .unwrap_err()
+                .contains("[acp.lsp]")
+        );
     }
 }

@@ -188,7 +188,12 @@ impl Tool for NavigateTool {
             .clamp(1, MAX_REFERENCES);
         let target = resolve_target(&args.symbol, context).await?;
         let mut fallback_reason = None;
-        if let Some(source) = &self.source {
+        // The editor's servers first, when the front end offers them (`crate::editor_lsp`).
+        let source = crate::editor_lsp::preferred(
+            context.host.editor_language_server(),
+            self.source.as_ref(),
+        );
+        if let Some(source) = &source {
             let asked = tokio::select! {
                 answer = ask(source.as_ref(), self.question, &target.point) => answer,
                 _ = context.cancel.cancelled() => {
