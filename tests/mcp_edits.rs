@@ -86,7 +86,16 @@ async fn without_the_flag_no_edit_tool_is_offered_or_runs() {
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["search", "map", "symbols", "references", "read_file"]
+        [
+            "search",
+            "map",
+            "symbols",
+            "references",
+            "read_file",
+            "hover",
+            "definition",
+            "call_hierarchy"
+        ]
     );
     let refused = call(
         &client,
@@ -118,12 +127,16 @@ async fn with_the_flag_a_client_edits_by_symbol() {
             "symbols",
             "references",
             "read_file",
+            "hover",
+            "definition",
+            "call_hierarchy",
             "replace_symbol_body",
             "insert_before_symbol",
-            "insert_after_symbol"
+            "insert_after_symbol",
+            "rename"
         ]
     );
-    let replace = &tools[5];
+    let replace = &tools[8];
     assert_eq!(
         replace.annotations.as_ref().and_then(|a| a.read_only_hint),
         Some(false)

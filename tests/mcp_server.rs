@@ -80,7 +80,16 @@ async fn an_mcp_client_lists_and_calls_every_tool() {
     let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["search", "map", "symbols", "references", "read_file"]
+        [
+            "search",
+            "map",
+            "symbols",
+            "references",
+            "read_file",
+            "hover",
+            "definition",
+            "call_hierarchy"
+        ]
     );
     for tool in &tools {
         assert!(
@@ -439,7 +448,7 @@ fn malformed_oversized_and_out_of_order_frames_get_errors_not_a_crash() {
     client.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     client.send(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}));
     let listed = client.response(8);
-    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 8);
 
     // Unknown methods and tools, bad arguments: errors with the request's id.
     client.send(json!({"jsonrpc": "2.0", "id": 9, "method": "no/such/method"}));

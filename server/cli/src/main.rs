@@ -14,6 +14,7 @@ mod doctor;
 mod llm_script_command;
 mod lsp_command;
 mod mcp_command;
+mod mcp_navigation;
 mod output;
 mod parse_only;
 mod qdrant_cli;

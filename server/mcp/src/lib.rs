@@ -9,6 +9,7 @@
 
 pub mod edits;
 pub mod guard;
+pub mod navigation;
 pub mod tools;
 
 use std::sync::Arc;
@@ -27,15 +28,19 @@ pub use tools::CodeTools;
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// How the server behaves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerOptions {
     /// Bring the index up to date before every call (the default).
     pub refresh: bool,
     /// Lines longer than this are discarded and answered with an error.
     pub max_message_bytes: usize,
     /// Offer the edit tools (`replace_symbol_body`, `insert_before_symbol`,
-    /// `insert_after_symbol`), confined to the workspace. Off unless `--allow-edits`.
+    /// `insert_after_symbol`, and `rename` with a navigator), confined to the workspace. Off
+    /// unless `--allow-edits`.
     pub allow_edits: bool,
+    /// Type-resolved navigation (`hover`, `definition`, `call_hierarchy`, `references` by
+    /// symbol, `rename`): the binary plugs in the language servers. `None`: not offered.
+    pub navigator: Option<Arc<dyn navigation::Navigator>>,
 }
 
 impl Default for ServerOptions {
@@ -44,6 +49,7 @@ impl Default for ServerOptions {
             refresh: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             allow_edits: false,
+            navigator: None,
         }
     }
 }
@@ -96,9 +102,7 @@ impl ServerHandler for LodeMcpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::tool_list(
-            self.tools.allows_edits(),
-        )))
+        Ok(ListToolsResult::with_all_items(self.tools.tool_list()))
     }
 
     async fn call_tool(
@@ -109,6 +113,21 @@ impl ServerHandler for LodeMcpServer {
         let tools = self.tools.clone();
         let name = request.name.to_string();
         let arguments = request.arguments;
+        if let Some(navigation) = tools.navigation_call(&name, arguments.as_ref()) {
+            let outcome = match navigation {
+                Ok((navigator, tool, arguments)) => {
+                    // The index's fallback answers need it current, like every other call.
+                    let refreshing = tools.clone();
+                    let _ = tokio::task::spawn_blocking(move || refreshing.refresh()).await;
+                    navigation::call(navigator.as_ref(), tool, arguments).await
+                }
+                Err(error) => Err(error),
+            };
+            return match outcome {
+                Ok(result) => Ok(result.into()),
+                Err(error) => error.into_response().map(Into::into),
+            };
+        }
         // Index queries and refreshes block (SQLite, tantivy, file reads).
         let outcome = tokio::task::spawn_blocking(move || tools.call(&name, arguments))
             .await
@@ -142,8 +161,11 @@ where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let tools =
-        Arc::new(CodeTools::new(workspace, options.refresh).with_edits(options.allow_edits));
+    let tools = Arc::new(
+        CodeTools::new(workspace, options.refresh)
+            .with_edits(options.allow_edits)
+            .with_navigator(options.navigator.clone()),
+    );
     let warm = tools.clone();
     let warming = tokio::task::spawn_blocking(move || {
         if let Err(error) = warm.refresh() {

@@ -98,6 +98,28 @@ pub struct NameArgs {
     pub limit: Option<u32>,
 }
 
+/// Arguments of `references`: a `name` (matched by name in the index) or a `symbol`
+/// (resolved by type through the language server).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReferencesArgs {
+    /// An identifier, e.g. `parse_config` (no scope prefix): every use of the name, matched
+    /// by name. Give `name` or `symbol`, not both.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A symbol, `FILE:NAME/PATH` (`src/shapes.py:Circle/area`) or `FILE:LINE:COLUMN` of an
+    /// identifier: its uses as the language server resolves them by type (another class's
+    /// `area` is not one), grouped by file with the enclosing symbol; from the index by name
+    /// when no server answers. The answer says `resolved_by`.
+    #[serde(default)]
+    pub symbol: Option<String>,
+    /// At most this many results (default 100, at most 2000; by symbol: default 50, at most
+    /// 500).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub limit: Option<u32>,
+}
+
 /// Arguments of `read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -115,10 +137,13 @@ pub struct ReadArgs {
     pub end_line: Option<u32>,
 }
 
-/// The tools `lode mcp` offers, in the order `tools/list` gives them; the edit tools only
-/// with `allow_edits` (`lode mcp --allow-edits`).
-pub fn tool_list(allow_edits: bool) -> Vec<Tool> {
+/// The tools `lode mcp` offers, in the order `tools/list` gives them; the navigation tools
+/// with a navigator; the edit tools only with `allow_edits` (`lode mcp --allow-edits`).
+pub fn tool_list(allow_edits: bool, navigation: bool) -> Vec<Tool> {
     let mut tools = read_tools();
+    if navigation {
+        tools.extend(crate::navigation::read_tools());
+    }
     if allow_edits {
         for (name, title, description) in crate::edits::descriptions() {
             let destructive = name == crate::edits::EDIT_TOOLS[0];
@@ -131,6 +156,9 @@ pub fn tool_list(allow_edits: bool) -> Vec<Tool> {
                         .open_world(false),
                 ),
             );
+        }
+        if navigation {
+            tools.push(crate::navigation::rename_tool());
         }
     }
     tools
@@ -161,12 +189,14 @@ fn read_tools() -> Vec<Tool> {
              by name: exact matches first, then case-insensitive, prefix, substring and fuzzy \
              ones. Returns each definition's kind, file, line range, scope and signature.",
         ),
-        tool::<NameArgs>(
+        tool::<ReferencesArgs>(
             "references",
             "Find references",
-            "Find uses of a name across the workspace: calls, method calls, type uses, \
-             imports and macro invocations, with file, line, column and the enclosing scope. \
-             Matching is by name (not type-resolved).",
+            "Find uses across the workspace. With `name`: every use of the identifier (calls, \
+             method calls, type uses, imports, macro invocations) with file, line, column and \
+             the enclosing scope, matched by name. With `symbol` (`src/shapes.py:Circle/area` \
+             or FILE:LINE:COLUMN): the uses the language server resolves by type, grouped by \
+             file, saying `resolved_by` (the index by name when no server answers).",
         ),
         tool::<ReadArgs>(
             "read_file",
@@ -177,7 +207,7 @@ fn read_tools() -> Vec<Tool> {
     ]
 }
 
-fn tool<T: JsonSchema + 'static>(
+pub(crate) fn tool<T: JsonSchema + 'static>(
     name: &'static str,
     title: &str,
     description: &'static str,
@@ -238,6 +268,9 @@ pub struct CodeTools {
     refresh: bool,
     /// Whether the edit tools are offered (`lode mcp --allow-edits`).
     allow_edits: bool,
+    /// Type-resolved navigation (`hover`, `definition`, `call_hierarchy`, `references` by
+    /// symbol, `rename`), when the binary plugs it in.
+    navigator: Option<Arc<dyn crate::navigation::Navigator>>,
 }
 
 impl CodeTools {
@@ -248,7 +281,76 @@ impl CodeTools {
             refreshing: Mutex::new(()),
             refresh,
             allow_edits: false,
+            navigator: None,
         }
+    }
+
+    /// Offers the navigation tools, answered by `navigator`.
+    pub fn with_navigator(
+        mut self,
+        navigator: Option<Arc<dyn crate::navigation::Navigator>>,
+    ) -> Self {
+        self.navigator = navigator;
+        self
+    }
+
+    /// The tools `tools/list` gives.
+    pub fn tool_list(&self) -> Vec<Tool> {
+        tool_list(self.allow_edits, self.navigator.is_some())
+    }
+
+    /// When `name` with `arguments` is a navigation call: the navigator, the agent tool's name
+    /// and its checked arguments (or why they are wrong). `None` for the index's own tools.
+    #[allow(clippy::type_complexity)]
+    pub fn navigation_call(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Option<Result<(Arc<dyn crate::navigation::Navigator>, &'static str, Value), CallError>>
+    {
+        use crate::navigation::{READ_TOOLS, RENAME_TOOL, checked, references_arguments};
+        let arguments = Value::Object(arguments.cloned().unwrap_or_default());
+        let tool: &'static str = match name {
+            "references"
+                if arguments
+                    .get("symbol")
+                    .is_some_and(|symbol| !symbol.is_null()) =>
+            {
+                "references"
+            }
+            _ => READ_TOOLS
+                .into_iter()
+                .chain([RENAME_TOOL])
+                .find(|tool| *tool == name)?,
+        };
+        let Some(navigator) = self.navigator.clone() else {
+            return Some(Err(CallError::Arguments(format!(
+                "{name} is not offered by this server"
+            ))));
+        };
+        if tool == RENAME_TOOL && !self.allow_edits {
+            return Some(Err(CallError::Arguments(format!(
+                "{name} is offered only when lode mcp runs with --allow-edits"
+            ))));
+        }
+        let arguments = if tool == "references" {
+            parse::<ReferencesArgs>(arguments).and_then(|args| match (args.name, args.symbol) {
+                (Some(_), Some(_)) => Err(CallError::Arguments(
+                    "give `name` (by name) or `symbol` (by type), not both".into(),
+                )),
+                (_, Some(symbol)) if symbol.trim().is_empty() => {
+                    Err(CallError::Arguments("`symbol` is empty".into()))
+                }
+                (_, Some(symbol)) => match args.limit {
+                    Some(0) => Err(CallError::Arguments("`limit` must be at least 1".into())),
+                    limit => Ok(references_arguments(&symbol, limit)),
+                },
+                (_, None) => Err(CallError::Arguments("`symbol` is missing".into())),
+            })
+        } else {
+            checked(tool, arguments)
+        };
+        Some(arguments.map(|arguments| (navigator, tool, arguments)))
     }
 
     /// Offers the edit tools too (`lode mcp --allow-edits`).
@@ -429,10 +531,30 @@ impl CodeTools {
     }
 
     fn references(&self, arguments: Value) -> Result<CallToolResult, CallError> {
-        let args: NameArgs = parse(arguments)?;
+        let args: ReferencesArgs = parse(arguments)?;
+        let name = match (args.name, args.symbol) {
+            (Some(name), None) => name,
+            (None, Some(_)) => {
+                return Err(CallError::Arguments(
+                    "`symbol` needs type-resolved navigation, which this server does not offer; \
+                     give `name`"
+                        .into(),
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(CallError::Arguments(
+                    "give `name` (by name) or `symbol` (by type), not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(CallError::Arguments(
+                    "give `name` (an identifier) or `symbol` (FILE:NAME/PATH)".into(),
+                ));
+            }
+        };
         let limit = limit(args.limit, REFERENCE_LIMITS)?;
         let query = Query::References {
-            name: args.name.clone(),
+            name: name.clone(),
             limit,
         };
         let Answer::References { hits } = self.answer(query)? else {
@@ -440,7 +562,7 @@ impl CodeTools {
                 "the index answered another kind of query".into(),
             ));
         };
-        let text = one_per_line(&hits, || format!("No references to {:?}.", args.name));
+        let text = one_per_line(&hits, || format!("No references to {name:?}."));
         Ok(answer(text, json!({ "references": hits })))
     }
 
