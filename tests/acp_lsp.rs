@@ -395,6 +395,19 @@ async fn out_of_order_unknown_malformed_and_oversized_lsp_messages_get_clear_ans
     ])
     .await;
 
+    // A save outside the workspace, or of a file under `.git/`, indexes nothing.
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    for file in ["file:///etc/passwd".to_owned(), uri(&root, ".git/config")] {
+        acp.notify("_lsp/didSave", json!({ "uri": file })).await;
+        let shown = file.trim_start_matches("file://").to_owned();
+        acp.logged(&[
+            "_lsp/didSave for",
+            shown.as_str(),
+            "not a file lode indexes in an open workspace",
+        ])
+        .await;
+    }
+
     // A huge push (over the 1 MiB line cap) is refused by the transport; the connection lives on.
     let huge: Vec<Value> = (0..20_000)
         .map(|n| json!({"range": {"start": {"line": 1, "character": 1}, "end": {"line": 1, "character": 2}}, "message": format!("diagnostic number {n} of a huge push")}))
