@@ -189,6 +189,15 @@ fn a_served_answer_is_exactly_what_the_command_prints_when_it_answers_itself() {
             );
         }
     }
+    // Without -v the `lode` front end answers the served ones itself: the same bytes again.
+    for (args, expected) in QUERIES.iter().zip(&here) {
+        let served = run(root, args);
+        assert_eq!(served.status.code(), expected.status.code(), "{args:?}");
+        assert_eq!(stdout(&served), stdout(expected), "{args:?}");
+        if stderr(expected).is_empty() {
+            assert_eq!(stderr(&served), "", "{args:?}");
+        }
+    }
     // An edit is seen at once, through the daemon's flush.
     write(root, "src/late.rs", "pub fn gamma_late() {}\n");
     let output = run(root, &["symbols", "gamma_late", "--json", "-v"]);
@@ -656,4 +665,103 @@ fn the_index_section_of_the_config_decides_whether_a_query_starts_a_daemon() {
         stderr(&output)
     );
     eventually("the daemon answers", || daemon_pid(root).is_some());
+}
+
+/// The `lode` front end alone in a directory, without `lode-full` beside it: whatever it
+/// answers, it answered itself; whatever it hands on fails to find `lode-full`.
+fn front_end_alone() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let front = dir.path().join("lode");
+    fs::copy(support::lode_bin(), &front).unwrap();
+    (dir, front)
+}
+
+#[test]
+fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
+    let dir = workspace();
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    let (_bin, front) = front_end_alone();
+    let alone = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(&front);
+        command
+            .current_dir(root)
+            .env_remove("LODE_INDEX_DIR")
+            .env("LODE_DAEMON", "never");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.args(args).output().unwrap()
+    };
+    let handed_on = |output: &Output| {
+        output.status.code() == Some(126)
+            && stderr(output).contains("cannot run")
+            && stderr(output).contains("lode-full")
+    };
+    // No lease holder: handed on, and the message says what is missing.
+    let output = alone(&["symbols", "alpha_greet"], &[]);
+    assert!(handed_on(&output), "{}", stderr(&output));
+
+    start_daemon(root);
+    // From the workspace root and from a directory inside it.
+    let expected = run(root, &["symbols", "alpha_greet", "--json"]);
+    let output = alone(&["symbols", "alpha_greet", "--json"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), stdout(&expected));
+    let mut inside = std::process::Command::new(&front);
+    let output = inside
+        .current_dir(root.join("src"))
+        .env("LODE_DAEMON", "never")
+        .args(["refs", "beta_format"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("src/lib.rs"),
+        "{}",
+        stdout(&output)
+    );
+    // Nothing found: exit 1, as the full binary says it.
+    let output = alone(
+        &["search", "zzz_nothing_matches_this", "--mode", "lexical"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    // An edit is seen through the holder's flush.
+    write(root, "src/later.rs", "pub fn delta_later() {}\n");
+    let output = alone(&["symbols", "delta_later"], &[]);
+    assert!(
+        stdout(&output).contains("src/later.rs"),
+        "{}",
+        stderr(&output)
+    );
+
+    // What the front end does not know exactly goes to lode-full: options that change the
+    // root, the index or the settings, verbose reports, help, malformed arguments, other
+    // commands, and an environment that selects other settings.
+    for args in [
+        &["--root", ".", "symbols", "alpha_greet"][..],
+        &["symbols", "alpha_greet", "-v"],
+        &["search", "greet", "--exclude", "app/"],
+        &["search", "--help"],
+        &["search", "greet", "-n", "many"],
+        &["search", "greet", "extra"],
+        &["map", "--focus", "src/lib.rs"],
+        &["index"],
+        &["--version"],
+    ] {
+        let output = alone(args, &[]);
+        assert!(handed_on(&output), "{args:?}: {}", stderr(&output));
+    }
+    let output = alone(&["symbols", "alpha_greet"], &[("LODE_EMBEDDER", "none")]);
+    assert!(handed_on(&output), "{}", stderr(&output));
+
+    // A holder indexing with other settings is not asked by the front end.
+    run(root, &["daemon", "stop"]);
+    eventually("the daemon stops", || daemon_pid(root).is_none());
+    let output = run(root, &["--exclude", "app/", "daemon", "start"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = alone(&["symbols", "alpha_greet"], &[]);
+    assert!(handed_on(&output), "{}", stderr(&output));
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
-use support::{copy_tree, fixtures, lode, lode_bin, stderr, stdout};
+use support::{copy_tree, fixtures, lode, lode_full_bin as lode_bin, stderr, stdout};
 
 const SSH_SECRET: &str = "SENTINEL-SSH-KEY-5d1c";
 const PROVIDER_SECRET: &str = "SENTINEL-PROVIDER-KEY-77af";

@@ -57,7 +57,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use support::lode_bin;
+use support::lode_full_bin as lode_bin;
 
 // ---------------------------------------------------------------------------------------------
 // The case table.

@@ -13,6 +13,12 @@ pub fn lode_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_lode"))
 }
 
+/// The full binary that `lode` runs for everything but served queries: what lode names as the
+/// sandbox launcher (its own executable), so the sandbox suites launch it directly.
+pub fn lode_full_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lode-full"))
+}
+
 /// A `lode` command run inside `root`, with no inherited index location and no background
 /// daemon started by a query (the daemon's own tests turn it back on).
 pub fn lode(root: &Path) -> Command {

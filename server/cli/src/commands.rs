@@ -16,8 +16,7 @@ use lode_index::{
     WorkspaceOptions,
 };
 
-use crate::EXIT_NO_RESULTS;
-use crate::output::{print_json_lines, progress_bar};
+use crate::output::progress_bar;
 use crate::root::discover_root;
 
 /// lode: an editor-native coding agent with a live model of your code.
@@ -455,46 +454,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Prints an answer as text or JSON Lines; exit 1 when it holds nothing (a map always counts).
 fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<ExitCode> {
-    fn print<T: std::fmt::Display + serde::Serialize>(
-        hits: &[T],
-        json: bool,
-    ) -> anyhow::Result<()> {
-        if json {
-            print_json_lines(hits)
-        } else {
-            use std::io::Write;
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            for hit in hits {
-                writeln!(out, "{hit}")?;
-            }
-            out.flush()?;
-            Ok(())
-        }
-    }
-    match answer {
-        Answer::Search {
-            hits, below_floor, ..
-        } => {
-            if let Some(floor) = below_floor {
-                eprintln!(
-                    "lode: no chunk is similar enough to the query (the embedder's relevance \
-                     floor is {floor:.2}); these are the nearest ones, weak matches at best"
-                );
-            }
-            print(hits, json)?
-        }
-        Answer::Symbols { hits } => print(hits, json)?,
-        Answer::References { hits } => print(hits, json)?,
-        Answer::Map { map } => {
-            if json {
-                println!("{}", serde_json::to_string(map)?);
-            } else {
-                print!("{}", map.text);
-            }
-        }
-    }
-    Ok(found(!answer.is_empty()))
+    Ok(crate::render::print_answer(answer, json)?)
 }
 
 /// `lode search` with the hidden benchmark knobs (field boosts, fusion weights).
@@ -542,14 +502,6 @@ fn search_with_knobs(
         },
         common.json,
     )
-}
-
-fn found(any: bool) -> ExitCode {
-    if any {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(EXIT_NO_RESULTS)
-    }
 }
 
 pub fn scan_options(args: &WorkspaceArgs) -> ScanOptions {

@@ -1,4 +1,5 @@
-//! The `lode` binary: parses arguments, opens the workspace and prints results.
+//! The `lode-full` binary: parses arguments, opens the workspace and prints results. Users run
+//! `lode` (src/front.rs), which answers served queries itself and runs this for the rest.
 //!
 //! It wires the library crates together and owns presentation (text, JSON Lines, progress bars,
 //! exit codes). It holds no indexing or search logic of its own.
@@ -18,6 +19,7 @@ mod mcp_navigation;
 mod output;
 mod parse_only;
 mod qdrant_cli;
+mod render;
 mod root;
 mod sandbox_command;
 mod semantic_cli;
@@ -39,8 +41,7 @@ use crate::commands::Cli;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit code when a query found nothing (like grep).
-pub const EXIT_NO_RESULTS: u8 = 1;
+pub use render::EXIT_NO_RESULTS;
 /// Exit code for runtime failures (usage errors exit with 2, from clap).
 pub const EXIT_FAILURE: u8 = 3;
 

@@ -82,3 +82,23 @@ pub fn answer(
     }
     Ok(answer)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::commands::Cli;
+
+    /// The `lode` front end sends `default_settings()` without parsing options or opening the
+    /// embedder: they must be what this binary computes for an invocation with no option.
+    #[test]
+    fn the_front_end_s_settings_are_those_of_a_plain_invocation() {
+        let cli = Cli::try_parse_from(["lode", "search", "anything"]).unwrap();
+        let (settings, _) = super::settings_of(&cli.workspace).unwrap();
+        assert_eq!(settings, lode_index::watch::default_settings());
+        // And an option that changes them makes them differ.
+        let cli = Cli::try_parse_from(["lode", "--exclude", "vendor/", "search", "x"]).unwrap();
+        let (other, _) = super::settings_of(&cli.workspace).unwrap();
+        assert_ne!(other, settings);
+    }
+}

@@ -27,6 +27,17 @@ static BUILTIN_VOCAB: &str = include_str!(concat!(
 ));
 
 const MAGIC: &[u8; 8] = b"LODESEMB";
+/// The built-in table's name, part of its identity.
+const BUILTIN_NAME: &str = "static-minilm";
+
+/// The identity of a static table: its name and the low half of its hash name the model.
+fn identity_of(name: &str, hash: u64, dims: usize) -> EmbedderIdentity {
+    EmbedderIdentity {
+        backend: "static".into(),
+        model: format!("{name}-{:08x}", hash as u32),
+        dimension: dims,
+    }
+}
 const VERSION: u32 = 1;
 const HEADER_BYTES: usize = 32;
 
@@ -73,7 +84,7 @@ impl StaticEmbedder {
         StaticEmbedder::from_parts(
             Cow::Borrowed(BUILTIN_TABLE),
             Cow::Borrowed(BUILTIN_VOCAB),
-            "static-minilm",
+            BUILTIN_NAME,
             BUILTIN_TABLE_HASH,
         )
     }
@@ -97,6 +108,12 @@ impl StaticEmbedder {
             StaticEmbedder::from_parts(Cow::Owned(table), Cow::Owned(vocab), &name, hash)?;
         embedder.tokens()?;
         Ok(embedder)
+    }
+
+    /// The built-in table's identity, from constants the build computed: what a process that
+    /// only compares settings (a query sent to a lease holder) needs, without mapping the table.
+    pub fn builtin_identity() -> EmbedderIdentity {
+        identity_of(BUILTIN_NAME, BUILTIN_TABLE_HASH, BUILTIN_TABLE_DIMS)
     }
 
     /// Checks the header and derives the identity from `hash` (xxh3-64 of the whole table); the
@@ -132,11 +149,7 @@ impl StaticEmbedder {
             return Err(bad("the file is truncated"));
         }
         Ok(StaticEmbedder {
-            identity: EmbedderIdentity {
-                backend: "static".into(),
-                model: format!("{name}-{:08x}", hash as u32),
-                dimension: dims,
-            },
+            identity: identity_of(name, hash, dims),
             dims,
             rows: table,
             layout: TableLayout {
@@ -326,6 +339,8 @@ mod tests {
         let embedder = StaticEmbedder::builtin().unwrap();
         assert_eq!(embedder.identity().backend, "static");
         assert_eq!(embedder.identity().dimension, 256);
+        // The identity from the build's constants is the one the opened table has.
+        assert_eq!(&StaticEmbedder::builtin_identity(), embedder.identity());
         let vectors = embedder
             .embed_batch(&["read a file line by line", "", "1234 ++"])
             .unwrap();

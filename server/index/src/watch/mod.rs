@@ -589,10 +589,29 @@ pub fn watch_settings(
     embedder: Option<&dyn Embedder>,
     vectors: &str,
 ) -> String {
-    let embedder = embedder.map_or_else(
+    settings_of(scan, embedder.map(|embedder| embedder.identity()), vectors)
+}
+
+/// The settings of a query process that gives no option and no environment: the default scan
+/// options, the built-in static table and the index's own vector store. A small client that
+/// does not open the index or the table (the `lode` query front end) sends these.
+pub fn default_settings() -> String {
+    let scan = crate::scan::ScanOptions {
+        max_file_bytes: crate::scan::DEFAULT_MAX_FILE_BYTES,
+        exclude: Vec::new(),
+    };
+    let identity = crate::embed::StaticEmbedder::builtin_identity();
+    settings_of(&scan, Some(&identity), EMBEDDED_STORE)
+}
+
+fn settings_of(
+    scan: &crate::scan::ScanOptions,
+    identity: Option<&crate::embed::EmbedderIdentity>,
+    vectors: &str,
+) -> String {
+    let embedder = identity.map_or_else(
         || "none".to_owned(),
-        |embedder| {
-            let identity = embedder.identity();
+        |identity| {
             format!(
                 "{}:{}:{}",
                 identity.backend, identity.model, identity.dimension
