@@ -100,14 +100,14 @@ class Package:
         return self.name.replace("@", "").replace("/", "-")
 
 
-def read_packages(path: Path) -> list[Package]:
+def read_packages(path: Path, split: str = "eval") -> list[Package]:
     packages = []
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        lang, source, name, version, split, *subdir = line.split()
-        if split == "eval":
+        lang, source, name, version, row_split, *subdir = line.split()
+        if row_split == split:
             packages.append(Package(lang, source, name, version, subdir[0] if subdir else None))
     return packages
 
@@ -494,9 +494,10 @@ def identifier_words(name: str) -> set[str]:
     return {w.lower() for w in spaced.split() if len(w) > 1}
 
 
-def build(lang: str, packages: list[Package], max_queries: int, per_package: int, seed: int) -> dict:
+def build(lang: str, packages: list[Package], max_queries: int, per_package: int, seed: int,
+          out_root: Path = OUT) -> dict:
     parser = parser_for(lang)
-    out = OUT / lang
+    out = out_root / lang
     corpus = out / "corpus"
     if corpus.exists():
         shutil.rmtree(corpus)
@@ -563,6 +564,8 @@ def main() -> int:
     parser.add_argument("--max-queries", type=int, default=400)
     parser.add_argument("--per-package", type=int, default=60)
     parser.add_argument("--seed", type=int, default=27)
+    parser.add_argument("--split", choices=["eval", "train"], default="eval",
+                        help="train: the packages that fit weights, into bench/out/multilang/train/")
     parser.add_argument("--packages", type=Path, default=HERE / "packages.txt")
     parser.add_argument("--check", nargs="+", metavar=("LANG", "FILE"),
                         help="print the documented functions of FILE and its blanked text (a debugging aid)")
@@ -576,10 +579,11 @@ def main() -> int:
                 print(json.dumps({"name": doc.name, "lines": [doc.start_line, doc.end_line], "query": doc.query}))
             sys.stdout.write(blanked.decode("utf-8", "replace"))
         return 0
-    packages = read_packages(args.packages)
+    packages = read_packages(args.packages, args.split)
+    out_root = OUT if args.split == "eval" else OUT / "train"
     for lang in args.lang or LANGS:
         summary = build(lang, [p for p in packages if p.lang == lang], args.max_queries,
-                        args.per_package, args.seed)
+                        args.per_package, args.seed, out_root)
         print(json.dumps(summary))
     return 0
 

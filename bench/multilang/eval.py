@@ -70,9 +70,10 @@ def metrics(ranks: list[int | None], overlap: list[bool]) -> dict:
     }
 
 
-def evaluate(lang: str, modes: list[str], fusion: str | None, reindex: bool, jobs: int) -> dict:
-    corpus = OUT / lang / "corpus"
-    queries = [json.loads(line) for line in (OUT / lang / "queries.jsonl").read_text().splitlines()]
+def evaluate(lang: str, modes: list[str], fusion: str | None, reindex: bool, jobs: int,
+             sets: Path = OUT) -> dict:
+    corpus = sets / lang / "corpus"
+    queries = [json.loads(line) for line in (sets / lang / "queries.jsonl").read_text().splitlines()]
     result = {"language": lang, "queries": len(queries), "modes": {}}
     if reindex:
         started = time.perf_counter()
@@ -112,11 +113,14 @@ def main() -> int:
     parser.add_argument("--fusion", help="passed to lode search --fusion for hybrid and auto")
     parser.add_argument("--no-reindex", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--split", choices=["eval", "train"], default="eval",
+                        help="train: the sets of build.py --split train (for fitting weights)")
     parser.add_argument("--output", type=Path, default=OUT / "results.json")
     args = parser.parse_args()
     if not LODE.is_file():
         sys.exit(f"eval.py: no lode binary at {LODE} (build with cargo build --release -p lode, or set LODE_BIN)")
-    results = [evaluate(lang, args.mode or MODES, args.fusion, not args.no_reindex, args.jobs)
+    sets = OUT if args.split == "eval" else OUT / "train"
+    results = [evaluate(lang, args.mode or MODES, args.fusion, not args.no_reindex, args.jobs, sets)
                for lang in args.lang or LANGS]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"lode": str(LODE), "fusion": args.fusion, "results": results}) + "\n")

@@ -108,6 +108,10 @@ class Extraction(unittest.TestCase):
         packages = build.read_packages(build.HERE / "packages.txt")
         self.assertEqual({p.lang for p in packages}, set(build.LANGS))
         self.assertEqual(len({(p.lang, p.name) for p in packages}), len(packages))
+        train = build.read_packages(build.HERE / "packages.txt", "train")
+        self.assertEqual({p.lang for p in train}, set(build.LANGS))
+        # Nothing that fits weights is evaluated on.
+        self.assertFalse({p.name for p in train} & {p.name for p in packages})
 
 
 if __name__ == "__main__":

@@ -280,6 +280,21 @@ impl Catalog {
         Ok(())
     }
 
+    /// The bytes of indexed source per language, largest first.
+    pub fn language_bytes(&self) -> Result<Vec<(String, u64)>, IndexError> {
+        let mut statement = self.conn.prepare(
+            "SELECT language, COALESCE(SUM(size), 0) AS bytes FROM files
+             GROUP BY language ORDER BY bytes DESC, language",
+        )?;
+        let rows = statement.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?.max(0) as u64,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Counts of files, chunks, definitions and references.
     /// Kept per file so that totals cost one pass over `files`, not over millions of rows.
     pub fn counts(&self) -> Result<CatalogCounts, IndexError> {

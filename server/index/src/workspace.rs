@@ -194,6 +194,9 @@ pub struct Workspace {
     /// search's full pass (substring and fuzzy matches) reads it from here until the catalog
     /// changes.
     pub(crate) definition_names: Mutex<Option<(u64, Arc<crate::search::NameTable>)>>,
+    /// The code language with the most indexed bytes, as of the catalog generation it was read
+    /// at (hybrid search weighs the vectors by it).
+    pub(crate) main_language: Mutex<Option<(u64, Option<Language>)>>,
 }
 
 impl Workspace {
@@ -267,6 +270,7 @@ impl Workspace {
             defer_derived: options.defer_derived,
             repairs: Mutex::new(repairs),
             definition_names: Mutex::new(None),
+            main_language: Mutex::new(None),
         })
     }
 

@@ -677,3 +677,34 @@ fn a_cold_build_publishes_its_vectors_once_not_at_every_checkpoint() {
     assert_eq!(store.commits.load(Ordering::SeqCst), 2);
     assert!(workspace.has_vectors());
 }
+
+#[test]
+fn hybrid_search_weighs_the_vectors_by_the_workspace_s_main_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "README.md", &"Prose is not code. ".repeat(2000));
+    write(root, "app/colors.py", COLORS_PY);
+    write(root, "src/network.rs", NETWORK_RS);
+    let workspace = open_static(root);
+    assert_eq!(
+        workspace.main_language().unwrap(),
+        None,
+        "nothing indexed yet"
+    );
+    workspace.refresh(&|_| {}).unwrap();
+    // The README has the most bytes, but prose is never the main language.
+    assert_eq!(workspace.main_language().unwrap(), Some(Language::Rust));
+    write(root, "app/more.py", &COLORS_PY.repeat(20));
+    workspace.refresh(&|_| {}).unwrap();
+    // A new generation of the catalog is read again.
+    assert_eq!(workspace.main_language().unwrap(), Some(Language::Python));
+    let request = SearchRequest {
+        query: "mix colour channels into a pixel".into(),
+        limit: 3,
+        path_glob: None,
+        language: None,
+        boosts: None,
+    };
+    let hits = workspace.search_hybrid(&request).unwrap();
+    assert!(hits[0].path.starts_with("app/"), "{hits:?}");
+}
