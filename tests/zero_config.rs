@@ -451,3 +451,31 @@ fn a_silent_server_is_given_up_on() {
     );
     assert_nothing_detected(&output, "(no answer in time)");
 }
+
+#[test]
+fn lode_acp_outside_a_workspace_says_which_provider_on_stderr_only() {
+    let home = tempfile::tempdir().unwrap();
+    let output = lode(home.path())
+        .arg("acp")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env_remove("LODE_CONFIG")
+        .env("OPENROUTER_API_KEY", SECRET)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("lode acp runs");
+    assert!(
+        stderr(&output).contains(
+            "using openrouter model anthropic/claude-sonnet-4.5 (OPENROUTER_API_KEY is set)"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        stdout(&output).is_empty(),
+        "stdout is the protocol: {}",
+        stdout(&output)
+    );
+    assert_no_secret(&output);
+}

@@ -123,8 +123,13 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
                 let sources = lode_agent::config::ConfigSources::outside_workspace(
                     opener.setup.config_file(),
                 );
-                let loaded = lode_agent::config::Config::load_from(&sources)
+                let mut loaded = lode_agent::config::Config::load_from(&sources)
                     .context("cannot read the configuration")?;
+                // Zero-config models: the provider the environment offers when none is
+                // configured (a workspace's agent detects again when it opens).
+                if let Some(detected) = loaded.detect_provider(&|name| std::env::var(name).ok()) {
+                    eprintln!("lode: {}", detected.notice());
+                }
                 opener.models = lode_agent::configured_models(&loaded)
                     .context("cannot use the configured LLM providers")?;
                 let connection =

@@ -2,12 +2,17 @@
 //! this workspace has (by its marker files): found on `PATH` and runnable (a version query). A
 //! rustup proxy whose toolchain lacks the component answers with rustup's error: that is "not
 //! installed", with the `rustup component add` fix.
+//!
+//! Safety: the version query runs a program outside the sandbox, so only one found through an
+//! absolute `PATH` entry and living outside the workspace is run; a relative entry (`.`, `bin`)
+//! is skipped and a program inside the workspace is reported, never started. (The configured
+//! `[lsp.diagnostics] servers` of an untrusted workspace file never reach here: `lode trust`
+//! gates them.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lode_lsp::downstream::find_on_path;
 use lode_lsp::downstream::provider::default_server;
 
 use super::Check;
@@ -46,6 +51,40 @@ fn install_hint(family: &str) -> (&'static str, &'static str) {
         "go" => ("go install golang.org/x/tools/gopls@latest", "no checker"),
         _ => ("install it", "no checker"),
     }
+}
+
+/// Where `program` is: `Ok(None)` when not found, `Err(path)` when the first match lives inside
+/// the workspace (not run). A name with a `/` must be an absolute path.
+fn locate(program: &str, root: &Path) -> Result<Option<PathBuf>, PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &Path| {
+        path.metadata()
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    };
+    let candidates: Vec<PathBuf> = if program.contains('/') {
+        vec![PathBuf::from(program)]
+    } else {
+        std::env::var_os("PATH")
+            .map(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join(program))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let Some(found) = candidates
+        .into_iter()
+        .filter(|path| path.is_absolute())
+        .find(|path| executable(path))
+    else {
+        return Ok(None);
+    };
+    let resolved = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
+    let inside = |path: &Path| path.starts_with(root);
+    if inside(&found) || inside(&resolved) {
+        return Err(found);
+    }
+    Ok(Some(found))
 }
 
 pub fn check(root: &Path, lsp: Option<&toml::Value>) -> Vec<Check> {
@@ -95,22 +134,37 @@ pub fn check(root: &Path, lsp: Option<&toml::Value>) -> Vec<Check> {
                 continue;
             }
         };
-        checks.push(check_server(family, &command));
+        checks.push(check_server(root, family, &command));
     }
     checks
 }
 
-fn check_server(family: &str, command: &[String]) -> Check {
+fn check_server(root: &Path, family: &str, command: &[String]) -> Check {
     let (install, fallback) = install_hint(family);
     let Some(program) = command.first() else {
         return Check::ok("language-server", format!("{family}: no server"));
     };
-    let Some(path) = find_on_path(program) else {
-        return Check::warn(
-            "language-server",
-            format!("{family}: {program} not found on PATH; diagnostics fall back to {fallback}"),
-            install,
-        );
+    let path = match locate(program, root) {
+        Ok(Some(path)) => path,
+        Ok(None) => {
+            return Check::warn(
+                "language-server",
+                format!(
+                    "{family}: {program} not found on PATH; diagnostics fall back to {fallback}"
+                ),
+                install,
+            );
+        }
+        Err(inside) => {
+            return Check::warn(
+                "language-server",
+                format!(
+                    "{family}: the {program} on PATH is {}, inside the workspace: not run",
+                    inside.display()
+                ),
+                format!("install {program} outside the workspace ({install})"),
+            );
+        }
     };
     let Some((probe, args)) = version_probe(program, &path) else {
         return Check::ok(
