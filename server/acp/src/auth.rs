@@ -8,18 +8,19 @@
 //! `agent` method, which every v1 client and the ACP registry accept, and its `_meta` carries
 //! the RFD's `env_var` description (`type`, `vars`, `link`) for clients that can ask the user
 //! for the variable and restart the agent with it set. `authenticate` then checks, in lode's own
-//! environment, that the variable is set and that a provider can be built from it. It never
+//! environment, that the variable is set and that the provider zero-config detection takes from
+//! it can be built. It never
 //! prints the key, and it sends no request: it proves the key is present and usable in a
 //! provider's configuration, not that the vendor accepts it (`lode doctor` asks the vendor).
 
-use lode_agent::llm::config::{
-    ProviderConfig, ProviderConfigError, ProviderKind, build_provider_with_env,
-};
+use lode_agent::llm::config::{ProviderConfigError, build_provider_with_env};
+use lode_agent::llm::detect::{KEY_VARIABLES, detect_from_keys};
 
 use agent_client_protocol::v1::schema::{AuthMethod, AuthMethodAgent};
 use agent_client_protocol::{Error, ErrorCode};
 
-/// One API-key method: the variable and the provider it configures.
+/// One API-key method: the variable it names. The provider built from it is the one lode's
+/// zero-config detection takes for that variable (`lode_agent::llm::detect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyMethod {
     /// The method id clients pass to `authenticate`.
@@ -27,42 +28,28 @@ pub struct KeyMethod {
     pub name: &'static str,
     /// The environment variable holding the key.
     pub variable: &'static str,
-    pub kind: ProviderKind,
-    /// `None`: the kind's default base URL.
-    pub base_url: Option<&'static str>,
-    /// A model of that vendor, used to build the provider the check needs.
-    pub model: &'static str,
     /// Where the user gets a key.
     pub link: &'static str,
 }
 
-/// The methods, in the order lode's zero-config detection documents for the variables.
+/// The methods, in zero-config detection's order of the variables.
 pub const KEY_METHODS: [KeyMethod; 3] = [
     KeyMethod {
         id: "anthropic-api-key",
         name: "Anthropic API key",
         variable: "ANTHROPIC_API_KEY",
-        kind: ProviderKind::Anthropic,
-        base_url: None,
-        model: "claude-sonnet-4-5",
         link: "https://console.anthropic.com/settings/keys",
     },
     KeyMethod {
         id: "openai-api-key",
         name: "OpenAI API key",
         variable: "OPENAI_API_KEY",
-        kind: ProviderKind::OpenAi,
-        base_url: None,
-        model: "gpt-4.1",
         link: "https://platform.openai.com/api-keys",
     },
     KeyMethod {
         id: "openrouter-api-key",
         name: "OpenRouter API key",
         variable: "OPENROUTER_API_KEY",
-        kind: ProviderKind::OpenAi,
-        base_url: Some("https://openrouter.ai/api/v1"),
-        model: "anthropic/claude-sonnet-4.5",
         link: "https://openrouter.ai/settings/keys",
     },
 ];
@@ -153,10 +140,17 @@ pub fn authenticate(
         Some(value) if value.trim().is_empty() => return Err(AuthError::Empty { variable }),
         Some(_) => {}
     }
-    let mut config = ProviderConfig::new(method.id, method.kind, method.model);
-    config.base_url = method.base_url.map(str::to_string);
-    config.api_key_env = Some(variable.to_string());
-    build_provider_with_env(&config, env)
+    // Detection as if this were the only key set: the provider (model, base URL) zero-config
+    // would take from this variable.
+    let only_this = |name: &str| {
+        if KEY_VARIABLES.contains(&name) && name != variable {
+            None
+        } else {
+            env(name)
+        }
+    };
+    let detected = detect_from_keys(&only_this).ok_or(AuthError::NotSet { variable })?;
+    build_provider_with_env(&detected.provider, env)
         .map_err(|source| AuthError::Provider { variable, source })?;
     Ok(method)
 }
@@ -222,6 +216,37 @@ mod tests {
             }
         );
         assert!(!error.to_string().contains("sk-or-secret"));
+    }
+
+    #[test]
+    fn the_provider_checked_is_the_detected_one_and_its_errors_are_named() {
+        for method in KEY_METHODS {
+            assert!(
+                KEY_VARIABLES.contains(&method.variable),
+                "{}",
+                method.variable
+            );
+        }
+        let env = env_with(&[
+            ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("OPENAI_BASE_URL", "ftp://example.invalid"),
+        ]);
+        // Each variable is checked on its own, whatever else is set.
+        assert!(authenticate("anthropic-api-key", &env).is_ok());
+        let error = authenticate("openai-api-key", &env).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                AuthError::Provider {
+                    variable: "OPENAI_API_KEY",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(error.to_string().contains("only http and https"), "{error}");
+        assert!(!error.to_string().contains("sk-secret"), "{error}");
     }
 
     #[test]
