@@ -68,7 +68,7 @@ fn collections(server: &RealQdrant) -> Vec<String> {
 
 #[test]
 fn index_update_and_semantic_search_through_a_real_qdrant() {
-    let server = RealQdrant::start_with_key(Some(KEY));
+    let mut server = RealQdrant::start_with_key(Some(KEY));
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(root.path().join("src")).unwrap();
     std::fs::write(
@@ -156,6 +156,25 @@ fn index_update_and_semantic_search_through_a_real_qdrant() {
     let out = text(&search.stdout);
     assert!(first_hit(&search).contains("src/color.py"), "{out}");
     assert!(!out.contains("net.rs"), "{out}");
+
+    // The server crashes (SIGKILL): lode says what is wrong and exits non-zero ...
+    server.kill();
+    let semantic = ["search", "--mode", "semantic", "parse a timestamp"];
+    let search = lode(root.path(), &semantic, &server.url);
+    assert!(!search.status.success(), "{}", text(&search.stdout));
+    let stderr = text(&search.stderr);
+    assert!(stderr.contains("cannot reach Qdrant"), "{stderr}");
+    assert!(stderr.contains(&server.url), "{stderr}");
+    // ... and once it is back on the same storage, everything is there again.
+    server.restart();
+    assert_eq!(points_count(&server, collection), 2);
+    let search = lode(root.path(), &semantic, &server.url);
+    assert!(search.status.success(), "{}", text(&search.stderr));
+    assert!(
+        first_hit(&search).contains("src/color.py"),
+        "{}",
+        text(&search.stdout)
+    );
 }
 
 #[test]
