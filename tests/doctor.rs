@@ -4,6 +4,8 @@
 //! rustup's own error for a missing component and exits 1, `--json`, exit codes, and a secret in
 //! the environment that must never appear in the output.
 
+#[path = "../server/qdrant/tests/real_server/mod.rs"]
+mod real_server;
 mod support;
 
 use std::io::{Read, Write};
@@ -543,5 +545,76 @@ fn a_hostile_workspace_cannot_make_doctor_run_or_reach_anything() {
     assert!(
         rust.contains("inside the workspace: not run"),
         "the workspace's rust-analyzer is reported, not run: {rust}"
+    );
+}
+
+#[test]
+fn a_configured_but_unreachable_qdrant_fails_with_the_fix() {
+    let setup = setup();
+    let url = format!("http://127.0.0.1:{}", closed_port());
+    let output = doctor(
+        &setup,
+        None,
+        &["--vectors", "qdrant", "--qdrant-url", &url],
+        &[("QDRANT_API_KEY", SECRET)],
+    );
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        line(
+            &text,
+            "fail",
+            "qdrant",
+            "the vectors are configured to live in Qdrant"
+        )
+        .is_some(),
+        "{text}"
+    );
+    assert!(
+        fix_after(&text, "configured to live in Qdrant")
+            .is_some_and(|fix| fix.contains(&format!("start Qdrant (gRPC port 6334) at {url}"))),
+        "{text}"
+    );
+    // Without --vectors qdrant there is no Qdrant line at all.
+    let output = doctor(&setup, None, &[], &[]);
+    assert!(
+        !stdout(&output)
+            .lines()
+            .any(|line| line.split_whitespace().nth(1) == Some("qdrant")),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn a_real_qdrant_with_a_key_is_ok_and_a_wrong_key_fails() {
+    let qdrant = real_server::RealQdrant::start_with_key(Some(SECRET));
+    let setup = setup();
+    let output = doctor(
+        &setup,
+        None,
+        &["--vectors", "qdrant", "--qdrant-url", &qdrant.url],
+        &[("QDRANT_API_KEY", SECRET)],
+    );
+    let text = stdout(&output);
+    let ok = line(
+        &text,
+        "ok",
+        "qdrant",
+        &format!("{} answered in", qdrant.url),
+    )
+    .unwrap_or_else(|| panic!("{text}"));
+    assert!(ok.contains("(key from $QDRANT_API_KEY, not shown)"), "{ok}");
+    let output = doctor(
+        &setup,
+        None,
+        &["--vectors", "qdrant", "--qdrant-url", &qdrant.url],
+        &[("QDRANT_API_KEY", "not-the-key")],
+    );
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        line(&text, "fail", "qdrant", "configured to live in Qdrant").is_some(),
+        "{text}"
     );
 }

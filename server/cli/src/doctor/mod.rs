@@ -119,7 +119,7 @@ pub fn run(args: &WorkspaceArgs, doctor: DoctorArgs) -> anyhow::Result<ExitCode>
             .and_then(|loaded| loaded.config.other.get("lsp")),
     ));
     checks.extend(editors::check(&root));
-    checks.extend(qdrant::check(&args.vector_store, &root));
+    checks.extend(qdrant::check(args, &root));
     let count = |status| checks.iter().filter(|c| c.status == status).count();
     let report = Report {
         root: root.display().to_string(),
