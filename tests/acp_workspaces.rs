@@ -400,6 +400,11 @@ fn spawn_acp_in(dir: &Path, home: &Path, log: &Path) -> tokio::process::Child {
         .current_dir(dir)
         .env("LODE_CONFIG", "")
         .env_remove("LODE_INDEX_DIR")
+        // No provider from the test machine's environment (zero-config models).
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENROUTER_API_KEY")
+        .env("OLLAMA_HOST", "127.0.0.1:9")
         .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("XDG_DATA_HOME", home.join(".local/share"))

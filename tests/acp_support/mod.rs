@@ -209,6 +209,11 @@ pub fn acp_command(root: &Path, config: std::ffi::OsString) -> tokio::process::C
         .arg("acp")
         .env("LODE_CONFIG", config)
         .env("XDG_CONFIG_HOME", root.join(".no-user-config"))
+        // No provider from the test machine's environment (zero-config models).
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENROUTER_API_KEY")
+        .env("OLLAMA_HOST", "127.0.0.1:9")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
