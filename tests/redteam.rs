@@ -2911,6 +2911,29 @@ const SYMBOL_CASES: &[CallCase] = &[
         args: r##"{"symbol": "src/../.git/hooks/pre_commit.py:run", "text": "def run():\n    pass"}"##,
         watch: &[".git/hooks/pre_commit.py", "{outside}/target.rs"],
         known_gap: None,
+    },    // `rename` names its symbol the same way; the files its language server's answer names are
+    // confined by the tool itself (server/lsp/tests/call_hierarchy_rename.rs, a hostile
+    // server). Here no server runs: the symbol's own file is refused before one is asked.
+    CallCase {
+        name: "rename: ../outside/target.rs",
+        tool: "rename",
+        args: r##"{"symbol": "../outside/target.rs:add", "new_name": "pwned"}"##,
+        watch: &["{outside}/target.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "rename: a symlink pointing outside",
+        tool: "rename",
+        args: r##"{"symbol": "src/link.rs:add", "new_name": "pwned"}"##,
+        watch: &["{outside}/target.rs", "src/link.rs"],
+        known_gap: None,
+    },
+    CallCase {
+        name: "rename: a hook script under .git/hooks",
+        tool: "rename",
+        args: r##"{"symbol": ".git/hooks/pre_commit.py:run", "new_name": "pwned"}"##,
+        watch: &[".git/hooks/pre_commit.py", "{outside}/target.rs"],
+        known_gap: None,
     },
 ];
 

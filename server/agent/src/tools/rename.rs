@@ -133,6 +133,20 @@ impl Tool for RenameTool {
         let args: RenameArgs = parse_args(RENAME_TOOL, &arguments)?;
         check_new_name(&args.new_name)?;
         let target = resolve_target(&args.symbol, context).await?;
+        if context
+            .roots
+            .iter()
+            .any(|root| protected(&target.point.path, root))
+        {
+            return Err(ToolError::new(
+                ToolErrorCategory::PermissionDenied,
+                format!(
+                    "rename refused: {} is under .git/ or .lode/, where renaming is not allowed",
+                    target.shown
+                ),
+                false,
+            ));
+        }
         if target.identifier == args.new_name {
             return Err(invalid(format!(
                 "rename: {} is already named `{}`",
