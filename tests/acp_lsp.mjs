@@ -14,7 +14,7 @@
 // The client offers `"lsp": true` in `clientCapabilities._meta`, pushes `_lsp/publishDiagnostics`
 // for shapes.py, sends three prompts (references, hover, diagnostics), then `_lsp/didSave` for
 // main.py, and prints one JSON object per line: {"step": "initialize" | "prompt" | "requests" |
-// "error", ...}. `requests` lists every `_lsp/*` request lode sent, with its params. It exits 0
+// "toolCalls" | "error", ...}. `requests` lists every `_lsp/*` request lode sent, with its params. It exits 0
 // when the exchange finished, 2 when a request failed.
 
 import { spawn } from "node:child_process";
@@ -58,6 +58,8 @@ const answers = {
     { uri: uri("shapes.py"), range: range(7, 9, 4) },
     { uri: uri("main.py"), range: range(7, 14, 4) },
     { uri: uri("main.py"), range: range(11, 24, 4) },
+    // A location outside the workspace: lode lists it but must never read the file.
+    { uri: "file:///etc/passwd", range: range(1, 1, 4) },
   ],
   "_lsp/diagnostics": [
     { range: range(2, 1, 4), severity: 2, message: "PULLED-AFTER-SAVE unused import", source: "editor-pyright" },
@@ -135,6 +137,7 @@ try {
     await ctx.notify("_lsp/didSave", { uri: uri("main.py") });
     await waitFor(() => requests.some((r) => r.method === "_lsp/diagnostics"));
     emit({ step: "requests", requests });
+    emit({ step: "toolCalls", updates: updates.filter((u) => u.sessionUpdate.startsWith("tool_call")) });
   });
 } catch (error) {
   emit({ step: "error", message: String(error?.message ?? error), code: error?.code, data: error?.data });

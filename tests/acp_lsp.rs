@@ -213,6 +213,18 @@ async fn the_editors_language_server_answers_navigation_first() {
         (json!(7), json!(14))
     );
 
+    // A location outside the workspace is listed, but the file is never read into the result.
+    let shown = step(&lines, "toolCalls", &output)["updates"].to_string();
+    assert!(shown.contains("/etc/passwd"), "{shown}");
+    assert!(
+        shown.contains("references to shapes.py:Circle/area: 4 in 3 files (resolved_by: ide)"),
+        "the result's text is in the updates: {shown}"
+    );
+    assert!(
+        !shown.contains("root:"),
+        "the tool read a file outside the workspace: {shown}"
+    );
+
     // `_lsp/didSave` made lode ask the editor for the saved file's diagnostics.
     let pulled = asked
         .iter()
