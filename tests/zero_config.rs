@@ -479,3 +479,41 @@ fn lode_acp_outside_a_workspace_says_which_provider_on_stderr_only() {
     );
     assert_no_secret(&output);
 }
+
+#[test]
+fn lode_config_shows_the_detected_provider_and_check_accepts_it() {
+    let dir = workspace();
+    let home = tempfile::tempdir().unwrap();
+    let config = |vars: &[(&str, &str)]| {
+        let mut command = lode(dir.path());
+        command
+            .args(["config", "--check"])
+            .env("LODE_CONFIG", "")
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"));
+        for (name, value) in vars {
+            command.env(name, value);
+        }
+        command.output().expect("lode config runs")
+    };
+    let output = config(&[("ANTHROPIC_API_KEY", SECRET)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("# provider \"anthropic\" below is in no file: detected from the environment (ANTHROPIC_API_KEY is set)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("api_key_env = \"ANTHROPIC_API_KEY\""),
+        "{text}"
+    );
+    assert_no_secret(&output);
+    let output = config(&[]);
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("nothing detected"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -15,7 +15,8 @@ pub struct ConfigArgs {
     /// Print only the config files that were read, one per line, highest precedence first.
     #[arg(long)]
     pub files: bool,
-    /// Exit with status 3 when no LLM provider is configured (for scripts and CI).
+    /// Exit with status 3 when no LLM provider is configured or detected from the environment
+    /// (for scripts and CI).
     #[arg(long)]
     pub check: bool,
 }
@@ -24,12 +25,23 @@ pub struct ConfigArgs {
 /// key; a missing provider is reported on stderr, and fails only with `--check`.
 pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result<ExitCode> {
     let root = resolve_root(workspace, None)?;
-    let loaded = Config::load(workspace.config.as_deref(), &root)?;
+    let mut loaded = Config::load(workspace.config.as_deref(), &root)?;
+    if !args.files {
+        // Zero-config models: the effective configuration includes a detected provider.
+        loaded.detect_provider(&|name| std::env::var(name).ok());
+    }
     if args.files {
         for file in &loaded.files {
             println!("{}", file.display());
         }
     } else {
+        if let Some(detected) = &loaded.detected {
+            println!(
+                "# provider \"{}\" below is in no file: detected from the environment ({})",
+                detected.provider.name, detected.reason
+            );
+            eprintln!("lode: {}", detected.notice());
+        }
         print!("{}", loaded.describe());
         // Loud when commands would run unconfined (see `lode sandbox-check`).
         let sandbox = lode_agent::sandbox_for(crate::sandbox_command::launcher(), &loaded.config);
