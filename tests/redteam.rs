@@ -2911,7 +2911,8 @@ const SYMBOL_CASES: &[CallCase] = &[
         args: r##"{"symbol": "src/../.git/hooks/pre_commit.py:run", "text": "def run():\n    pass"}"##,
         watch: &[".git/hooks/pre_commit.py", "{outside}/target.rs"],
         known_gap: None,
-    },    // `rename` names its symbol the same way; the files its language server's answer names are
+    },
+    // `rename` names its symbol the same way; the files its language server's answer names are
     // confined by the tool itself (server/lsp/tests/call_hierarchy_rename.rs, a hostile
     // server). Here no server runs: the symbol's own file is refused before one is asked.
     CallCase {
