@@ -258,7 +258,10 @@ async fn ask(
 }
 
 /// Parses, confines and resolves a symbol argument on the file's current text.
-pub(super) async fn resolve_target(symbol: &str, context: &ToolContext) -> Result<Target, ToolError> {
+pub(super) async fn resolve_target(
+    symbol: &str,
+    context: &ToolContext,
+) -> Result<Target, ToolError> {
     let name = SymbolName::parse(symbol).map_err(symbol_error)?;
     let resolved = resolve_path(&context.roots, &name.file)?;
     let shown = resolved.display(&context.roots);
