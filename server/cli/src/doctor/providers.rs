@@ -217,9 +217,20 @@ async fn reach(label: &str, entry: &ProviderConfig) -> Check {
     let started = Instant::now();
     let response = request.send().await;
     let took = started.elapsed().as_millis();
+    let local = reqwest::Url::parse(&real_base).is_ok_and(|url| {
+        matches!(
+            url.host_str(),
+            Some("localhost" | "127.0.0.1" | "[::1]" | "0.0.0.0")
+        )
+    });
     let unreachable_fix = format!(
-        "start the server or correct base_url of provider \"{}\" (`lode config` shows where it \
-         is set); lode cannot answer without it",
+        "{} or correct base_url of provider \"{}\" (`lode config` shows where it is set); lode \
+         cannot answer without it",
+        if local {
+            "start the server"
+        } else {
+            "check that this machine reaches it (network, proxy, DNS)"
+        },
         entry.name
     );
     let response = match response {
