@@ -618,3 +618,17 @@ fn a_real_qdrant_with_a_key_is_ok_and_a_wrong_key_fails() {
         "{text}"
     );
 }
+
+#[test]
+fn a_watcher_holding_the_index_is_named_and_the_index_measured() {
+    let setup = setup();
+    let _watch = support::spawn_watch(setup.workspace.path());
+    support::wait_until_watched(setup.workspace.path(), "add");
+    let output = doctor(&setup, None, &[], &[]);
+    let text = stdout(&output);
+    let watcher =
+        line(&text, "ok", "watcher", "`lode watch` (pid ").unwrap_or_else(|| panic!("{text}"));
+    assert!(watcher.contains("keeps the index current"), "{watcher}");
+    let index = line(&text, "ok", "index", " files, ").unwrap_or_else(|| panic!("{text}"));
+    assert!(index.contains(" on disk at "), "{index}");
+}
