@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 use lode_index::embed::{Embedder, StaticEmbedder};
 use lode_index::vectors::{EmbeddedStore, VectorFilter, VectorHit, VectorRecord, VectorStore};
 use lode_qdrant::{QdrantConfig, QdrantStore};
+use qdrant_client::qdrant::point_id::PointIdOptions;
+use qdrant_client::qdrant::{Query, QueryPointsBuilder, SearchParams, SearchParamsBuilder};
 use real_server::{RealQdrant, rest_get};
 
 struct Args {
@@ -411,6 +413,60 @@ fn main() {
         times_embedded.push(median_p95(embedded_runs).0);
         times_qdrant.push(median_p95(qdrant_runs).0);
     }
+    // Where Qdrant's recall goes: the same queries straight through qdrant-client, without
+    // lode's filter (which leaves out the metadata point), with a wider HNSW search, and exact.
+    let client = qdrant_client::Qdrant::from_url(&server.url)
+        .skip_compatibility_check()
+        .build()
+        .expect("a Qdrant client");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let direct = |query: &[f32], params: Option<SearchParams>| -> Vec<VectorHit> {
+        let mut request = QueryPointsBuilder::new(&collection)
+            .query(Query::new_nearest(query.to_vec()))
+            .limit(args.k as u64);
+        if let Some(params) = params {
+            request = request.params(params);
+        }
+        let response = runtime
+            .block_on(client.query(request))
+            .expect("a direct query");
+        response
+            .result
+            .into_iter()
+            .filter_map(|point| match point.id?.point_id_options? {
+                PointIdOptions::Num(id) => Some(VectorHit {
+                    id: id as i64,
+                    score: point.score,
+                }),
+                PointIdOptions::Uuid(_) => None,
+            })
+            .collect()
+    };
+    let variants: [(&str, Option<SearchParams>); 3] = [
+        ("no filter, default search", None),
+        (
+            "no filter, hnsw_ef 256",
+            Some(SearchParamsBuilder::default().hnsw_ef(256).build()),
+        ),
+        (
+            "no filter, exact",
+            Some(SearchParamsBuilder::default().exact(true).build()),
+        ),
+    ];
+    let mut diagnostics = Vec::new();
+    for (name, params) in variants {
+        let recalls: Vec<f64> = queries
+            .iter()
+            .zip(&exact)
+            .map(|(query, exact)| recall(&direct(query, params.clone()), exact, &unit, query))
+            .collect();
+        diagnostics.push((name, recalls));
+    }
+    let below_half = |v: &[f64]| v.iter().filter(|&&r| r < 0.5).count();
+
     let (embedded_median, embedded_p95) = median_p95(times_embedded);
     let (qdrant_median, qdrant_p95) = median_p95(times_qdrant);
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
@@ -445,12 +501,37 @@ fn main() {
         min(&recall_qdrant)
     );
     println!(
+        "| queries with recall@{k} below 0.5 | {} | {} | |",
+        below_half(&recall_embedded),
+        below_half(&recall_qdrant)
+    );
+    println!(
         "| on disk | {:.1} MB | {:.1} MB | {:.2}× |",
         embedded_disk as f64 / 1e6,
         qdrant_disk as f64 / 1e6,
         qdrant_disk as f64 / embedded_disk.max(1) as f64
     );
 
+    println!();
+    for (name, recalls) in &diagnostics {
+        println!(
+            "Qdrant straight through qdrant-client, {name}: recall@{k} {:.4} mean (min {:.1}), {} below 0.5",
+            mean(recalls),
+            min(recalls),
+            below_half(recalls)
+        );
+    }
+    let diagnostics_json: Vec<serde_json::Value> = diagnostics
+        .iter()
+        .map(|(name, recalls)| {
+            serde_json::json!({
+                "variant": name,
+                "recall_mean": mean(recalls),
+                "recall_min": min(recalls),
+                "below_half": below_half(recalls),
+            })
+        })
+        .collect();
     let json = serde_json::json!({
         "profile": profile,
         "qdrant_version": version,
@@ -469,6 +550,7 @@ fn main() {
             "query_p95_ms": embedded_p95,
             "recall_mean": embedded_recall,
             "recall_min": min(&recall_embedded),
+            "below_half": below_half(&recall_embedded),
             "disk_bytes": embedded_disk,
         },
         "qdrant": {
@@ -481,6 +563,8 @@ fn main() {
             "query_p95_ms": qdrant_p95,
             "recall_mean": qdrant_recall,
             "recall_min": min(&recall_qdrant),
+            "below_half": below_half(&recall_qdrant),
+            "direct": diagnostics_json,
             "disk_bytes": qdrant_disk,
         },
     });
