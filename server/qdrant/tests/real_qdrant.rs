@@ -91,10 +91,17 @@ fn a_missing_binary_fails_and_says_where_it_looked() {
     let error =
         real_server::locate(Some(named.clone().into()), &nowhere.path().join("repo")).unwrap_err();
     assert!(error.contains(&named.display().to_string()), "{error}");
-    assert!(error.contains("shared/bin/qdrant"), "{error}");
     assert!(error.contains(real_server::BINARY_ENV), "{error}");
     let error = real_server::locate(None, &nowhere.path().join("repo")).unwrap_err();
     assert!(error.contains("(not set)"), "{error}");
+    assert!(error.contains("shared/bin/qdrant"), "{error}");
+    // A variable naming a missing file fails even where the shared copy exists.
+    let shared_root = nowhere.path().join("repo");
+    std::fs::create_dir_all(&shared_root).unwrap();
+    std::fs::create_dir_all(nowhere.path().join("shared/bin")).unwrap();
+    std::fs::write(nowhere.path().join("shared/bin/qdrant"), "").unwrap();
+    assert!(real_server::locate(Some(named.clone().into()), &shared_root).is_err());
+    assert!(real_server::locate(None, &shared_root).is_ok());
     // The variable wins over the shared copy when it names a file.
     let fake = nowhere.path().join("fake-qdrant");
     std::fs::write(&fake, "").unwrap();

@@ -2,9 +2,10 @@
 //! throwaway storage directory, ready when its REST `GET /readyz` answers 200 and its gRPC port
 //! accepts connections (the REST side can be ready first), killed on drop.
 //!
-//! The binary is `$LODE_QDRANT_BIN` when set, else `<repository root>/../shared/bin/qdrant`
-//! (Qdrant 1.18.3; see `../shared/bin/README.md`). When neither exists the test FAILS and says
-//! where it looked: a backend test that silently skips tests nothing.
+//! The binary is `$LODE_QDRANT_BIN` when set (a missing file there is an error), else
+//! `<repository root>/../shared/bin/qdrant` (Qdrant 1.18.3; see `../shared/bin/README.md`).
+//! When there is none the test FAILS and says where it looked: a backend test that silently
+//! skips tests nothing.
 //!
 //! Used by `real_qdrant.rs`, by the `lode` end-to-end test (`cli/end_to_end.rs`) and by the
 //! benchmark example (`examples/qdrant_bench.rs`), each through `#[path]`.
@@ -45,7 +46,14 @@ pub fn locate(from_env: Option<std::ffi::OsString>, root: &Path) -> Result<PathB
     let mut looked = Vec::new();
     match from_env.filter(|p| !p.is_empty()).map(PathBuf::from) {
         Some(path) if path.is_file() => return Ok(path),
-        Some(path) => looked.push(format!("${BINARY_ENV} = {} (no such file)", path.display())),
+        // Named but missing: an error, not a silent fall-back to another binary.
+        Some(path) => {
+            return Err(format!(
+                "no Qdrant binary at ${BINARY_ENV} = {} (no such file); unset it to use {}",
+                path.display(),
+                root.join("../shared/bin/qdrant").display()
+            ));
+        }
         None => looked.push(format!("${BINARY_ENV} (not set)")),
     }
     let shared = root.join("../shared/bin/qdrant");
