@@ -85,7 +85,15 @@ pub struct AgentOptions {
     /// that needs a model fails with [`AgentError::NoProvider`], naming the fix. Without it,
     /// `open` fails with that configuration error.
     pub allow_no_provider: bool,
+    /// Where zero-config detection reads its variables (`ANTHROPIC_API_KEY`, `OLLAMA_HOST`, …;
+    /// see `crate::llm::detect`) when no provider is configured; `None`: the process
+    /// environment. Tests give a fixed one so that the machine's keys and Ollama play no part.
+    /// Providers' keys are looked up here first, then in the process environment.
+    pub provider_env: Option<ProviderEnv>,
 }
+
+/// A lookup of environment variables by name.
+pub type ProviderEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// A session as front ends list it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,6 +191,8 @@ struct Lasting {
     sandbox_launcher: Option<PathBuf>,
     /// [`AgentOptions::allow_no_provider`].
     allow_no_provider: bool,
+    /// [`AgentOptions::provider_env`].
+    provider_env: Option<ProviderEnv>,
 }
 
 struct AgentInner {
@@ -265,6 +275,7 @@ impl Agent {
             state_dir,
             sandbox_launcher: options.sandbox_launcher,
             allow_no_provider: options.allow_no_provider,
+            provider_env: options.provider_env,
         };
         let shared = configure(&lasting, false)?;
         let question_open = !shared.untrusted_ignored.is_empty();
@@ -890,9 +901,15 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
     sources.workspace_trusted |= trusted_now;
     let mut loaded = Config::load_from(&sources)?;
     // Zero-config models: a provider from the environment when none is configured.
-    loaded.detect_provider(&|name| std::env::var(name).ok());
+    let env = |name: &str| match &lasting.provider_env {
+        Some(env) => env(name),
+        None => std::env::var(name).ok(),
+    };
+    loaded.detect_provider(&env);
     let detected = loaded.detected.clone();
-    let (providers, no_provider) = match build_providers(&loaded) {
+    // Keys: the given lookup first, then the process (a configured provider's key variable).
+    let keys = |name: &str| env(name).or_else(|| std::env::var(name).ok());
+    let (providers, no_provider) = match build_providers(&loaded, &keys) {
         Ok(providers) => (providers, None),
         Err(AgentError::Config(
             error @ (ConfigError::NoProvider { .. } | ConfigError::UntrustedProviders { .. }),
@@ -948,7 +965,11 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
 /// Configured providers by name, the default first.
 type NamedProviders = Vec<(String, Arc<dyn Provider>)>;
 
-fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> {
+/// The providers of `loaded`, their keys read through `env`.
+fn build_providers(
+    loaded: &LoadedConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<NamedProviders, AgentError> {
     let config = &loaded.config;
     let default = loaded.provider(None)?;
     let mut providers = Vec::new();
@@ -961,7 +982,7 @@ fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> 
             .filter(|entry| entry.name != default.name),
     );
     for entry in ordered {
-        let provider = crate::llm::build_provider(entry)
+        let provider = crate::llm::build_provider_with_env(entry, env)
             .map_err(|error| AgentError::Provider(error.to_string()))?;
         providers.push((entry.name.clone(), provider));
     }
@@ -973,7 +994,7 @@ fn build_providers(loaded: &LoadedConfig) -> Result<NamedProviders, AgentError> 
 /// cannot be built, a `default` naming none). For a front end that answers before it has a
 /// workspace (`lode acp` started outside a project).
 pub fn configured_models(loaded: &LoadedConfig) -> Result<Vec<ModelInfo>, AgentError> {
-    match build_providers(loaded) {
+    match build_providers(loaded, &|name| std::env::var(name).ok()) {
         Ok(providers) => Ok(providers
             .iter()
             .map(|(_, provider)| provider.info().clone())

@@ -38,6 +38,6 @@ mod turn_commands;
 pub mod untrusted;
 
 pub use agent::{
-    Agent, AgentError, AgentOptions, SessionInfo, SlashCommand, UserInput, configured_models,
-    sandbox_for,
+    Agent, AgentError, AgentOptions, ProviderEnv, SessionInfo, SlashCommand, UserInput,
+    configured_models, sandbox_for,
 };

@@ -22,6 +22,10 @@ fn options(root: &Path, allow_no_provider: bool) -> AgentOptions {
     AgentOptions {
         state_dir: Some(root.join("user-state")),
         allow_no_provider,
+        // No key variable and no Ollama: the machine cannot lend a provider (zero-config).
+        provider_env: Some(Arc::new(|name: &str| {
+            (name == "OLLAMA_HOST").then(|| "127.0.0.1:9".to_owned())
+        })),
         ..AgentOptions::default()
     }
 }
@@ -114,4 +118,46 @@ async fn providers_only_in_the_untrusted_workspace_apply_once_it_is_trusted() {
     assert_eq!(agent.models()[0].provider, "local");
     // The session made without a model follows the default one.
     assert_eq!(agent.session(&session.id).unwrap().model, "local");
+}
+
+/// Zero-config models in the library: with no provider configured, the agent takes the one its
+/// environment offers (here a fixed lookup naming the scripted server), answers with it, says
+/// which through `detected_provider`, and keeps its key variable out of sandboxed commands.
+#[tokio::test]
+async fn a_provider_from_the_environment_is_used_when_none_is_configured() {
+    let script = lode_llm_script::Script::load(
+        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/llm/hello.json"),
+    )
+    .unwrap();
+    let server = lode_llm_script::ScriptedServer::start(script)
+        .await
+        .unwrap();
+    let base = server.openai_base_url();
+    let dir = workspace(false);
+    let mut options = options(dir.path(), false);
+    options.provider_env = Some(Arc::new(move |name: &str| match name {
+        "OPENAI_API_KEY" => Some("sk-from-the-environment".to_owned()),
+        "OPENAI_BASE_URL" => Some(base.clone()),
+        _ => None,
+    }));
+    let agent = Agent::open(dir.path(), options).expect("a detected provider opens the agent");
+    let detected = agent.detected_provider().expect("detected");
+    assert_eq!(detected.provider.name, "openai");
+    assert_eq!(detected.reason, "OPENAI_API_KEY is set, at OPENAI_BASE_URL");
+    // The sandbox an agent on this configuration gets (through a launcher) scrubs the key.
+    let secret_env = lode_agent::sandbox_for(Some("lode".into()), &agent.config())
+        .profile(&[dir.path().to_path_buf()], false)
+        .secret_env;
+    assert!(
+        secret_env.iter().any(|name| name == "OPENAI_API_KEY"),
+        "{secret_env:?}"
+    );
+    let session = agent
+        .new_session(dir.path().to_path_buf(), Vec::new())
+        .unwrap();
+    let stop = prompt(&agent, &session.id, "hello").await.unwrap();
+    assert_eq!(stop, StopReason::EndTurn);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].body["model"], "gpt-4.1");
 }

@@ -493,6 +493,7 @@ impl AgentSetup {
             navigation,
             sandbox_launcher: crate::sandbox_command::launcher(),
             allow_no_provider: false,
+            provider_env: None,
         })
     }
 }

@@ -12,6 +12,7 @@ pub fn test_options(root: &Path) -> AgentOptions {
     AgentOptions {
         config_file: Some(root.join(".lode/config.toml")).filter(|file| file.exists()),
         state_dir: Some(root.join(".lode/test-user-state")),
+        provider_env: Some(no_provider_env()),
         ..AgentOptions::default()
     }
 }
@@ -35,4 +36,10 @@ pub fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &target).unwrap();
         }
     }
+}
+
+/// No key variable and no Ollama (it is looked for where nothing listens): the machine running
+/// the tests cannot lend a provider to a test that configures none.
+pub fn no_provider_env() -> lode_agent::ProviderEnv {
+    std::sync::Arc::new(|name: &str| (name == "OLLAMA_HOST").then(|| "127.0.0.1:9".to_owned()))
 }
