@@ -489,12 +489,16 @@ fn file_path(uri: &Uri) -> Result<PathBuf> {
 }
 
 /// Lines of workspace files for locating names: open buffers first, then the disk, cached
-/// for one request.
+/// for one request. A file's text is kept whole (an open buffer's shared, not copied) with
+/// where its lines start, and only the lines asked for are copied out.
 struct LineSource<'a> {
     root: PathBuf,
     documents: &'a Mutex<HashMap<Uri, Document>>,
-    cache: HashMap<String, Option<Vec<String>>>,
+    cache: HashMap<String, Option<FileLines>>,
 }
+
+/// A file's text and the byte offsets where its lines start.
+type FileLines = (Arc<String>, Vec<usize>);
 
 impl<'a> LineSource<'a> {
     fn new(root: &Path, documents: &'a Mutex<HashMap<Uri, Document>>) -> LineSource<'a> {
@@ -512,14 +516,21 @@ impl<'a> LineSource<'a> {
     fn line(&mut self, rel_path: &str, line: u32) -> Option<String> {
         let root = &self.root;
         let documents = self.documents;
-        let lines = self.cache.entry(rel_path.to_string()).or_insert_with(|| {
+        let text = self.cache.entry(rel_path.to_string()).or_insert_with(|| {
             let absolute = root.join(rel_path);
             let open = Uri::from_file_path(&absolute)
-                .and_then(|uri| lock(documents).get(&uri).map(|doc| doc.text().to_string()));
-            let text = open.or_else(|| std::fs::read_to_string(&absolute).ok())?;
-            Some(text.lines().map(str::to_string).collect())
+                .and_then(|uri| lock(documents).get(&uri).map(Document::shared_text));
+            let text = open.or_else(|| std::fs::read_to_string(&absolute).ok().map(Arc::new))?;
+            let starts = crate::document::line_starts(&text);
+            Some((text, starts))
         });
-        lines.as_ref()?.get(line.checked_sub(1)? as usize).cloned()
+        let (text, starts) = text.as_ref()?;
+        let index = line.checked_sub(1)? as usize;
+        let start = *starts.get(index)?;
+        let end = starts.get(index + 1).map_or(text.len(), |next| next - 1);
+        let line = text.get(start..end)?;
+        // As `str::lines`: a line ends before its `\r\n`.
+        Some(line.strip_suffix('\r').unwrap_or(line).to_owned())
     }
 
     /// The location of `name` on a 1-based line: at `byte_column` (1-based) when known, else
