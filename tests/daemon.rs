@@ -721,6 +721,21 @@ fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
         "{}",
         stdout(&output)
     );
+    // `--root`, from anywhere.
+    let output = std::process::Command::new(&front)
+        .current_dir(std::env::temp_dir())
+        .env("LODE_DAEMON", "never")
+        .arg("--root")
+        .arg(root)
+        .args(["symbols", "beta_format"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("src/lib.rs"),
+        "{}",
+        stdout(&output)
+    );
     // Nothing found: exit 1, as the full binary says it.
     let output = alone(
         &["search", "zzz_nothing_matches_this", "--mode", "lexical"],
@@ -741,7 +756,7 @@ fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
     // root, the index or the settings, verbose reports, help, malformed arguments, other
     // commands, and an environment that selects other settings.
     for args in [
-        &["--root", ".", "symbols", "alpha_greet"][..],
+        &["--index-dir", ".lode/index", "symbols", "alpha_greet"][..],
         &["symbols", "alpha_greet", "-v"],
         &["search", "greet", "--exclude", "app/"],
         &["search", "--help"],
@@ -754,8 +769,16 @@ fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
         let output = alone(args, &[]);
         assert!(handed_on(&output), "{args:?}: {}", stderr(&output));
     }
-    let output = alone(&["symbols", "alpha_greet"], &[("LODE_EMBEDDER", "none")]);
-    assert!(handed_on(&output), "{}", stderr(&output));
+    for variable in lode_settings_variables() {
+        let output = alone(&["symbols", "alpha_greet"], &[(variable, "x")]);
+        assert!(handed_on(&output), "{variable}: {}", stderr(&output));
+    }
+    // Other variables do not matter to it.
+    let output = alone(
+        &["symbols", "alpha_greet"],
+        &[("LODE_BIN", "/elsewhere/lode")],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
 
     // A holder indexing with other settings is not asked by the front end.
     run(root, &["daemon", "stop"]);
@@ -764,4 +787,15 @@ fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
     assert!(output.status.success(), "{}", stderr(&output));
     let output = alone(&["symbols", "alpha_greet"], &[]);
     assert!(handed_on(&output), "{}", stderr(&output));
+}
+
+/// The variables that select settings (server/cli/src/settings_env.rs), as a user sets them.
+fn lode_settings_variables() -> Vec<&'static str> {
+    let source = include_str!("../server/cli/src/settings_env.rs");
+    let names: Vec<&str> = source
+        .split('"')
+        .filter(|part| part.starts_with("LODE_"))
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    names
 }

@@ -12,6 +12,7 @@
 mod quick;
 mod render;
 mod root;
+mod settings_env;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

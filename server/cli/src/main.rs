@@ -24,6 +24,7 @@ mod root;
 mod sandbox_command;
 mod semantic_cli;
 mod served;
+mod settings_env;
 mod shell_command;
 mod skill_command;
 mod startup;

@@ -4,8 +4,8 @@
 //!
 //! It answers only invocations whose meaning it knows exactly: `search`, `symbols`, `refs` and
 //! `map` with their common options, no global option (those select another root, index or
-//! settings), no `LODE_*` variable in the environment but the `LODE_DAEMON*` ones (the others
-//! select other settings), and a lease holder that indexes with the default settings. Anything else —
+//! settings), none of the environment variables that select settings
+//! ([`crate::settings_env`]), and a lease holder that indexes with the default settings. Anything else —
 //! and every way of not being served — is `None`, and the front end runs `lode-full` with the
 //! same arguments, which decides as it always has. A wrong `None` costs speed, never meaning.
 
@@ -16,30 +16,24 @@ use lode_index::Language;
 use lode_index::query::{Answer, Query};
 use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
 
-/// The `LODE_*` variables the fast path ignores (`LODE_DAEMON`, `LODE_DAEMON_MIN_FILES`, ...):
-/// they only decide whether a query that is not served starts a daemon, and how it runs.
-const IGNORED_PREFIX: &str = "LODE_DAEMON";
-
 /// A query command as the fast path understood it.
 #[derive(Debug, PartialEq)]
 pub struct QuickQuery {
     pub query: Query,
     pub json: bool,
     pub fresh: bool,
+    /// `--root PATH`, as given.
+    pub root: Option<String>,
 }
 
 /// The served answer to `args` (the process's arguments, program name first), or `None` when
 /// `lode-full` must decide.
 pub fn serve(args: &[OsString]) -> Option<(Answer, bool)> {
-    let environment_is_plain = std::env::vars_os().all(|(name, _)| {
-        let name = name.to_string_lossy();
-        !name.starts_with("LODE_") || name.starts_with(IGNORED_PREFIX)
-    });
-    if !environment_is_plain {
+    if crate::settings_env::settings_in_environment() {
         return None;
     }
     let quick = parse(args)?;
-    let index_dir = index_dir()?;
+    let index_dir = index_dir(quick.root.as_deref())?;
     let settings = lode_index::watch::default_settings();
     let served = lease::query(
         &index_dir,
@@ -52,12 +46,16 @@ pub fn serve(args: &[OsString]) -> Option<(Answer, bool)> {
     Some((served.answer, quick.json))
 }
 
-/// The default index directory of the workspace the current directory belongs to, found as
-/// `lode-full` finds it with no `--root` and no `--index-dir`.
-fn index_dir() -> Option<PathBuf> {
-    let current = std::env::current_dir().ok()?;
-    let root = std::fs::canonicalize(crate::root::discover_root(&current)).ok()?;
-    Some(root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
+/// The default index directory of the workspace: `--root`'s, else the one the current
+/// directory belongs to, found as `lode-full` finds it (no `--index-dir`).
+fn index_dir(root: Option<&str>) -> Option<PathBuf> {
+    let root = match root {
+        Some(root) => PathBuf::from(root),
+        None => crate::root::discover_root(&std::env::current_dir().ok()?),
+    };
+    let root = std::fs::canonicalize(root).ok()?;
+    root.is_dir()
+        .then(|| root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
 }
 
 /// The query of a plain `lode search|symbols|refs|map …` invocation, or `None` for anything
@@ -68,8 +66,27 @@ pub fn parse(args: &[OsString]) -> Option<QuickQuery> {
         .iter()
         .map(|word| word.to_str())
         .collect::<Option<_>>()?;
-    let (command, rest) = words.split_first()?;
     let mut options = Options::default();
+    // `--root PATH` is the one global option understood, before the command or after it.
+    let mut words = words.as_slice();
+    loop {
+        match words {
+            ["--root", root, rest @ ..] if !root.is_empty() && !root.starts_with('-') => {
+                set_once(&mut options.root, (*root).to_owned())?;
+                words = rest;
+            }
+            [word, rest @ ..] if word.starts_with("--root=") => {
+                let root = &word["--root=".len()..];
+                if root.is_empty() {
+                    return None;
+                }
+                set_once(&mut options.root, root.to_owned())?;
+                words = rest;
+            }
+            _ => break,
+        }
+    }
+    let (command, rest) = words.split_first()?;
     let mut positionals = Vec::new();
     let mut rest = rest.iter();
     let mut only_positionals = false;
@@ -95,6 +112,7 @@ pub fn parse(args: &[OsString]) -> Option<QuickQuery> {
             (!value.is_empty() && !value.starts_with('-')).then_some(value)
         };
         match (*command, flag) {
+            (_, "--root") => set_once(&mut options.root, value()?.to_owned())?,
             (_, "--json") if inline.is_none() => set_once(&mut options.json, true)?,
             (_, "--no-refresh") if inline.is_none() => set_once(&mut options.no_refresh, true)?,
             ("search" | "symbols" | "refs", "-n" | "--limit") => {
@@ -142,12 +160,14 @@ pub fn parse(args: &[OsString]) -> Option<QuickQuery> {
         query,
         json: options.json.unwrap_or(false),
         fresh: !options.no_refresh.unwrap_or(false),
+        root: options.root,
     })
 }
 
 /// The options seen so far; each may be given once (clap refuses a repeat).
 #[derive(Default)]
 struct Options {
+    root: Option<String>,
     json: Option<bool>,
     no_refresh: Option<bool>,
     limit: Option<usize>,
@@ -192,6 +212,7 @@ mod tests {
                 },
                 json: false,
                 fresh: true,
+                root: None,
             })
         );
         assert_eq!(
@@ -219,8 +240,22 @@ mod tests {
                 },
                 json: true,
                 fresh: false,
+                root: None,
             })
         );
+        // `--root` before the command or after it, in both spellings.
+        for words in [
+            &["--root", "/src/x", "symbols", "parse"][..],
+            &["--root=/src/x", "symbols", "parse"],
+            &["symbols", "parse", "--root", "/src/x"],
+            &["symbols", "--root=/src/x", "parse"],
+        ] {
+            assert_eq!(
+                parsed(words).and_then(|q| q.root),
+                Some("/src/x".to_owned()),
+                "{words:?}"
+            );
+        }
         assert_eq!(
             parsed(&["symbols", "parse"]).map(|q| q.query),
             Some(Query::Symbols {
@@ -251,8 +286,11 @@ mod tests {
         for words in [
             &[][..],
             &["index"],
-            &["--root", "x", "search", "q"],
-            &["search", "q", "--root", "x"],
+            &["--root", "x", "--root", "y", "search", "q"],
+            &["--root", "x", "search", "q", "--root", "y"],
+            &["--root=", "search", "q"],
+            &["--root", "--json", "search", "q"],
+            &["--index-dir", "x", "search", "q"],
             &["search", "q", "-v"],
             &["search", "q", "--verbose"],
             &["search", "q", "--help"],

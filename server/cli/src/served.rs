@@ -101,4 +101,45 @@ mod tests {
         let (other, _) = super::settings_of(&cli.workspace).unwrap();
         assert_ne!(other, settings);
     }
+
+    /// The front end leaves an invocation to this binary when the environment selects other
+    /// settings: every variable an option of this binary reads must be on its list.
+    #[test]
+    fn every_variable_an_option_reads_is_one_the_front_end_checks() {
+        use clap::CommandFactory;
+        fn variables(command: &clap::Command, found: &mut Vec<String>) {
+            for argument in command.get_arguments() {
+                if let Some(name) = argument.get_env() {
+                    found.push(name.to_string_lossy().into_owned());
+                }
+            }
+            for sub in command.get_subcommands() {
+                variables(sub, found);
+            }
+        }
+        let mut found = Vec::new();
+        variables(&Cli::command(), &mut found);
+        assert!(found.contains(&"LODE_INDEX_DIR".to_owned()), "{found:?}");
+        // Options of commands the front end never answers may read what they like.
+        let query_commands = ["search", "symbols", "refs", "map"];
+        let mut relevant = Vec::new();
+        let command = Cli::command();
+        for argument in command.get_arguments() {
+            if let Some(name) = argument.get_env() {
+                relevant.push(name.to_string_lossy().into_owned());
+            }
+        }
+        for sub in command
+            .get_subcommands()
+            .filter(|sub| query_commands.contains(&sub.get_name()))
+        {
+            variables(sub, &mut relevant);
+        }
+        for name in relevant {
+            assert!(
+                crate::settings_env::SETTINGS_VARIABLES.contains(&name.as_str()),
+                "{name} is read by an option of a query command but the front end does not check it"
+            );
+        }
+    }
 }
