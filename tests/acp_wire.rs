@@ -148,11 +148,11 @@ async fn a_client_terminal_is_released_only_after_the_final_update_that_shows_it
     };
     let created = position(&|m| m["method"] == "terminal/create", "terminal/create");
     let create = &sent[created]["params"];
-    // The editor's terminal runs the command through lode's sandbox launcher, confined to the
-    // session's workspace, exactly as a local spawn would.
+    // The editor's terminal runs the command through lode's sandbox launcher (the running
+    // binary, `lode-full`), confined to the session's workspace, exactly as a local spawn would.
     assert_eq!(
         create["command"],
-        json!(support::lode().display().to_string()),
+        json!(support::lode_full().display().to_string()),
         "{create}"
     );
     let args: Vec<&str> = create["args"]

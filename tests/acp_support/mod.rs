@@ -26,6 +26,12 @@ pub fn lode() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_lode"))
 }
 
+/// The binary `lode` runs for everything but served queries: the one that names itself as
+/// the sandbox launcher.
+pub fn lode_full() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_lode-full"))
+}
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

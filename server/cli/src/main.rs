@@ -24,6 +24,8 @@ mod root;
 mod sandbox_command;
 mod semantic_cli;
 mod served;
+// Only the tests read it here: they check the front end's list against every option.
+#[cfg(test)]
 mod settings_env;
 mod shell_command;
 mod skill_command;

@@ -29,7 +29,10 @@ pub struct QuickQuery {
 /// The served answer to `args` (the process's arguments, program name first), or `None` when
 /// `lode-full` must decide.
 pub fn serve(args: &[OsString]) -> Option<(Answer, bool)> {
-    if crate::settings_env::settings_in_environment() {
+    let settings_in_environment = crate::settings_env::SETTINGS_VARIABLES
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+    if settings_in_environment {
         return None;
     }
     let quick = parse(args)?;

@@ -18,10 +18,3 @@ pub const SETTINGS_VARIABLES: &[&str] = &[
     "LODE_QDRANT_URL",
     "LODE_QDRANT_API_KEY_ENV",
 ];
-
-/// Whether the environment selects settings other than the defaults.
-pub fn settings_in_environment() -> bool {
-    SETTINGS_VARIABLES
-        .iter()
-        .any(|name| std::env::var_os(name).is_some())
-}
