@@ -313,6 +313,23 @@ async fn without_a_python_server_the_index_answers_and_rename_needs_one() {
         text.contains("7:25"),
         "by name, Square's call is one: {text}"
     );
+    // A file changed after that answer: the index answers again only once it has seen it.
+    std::fs::write(
+        root.join("later.py"),
+        "from shapes import Circle\n\n\ndef later() -> float:\n    return Circle(4.0).area()\n",
+    )
+    .unwrap();
+    let again = text_of(
+        &call(
+            &client,
+            "references",
+            json!({"symbol": "shapes.py:Circle/area"}),
+        )
+        .await
+        .unwrap(),
+    );
+    assert!(again.contains("resolved_by: index"), "{again}");
+    assert!(again.contains("later.py"), "the new file's call: {again}");
     let callers = text_of(
         &call(
             &client,

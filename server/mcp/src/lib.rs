@@ -116,10 +116,16 @@ impl ServerHandler for LodeMcpServer {
         if let Some(navigation) = tools.navigation_call(&name, arguments.as_ref()) {
             let outcome = match navigation {
                 Ok((navigator, tool, arguments)) => {
-                    // The index's fallback answers need it current, like every other call.
+                    // An answer from the index needs it current, like every other call; a
+                    // language server's does not (see `navigation::call`).
                     let refreshing = tools.clone();
-                    let _ = tokio::task::spawn_blocking(move || refreshing.refresh()).await;
-                    navigation::call(navigator.as_ref(), tool, arguments).await
+                    let refresh = async move {
+                        matches!(
+                            tokio::task::spawn_blocking(move || refreshing.refresh_changed()).await,
+                            Ok(Ok(true))
+                        )
+                    };
+                    navigation::call(navigator.as_ref(), tool, arguments, refresh).await
                 }
                 Err(error) => Err(error),
             };

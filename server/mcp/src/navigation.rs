@@ -187,13 +187,34 @@ pub fn checked(tool: &str, arguments: Value) -> Result<Value, CallError> {
 }
 
 /// Asks the navigator and shapes its answer as an MCP result.
-pub async fn call(
+///
+/// A language server reads the files itself; only an answer from lode's index needs the index
+/// current. So the question goes first, and `refresh` (which says whether it changed the
+/// index) runs only when the index answered; when it changed something, the question is asked
+/// again. A server's answer no longer waits for a stat of every file.
+pub async fn call<R>(
     navigator: &dyn Navigator,
     tool: &str,
     arguments: Value,
-) -> Result<CallToolResult, CallError> {
-    let answered = navigator.call(tool, arguments).await?;
+    refresh: R,
+) -> Result<CallToolResult, CallError>
+where
+    R: Future<Output = bool>,
+{
+    let mut answered = navigator.call(tool, arguments.clone()).await?;
+    if answered_by_index(&answered) && refresh.await {
+        answered = navigator.call(tool, arguments).await?;
+    }
     Ok(answer(answered.text, answered.structured))
+}
+
+/// Whether lode's own index answered (`resolved_by: "index"`), not a language server.
+fn answered_by_index(answered: &NavigatorAnswer) -> bool {
+    answered
+        .structured
+        .get("resolved_by")
+        .and_then(Value::as_str)
+        == Some("index")
 }
 
 /// `references` by `symbol`: the navigator's `references`, its limit kept within the agent

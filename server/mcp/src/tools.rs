@@ -373,19 +373,29 @@ impl CodeTools {
     /// holds the writer lock, its published commits are loaded and the call answers from the
     /// index as it stands.
     pub fn refresh(&self) -> Result<(), IndexError> {
+        self.refresh_changed().map(|_| ())
+    }
+
+    /// [`Self::refresh`], saying whether the index may have changed: files applied by the
+    /// lease holder's flush or re-parsed or removed here, or another writer's commits loaded.
+    pub fn refresh_changed(&self) -> Result<bool, IndexError> {
         if !self.refresh {
-            return Ok(());
+            return Ok(false);
         }
         let _one_at_a_time = self
             .refreshing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Freshness::Locked { .. } = self.workspace.bring_up_to_date(&|_| {})? {
-            eprintln!(
-                "lode mcp: another process is updating the index; answering from it as it is"
-            );
-        }
-        Ok(())
+        Ok(match self.workspace.bring_up_to_date(&|_| {})? {
+            Freshness::Watched(flushed) => flushed.applied > 0,
+            Freshness::Checked { stats, .. } => stats.parsed + stats.removed > 0,
+            Freshness::Locked { .. } => {
+                eprintln!(
+                    "lode mcp: another process is updating the index; answering from it as it is"
+                );
+                true
+            }
+        })
     }
 
     /// Answers a read query: sent to the process holding the index's lease (`lode daemon`,
