@@ -251,23 +251,13 @@ impl Workspace {
     /// The code language with the most indexed bytes (`None`: no code indexed), read from the
     /// catalog once per generation.
     pub fn main_language(&self) -> Result<Option<Language>, IndexError> {
-        let generation = self.with_catalog(|catalog| catalog.generation())?;
-        let mut cached = self
-            .main_language
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((seen, language)) = *cached
-            && seen == generation
-        {
-            return Ok(language);
-        }
-        let bytes = self.with_catalog(|catalog| catalog.language_bytes())?;
-        let language = bytes
-            .iter()
-            .filter_map(|(name, _)| Language::from_name(name))
-            .find(|language| *language != Language::Text);
-        *cached = Some((generation, language));
-        Ok(language)
+        self.per_generation(&self.main_language, || {
+            let bytes = self.with_catalog(|catalog| catalog.language_bytes())?;
+            Ok(bytes
+                .iter()
+                .filter_map(|(name, _)| Language::from_name(name))
+                .find(|language| *language != Language::Text))
+        })
     }
 
     /// Hybrid search with explicit fusion weights (benchmarks and experiments).

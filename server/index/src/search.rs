@@ -268,21 +268,11 @@ impl Workspace {
     /// keystroke in an editor, or every query a daemon serves, reads it from memory while the
     /// index does not change).
     fn all_definition_names(&self) -> Result<std::sync::Arc<NameTable>, IndexError> {
-        let generation = self.with_catalog(|catalog| catalog.generation())?;
-        let mut cached = self
-            .definition_names
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((seen, names)) = cached.as_ref()
-            && *seen == generation
-        {
-            return Ok(names.clone());
-        }
-        let names = self.with_catalog(|catalog| catalog.definition_names())?;
-        let masks = names.iter().map(|name| name_mask(name)).collect();
-        let table = std::sync::Arc::new(NameTable { names, masks });
-        *cached = Some((generation, table.clone()));
-        Ok(table)
+        self.per_generation(&self.definition_names, || {
+            let names = self.with_catalog(|catalog| catalog.definition_names())?;
+            let masks = names.iter().map(|name| name_mask(name)).collect();
+            Ok(std::sync::Arc::new(NameTable { names, masks }))
+        })
     }
 
     /// References to exactly `name`, in path and line order, at most `limit`.

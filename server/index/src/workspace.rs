@@ -314,6 +314,25 @@ impl Workspace {
         read(&self.catalog())
     }
 
+    /// What `derive` computes from the catalog, kept in `slot` until the catalog's generation
+    /// changes: read from memory by every query while the index does not change.
+    pub(crate) fn per_generation<T: Clone>(
+        &self,
+        slot: &Mutex<Option<(u64, T)>>,
+        derive: impl FnOnce() -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
+        let generation = self.with_catalog(|catalog| catalog.generation())?;
+        let mut cached = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((seen, value)) = cached.as_ref()
+            && *seen == generation
+        {
+            return Ok(value.clone());
+        }
+        let value = derive()?;
+        *cached = Some((generation, value.clone()));
+        Ok(value)
+    }
+
     pub(crate) fn lexical(&self) -> &LexicalIndex {
         &self.lexical
     }
