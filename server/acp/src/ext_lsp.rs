@@ -582,6 +582,39 @@ pub fn parse_did_save(params: &Value) -> Result<PathBuf, String> {
     uri_path(uri)
 }
 
+/// Implements `JsonRpcMessage` for an `_lsp/*` message type whose params stay raw: it
+/// matches every `_lsp/` method and keeps the method name and params as they came.
+macro_rules! raw_lsp_message {
+    ($message:ident) => {
+        impl JsonRpcMessage for $message {
+            fn matches_method(method: &str) -> bool {
+                method.starts_with("_lsp/")
+            }
+
+            fn method(&self) -> &str {
+                &self.method
+            }
+
+            fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
+                UntypedMessage::new(&self.method, &self.params)
+            }
+
+            fn parse_message(
+                method: &str,
+                params: &Value,
+            ) -> Result<Self, agent_client_protocol::Error> {
+                if !Self::matches_method(method) {
+                    return Err(agent_client_protocol::Error::method_not_found());
+                }
+                Ok($message {
+                    method: method.to_owned(),
+                    params: params.clone(),
+                })
+            }
+        }
+    };
+}
+
 /// An `_lsp/*` notification from the editor, its params still raw so malformed params reach
 /// our validation (and a log line) instead of failing inside the protocol library.
 #[derive(Debug, Clone)]
@@ -590,29 +623,7 @@ pub struct LspNotification {
     pub params: Value,
 }
 
-impl JsonRpcMessage for LspNotification {
-    fn matches_method(method: &str) -> bool {
-        method.starts_with("_lsp/")
-    }
-
-    fn method(&self) -> &str {
-        &self.method
-    }
-
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        UntypedMessage::new(&self.method, &self.params)
-    }
-
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        if !Self::matches_method(method) {
-            return Err(agent_client_protocol::Error::method_not_found());
-        }
-        Ok(LspNotification {
-            method: method.to_owned(),
-            params: params.clone(),
-        })
-    }
-}
+raw_lsp_message!(LspNotification);
 
 impl JsonRpcNotification for LspNotification {}
 
@@ -624,29 +635,7 @@ pub struct LspRequest {
     pub params: Value,
 }
 
-impl JsonRpcMessage for LspRequest {
-    fn matches_method(method: &str) -> bool {
-        method.starts_with("_lsp/")
-    }
-
-    fn method(&self) -> &str {
-        &self.method
-    }
-
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        UntypedMessage::new(&self.method, &self.params)
-    }
-
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        if !Self::matches_method(method) {
-            return Err(agent_client_protocol::Error::method_not_found());
-        }
-        Ok(LspRequest {
-            method: method.to_owned(),
-            params: params.clone(),
-        })
-    }
-}
+raw_lsp_message!(LspRequest);
 
 impl agent_client_protocol::JsonRpcRequest for LspRequest {
     type Response = Value;
