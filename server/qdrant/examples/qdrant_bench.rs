@@ -14,10 +14,10 @@
 //! embedded with the built-in table; stored vectors of the sample make up the rest when those
 //! files are missing. Each query is searched in both stores, interleaved, `--runs N` times
 //! (default 3) after a warm-up; its median is kept. `--k K` (default 10). The real Qdrant
-//! binary is found and started like in the tests (`tests/real_server/mod.rs`:
+//! binary is found and started like in the tests (`tests/it/real_server/mod.rs`:
 //! `$LODE_QDRANT_BIN` or `../shared/bin/qdrant`). `--json PATH` (default `bench/out/qdrant.json`).
 
-#[path = "../tests/real_server/mod.rs"]
+#[path = "../tests/it/real_server/mod.rs"]
 mod real_server;
 
 use std::collections::HashMap;
