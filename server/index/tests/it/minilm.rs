@@ -52,7 +52,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 fn reference() -> Vec<(String, Vec<u32>, Vec<f32>)> {
-    let text = include_str!("fixtures/minilm-reference.json");
+    let text = include_str!("../fixtures/minilm-reference.json");
     let json: Value = serde_json::from_str(text).unwrap();
     json["cases"]
         .as_array()

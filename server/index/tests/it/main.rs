@@ -1,0 +1,10 @@
+//! lode-index's integration tests: the library on real files.
+//! One test binary (`cargo test -p lode-index --test it`), one module per suite.
+
+mod http_embedders;
+mod minilm;
+mod semantic;
+mod symbol;
+mod tags;
+mod watch;
+mod workspace;
