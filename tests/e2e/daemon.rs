@@ -791,7 +791,7 @@ fn the_front_end_answers_served_queries_itself_and_hands_everything_else_on() {
 
 /// The variables that select settings (server/cli/src/settings_env.rs), as a user sets them.
 fn lode_settings_variables() -> Vec<&'static str> {
-    let source = include_str!("../server/cli/src/settings_env.rs");
+    let source = include_str!("../../server/cli/src/settings_env.rs");
     let names: Vec<&str> = source
         .split('"')
         .filter(|part| part.starts_with("LODE_"))

@@ -15,7 +15,7 @@ use lsp_support::{LspClient, location_path};
 use serde_json::{Value, json};
 use support::{copy_tree, fixtures, pyright_test_tools, write};
 
-const MAIN: &str = include_str!("../fixtures/agent/shapes/main.py");
+const MAIN: &str = include_str!("../../fixtures/agent/shapes/main.py");
 
 /// The shapes fixture with `[lsp.diagnostics]` naming `python` (a TOML list's items; empty:
 /// no server) as the only language server, plus `rest`.
