@@ -14,8 +14,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
-echo "== bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars)"
+echo "== bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the table trainer's gradients)"
 target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
+target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
 
 echo "== cargo build -p lode (the VS Code extension's chat tests drive target/debug/lode)"
 cargo build --locked -p lode

@@ -118,6 +118,20 @@ def run(cmd: list[str], cwd: Path) -> None:
         sys.exit(f"build.py: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
 
 
+def sdist_in(downloads: Path, package: Package) -> Path | None:
+    """The package's sdist among `downloads`: PyPI normalises names (`PyYAML`, `pyyaml`,
+    `python_dateutil`), so compare them case-insensitively with `-`, `_` and `.` alike."""
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+    wanted = f"{norm(package.name)}-{package.version}"
+    for archive in sorted(downloads.glob("*.tar.gz")):
+        stem = archive.name.removesuffix(".tar.gz")
+        name, _, version = stem.rpartition("-")
+        if f"{norm(name)}-{version}" == wanted:
+            return archive
+    return None
+
+
 def fetch(package: Package) -> Path:
     """The unpacked package's directory (fetched and unpacked once)."""
     if package.source == "vendor":
@@ -131,11 +145,13 @@ def fetch(package: Package) -> Path:
     if unpacked.is_dir():
         return unpacked
     if package.source == "pypi":
-        archive = next(downloads.glob(f"{package.name.replace('-', '?')}-{package.version}.tar.gz"), None)
+        archive = sdist_in(downloads, package)
         if archive is None:
             run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
                  f"{package.name}=={package.version}", "-d", str(downloads)], downloads)
-            archive = next(downloads.glob(f"{package.name.replace('-', '?')}-{package.version}.tar.gz"))
+            archive = sdist_in(downloads, package)
+        if archive is None:
+            sys.exit(f"build.py: pip downloaded no sdist of {package.name} {package.version}")
     elif package.source == "npm":
         archive = downloads / f"{package.slug}-{package.version}.tgz"
         if not archive.exists():

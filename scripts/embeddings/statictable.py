@@ -2,7 +2,7 @@
 
 Shared by scripts/embeddings/distill.py (writer) and bench/semantic/eval.py (reader).
 The file format is documented in scripts/embeddings/README.md; keep the two in sync.
-Needs numpy and tokenizers.
+Needs numpy; `tokenizers` only when a .tokenizer.json sits next to the table.
 """
 from __future__ import annotations
 
@@ -52,9 +52,39 @@ def write_table(path: Path, q: np.ndarray, scales: np.ndarray, weights: np.ndarr
             f.write(b)
 
 
+class WordPiece:
+    """BERT's WordPiece on one lower-case word: greedy longest match first, continuation
+    pieces prefixed with `##`; a word it cannot cover, or longer than 100 characters, is
+    `[UNK]`. What lode's Rust reader does (server/index/src/embed/static_table.rs)."""
+
+    def __init__(self, vocab_path: Path):
+        tokens = Path(vocab_path).read_text(encoding="utf-8").split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+        self.ids_of = {t: i for i, t in enumerate(tokens)}
+        self.unk = self.ids_of["[UNK]"]
+
+    def ids(self, word: str) -> list[int]:
+        if len(word) > 100:
+            return [self.unk]
+        out, start = [], 0
+        while start < len(word):
+            end, found = len(word), None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in self.ids_of:
+                    found = self.ids_of[piece]
+                    break
+                end -= 1
+            if found is None:
+                return [self.unk]
+            out.append(found)
+            start = end
+        return out
+
+
 class Table:
     def __init__(self, path: Path, tokenizer_path: Path | None = None):
-        from tokenizers import Tokenizer
         data = Path(path).read_bytes()
         magic, ver, dims, rows, n_base, n_extra, flags = HEADER.unpack_from(data, 0)
         assert magic == MAGIC and ver == VERSION, "not a lode static embedding table"
@@ -72,14 +102,27 @@ class Table:
         self.mat = (q.astype(np.float32) * (self.scales * self.weights)[:, None]).astype(np.float32)
         self.extra = {w: n_base + i for i, w in enumerate(extra)}
         tp = tokenizer_path or Path(str(path).removesuffix(".bin") + ".tokenizer.json")
-        self.tok = Tokenizer.from_file(str(tp))
-        self.tok.no_padding()
-        self.tok.no_truncation()
+        vocab = Path(str(path).removesuffix(".bin") + ".vocab.txt")
+        if tp.exists():
+            from tokenizers import Tokenizer
+            self.tok = Tokenizer.from_file(str(tp))
+            self.tok.no_padding()
+            self.tok.no_truncation()
+            self.wordpiece = None
+        else:
+            # The shipped table has only its vocabulary next to it: the words reaching the
+            # tokenizer are lower-case ASCII alphanumerics, so plain WordPiece over the
+            # vocabulary gives the same ids as the full BERT tokenizer (README, step 2).
+            self.tok = None
+            self.wordpiece = WordPiece(vocab)
         self.memo: dict[str, list[int]] = dict((w, [r]) for w, r in self.extra.items())
 
     def word_ids(self, words: list[str]) -> list[int]:
         new = [w for w in set(words) if w not in self.memo]
-        if new:
+        if new and self.wordpiece is not None:
+            for w in new:
+                self.memo[w] = self.wordpiece.ids(w)
+        elif new:
             for w, enc in zip(new, self.tok.encode_batch(new, add_special_tokens=False)):
                 self.memo[w] = enc.ids
         ids = []

