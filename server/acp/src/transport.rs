@@ -13,7 +13,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use lode_wire::{Line, read_capped_line};
+use lode_wire::{Frame, Framing};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -120,11 +120,14 @@ where
     Box::pin(futures::stream::unfold(
         reader,
         move |mut reader| async move {
-            let text = match read_capped_line(&mut reader, limit).await {
+            let text = match Framing::Lines.read(&mut reader, limit).await {
                 Err(error) => return Some((Err(error), reader)),
                 Ok(None) => return None,
-                Ok(Some(Line::Oversized)) => OVERSIZED_MARKER.to_string(),
-                Ok(Some(Line::Text(line))) => String::from_utf8_lossy(&line).into_owned(),
+                Ok(Some(Frame::Message(line))) => String::from_utf8_lossy(&line).into_owned(),
+                // Lines have no headers, so every other frame is an oversized line.
+                Ok(Some(Frame::Oversized { .. } | Frame::BadHeader(_))) => {
+                    OVERSIZED_MARKER.to_string()
+                }
             };
             Some((Ok(text), reader))
         },

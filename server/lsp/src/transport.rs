@@ -1,32 +1,19 @@
-//! stdio for `lode lsp`: a guard in front of the protocol library that refuses oversized
-//! messages and broken headers with a JSON-RPC error (instead of buffering without bound),
-//! and one writer that interleaves the server's messages and the guard's errors whole.
+//! stdio for `lode lsp`: the LSP half of `lode_wire`'s guard in front of the protocol library.
+//! It refuses oversized messages and broken headers with a JSON-RPC error (instead of
+//! buffering without bound), answers what the library cannot decode, and answers outlines of
+//! open buffers itself ([`crate::direct`]); `lode_wire` interleaves the server's messages and
+//! these answers whole on one writer.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
+use lode_wire::{Doors, Frame, Gate, GuardedPipes};
 use serde::Deserialize;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader, DuplexStream};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::jsonrpc::{Request, Response};
 
 use crate::direct::DirectAnswers;
-use crate::framing::{Frame, read_frame, request_id_in, write_frame};
-
-/// Size of the in-process pipes between the guard and the protocol library.
-const PIPE_BYTES: usize = 256 * 1024;
-
-/// The two ends the protocol library reads and writes, and the tasks that connect them to
-/// the real input and output.
-pub struct GuardedPipes {
-    pub server_input: DuplexStream,
-    pub server_output: DuplexStream,
-    pub input_task: tokio::task::JoinHandle<()>,
-    pub output_task: tokio::task::JoinHandle<()>,
-}
-
-/// Messages queued between the guard and the protocol library (the guard waits beyond this,
-/// so a flooding client is slowed down rather than buffered without bound).
-const FORWARD_QUEUE: usize = 64;
+use crate::framing::{FRAMING, request_id_in};
 
 /// Puts the guard between `input`/`output` and a server. Outlines of open buffers are answered
 /// here when `direct` can ([`crate::direct`]).
@@ -40,119 +27,68 @@ where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
-    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
-    // Answers written by the guard itself: its errors, and the outlines it answers.
-    let (errors, error_queue) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (forward, mut forwarded) = mpsc::channel::<Vec<u8>>(FORWARD_QUEUE);
+    let gate = LspGate {
+        max_message_bytes,
+        direct,
+    };
+    lode_wire::guard(input, output, FRAMING, max_message_bytes, gate)
+}
 
-    let forward_task = tokio::spawn(async move {
-        while let Some(body) = forwarded.recv().await {
-            if write_frame(&mut to_server, &body).await.is_err() {
-                break; // the server has stopped
-            }
-        }
-        // Dropping `to_server` tells the server its input ended.
-    });
+/// What `lode lsp` does with each frame from the client.
+struct LspGate {
+    max_message_bytes: usize,
+    direct: Arc<DirectAnswers>,
+}
 
-    let input_task = tokio::spawn(async move {
-        let mut input = BufReader::new(input);
-        loop {
-            let frame = match read_frame(&mut input, max_message_bytes).await {
-                Ok(Some(frame)) => frame,
-                Ok(None) => break,
-                Err(error) => {
-                    eprintln!("lode lsp: input ended: {error}");
-                    break;
-                }
-            };
-            match frame {
-                Frame::Message(body) => match check_message(&body) {
-                    Ok(message) => {
-                        direct.observe(&message);
-                        if let Some(request) = direct.outline_request(&message) {
-                            let (direct, replies, forward) =
-                                (direct.clone(), errors.clone(), forward.clone());
-                            tokio::spawn(async move {
-                                match direct.answer(&request).await {
-                                    Some(reply) => {
-                                        let _ = replies.send(reply);
-                                    }
-                                    None => {
-                                        let _ = forward.send(body).await;
-                                    }
+impl Gate for LspGate {
+    async fn incoming(&self, frame: Frame, doors: &Doors) -> ControlFlow<()> {
+        match frame {
+            Frame::Message(body) => match check_message(&body) {
+                Ok(message) => {
+                    self.direct.observe(&message);
+                    if let Some(request) = self.direct.outline_request(&message) {
+                        let (direct, doors) = (self.direct.clone(), doors.clone());
+                        tokio::spawn(async move {
+                            match direct.answer(&request).await {
+                                Some(reply) => doors.answer(reply),
+                                None => {
+                                    let _ = doors.forward(body).await;
                                 }
-                            });
-                            continue;
-                        }
-                        if forward.send(body).await.is_err() {
-                            break; // the server has stopped
-                        }
+                            }
+                        });
+                        return ControlFlow::Continue(());
                     }
-                    // The protocol library stops reading after a message it cannot decode:
-                    // answer those here and keep the connection.
-                    Err((id, code, message)) => {
-                        eprintln!("lode lsp: {message}");
-                        let _ = errors.send(error_response(id, code, &message));
+                    if doors.forward(body).await.is_err() {
+                        return ControlFlow::Break(()); // the server has stopped
                     }
-                },
-                Frame::Oversized { length, head } => {
-                    let message = format!(
-                        "message of {length} bytes is larger than the limit of {max_message_bytes} bytes; it was discarded"
-                    );
+                }
+                // The protocol library stops reading after a message it cannot decode:
+                // answer those here and keep the connection.
+                Err((id, code, message)) => {
                     eprintln!("lode lsp: {message}");
-                    let id = request_id_in(&head).unwrap_or(serde_json::Value::Null);
-                    let _ = errors.send(error_response(id, -32600, &message));
+                    doors.answer(error_response(id, code, &message));
                 }
-                Frame::BadHeader(problem) => {
-                    eprintln!("lode lsp: unreadable message header: {problem}");
-                    let message = format!("unreadable message header: {problem}");
-                    let _ = errors.send(error_response(serde_json::Value::Null, -32700, &message));
-                }
+            },
+            Frame::Oversized { length, head } => {
+                let message = format!(
+                    "message of {length} bytes is larger than the limit of {} bytes; it was discarded",
+                    self.max_message_bytes
+                );
+                eprintln!("lode lsp: {message}");
+                let id = request_id_in(&head).unwrap_or(serde_json::Value::Null);
+                doors.answer(error_response(id, -32600, &message));
+            }
+            Frame::BadHeader(problem) => {
+                eprintln!("lode lsp: unreadable message header: {problem}");
+                let message = format!("unreadable message header: {problem}");
+                doors.answer(error_response(serde_json::Value::Null, -32700, &message));
             }
         }
-        // The forwarder ends once every sender (this loop's and any pending answer's) is gone.
-        drop(forward);
-        let _ = forward_task.await;
-    });
+        ControlFlow::Continue(())
+    }
 
-    let output_task = tokio::spawn(async move {
-        let mut output = output;
-        let mut from_server = BufReader::new(from_server);
-        let mut error_queue = error_queue;
-        let mut errors_open = true;
-        loop {
-            tokio::select! {
-                frame = read_frame(&mut from_server, usize::MAX) => {
-                    match frame {
-                        Ok(Some(Frame::Message(body))) => {
-                            if write_frame(&mut output, &body).await.is_err() {
-                                break;
-                            }
-                        }
-                        Ok(Some(_)) => {}
-                        Ok(None) | Err(_) => break,
-                    }
-                }
-                error = error_queue.recv(), if errors_open => {
-                    match error {
-                        Some(body) => {
-                            if write_frame(&mut output, &body).await.is_err() {
-                                break;
-                            }
-                        }
-                        None => errors_open = false,
-                    }
-                }
-            }
-        }
-    });
-
-    GuardedPipes {
-        server_input,
-        server_output,
-        input_task,
-        output_task,
+    fn input_failed(&self, error: &std::io::Error) {
+        eprintln!("lode lsp: input ended: {error}");
     }
 }
 

@@ -1,19 +1,18 @@
-//! stdio for `lode mcp`: a guard in front of rmcp that reads newline-delimited JSON-RPC with a
-//! size cap and answers what rmcp would drop silently or die on — lines that are not JSON
-//! (`-32700`), oversized lines, batches and other invalid requests (`-32600`), requests before
-//! the lifecycle started (`-32600`) — and one writer that interleaves rmcp's messages and the
-//! guard's errors whole, so stdout only ever carries complete MCP frames.
+//! stdio for `lode mcp`: the MCP half of `lode_wire`'s guard in front of rmcp. It reads
+//! newline-delimited JSON-RPC with a size cap and answers what rmcp would drop silently or die
+//! on — lines that are not JSON (`-32700`), oversized lines, batches and other invalid requests
+//! (`-32600`), requests before the lifecycle started (`-32600`); `lode_wire` interleaves rmcp's
+//! messages and these answers whole on one writer, so stdout only ever carries complete MCP
+//! frames.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::ops::ControlFlow;
 
-use lode_wire::{Line, read_capped_line};
+use lode_wire::{Doors, Frame, Framing, Gate, GuardedPipes};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
-use tokio::sync::{mpsc, watch};
-
-/// Size of the in-process pipes between the guard and rmcp.
-const PIPE_BYTES: usize = 256 * 1024;
+use tokio::io::AsyncWrite;
+use tokio::sync::watch;
 
 /// Methods rmcp answers before a lifecycle is chosen.
 const OPENING_METHODS: [&str; 3] = ["initialize", "ping", "server/discover"];
@@ -145,162 +144,103 @@ struct Lifecycle {
     opening: HashMap<String, String>,
 }
 
-/// The two ends rmcp reads and writes, and the tasks that connect them to the real input and
-/// output. Dropping the real input's end closes rmcp's input.
-pub struct GuardedPipes {
-    pub server_input: DuplexStream,
-    pub server_output: DuplexStream,
-    pub input_task: tokio::task::JoinHandle<()>,
-    pub output_task: tokio::task::JoinHandle<()>,
-}
-
 /// Puts the guard between `input`/`output` and rmcp.
 pub fn guard<I, O>(input: I, output: O, max_message_bytes: usize) -> GuardedPipes
 where
     I: tokio::io::AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut to_server, server_input) = tokio::io::duplex(PIPE_BYTES);
-    let (server_output, from_server) = tokio::io::duplex(PIPE_BYTES);
-    let (answers, mut answer_queue) = mpsc::unbounded_channel::<Value>();
-    let lifecycle = Arc::new(Mutex::new(Lifecycle::default()));
-    // Bumped by the output side each time rmcp answers an opening request.
-    let (answered, mut answered_changes) = watch::channel(0u64);
-
-    let input_lifecycle = lifecycle.clone();
-    let input_task = tokio::spawn(async move {
-        let mut input = BufReader::new(input);
-        loop {
-            let line = match read_capped_line(&mut input, max_message_bytes).await {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(error) => {
-                    eprintln!("lode mcp: input ended: {error}");
-                    break;
-                }
-            };
-            let line = match line {
-                Line::Text(line) => line,
-                Line::Oversized => {
-                    let message = format!(
-                        "invalid request: the message is larger than {max_message_bytes} bytes; it was discarded"
-                    );
-                    eprintln!("lode mcp: {message}");
-                    let _ = answers.send(error_response(Value::Null, -32600, &message));
-                    continue;
-                }
-            };
-            let started = lock(&input_lifecycle).started;
-            match judge(&line, started) {
-                Verdict::Forward { request } => {
-                    let opening = match (request, started) {
-                        (Some((id, method)), false) => {
-                            let key = id.to_string();
-                            lock(&input_lifecycle).opening.insert(key.clone(), method);
-                            Some(key)
-                        }
-                        _ => None,
-                    };
-                    let mut framed = line;
-                    framed.push(b'\n');
-                    if to_server.write_all(&framed).await.is_err() {
-                        break; // rmcp has stopped
-                    }
-                    // Until the lifecycle has started, wait for each opening request's answer
-                    // so the next line is judged knowing whether it did (clients may pipeline
-                    // `notifications/initialized` and requests behind `initialize`).
-                    if let Some(key) = opening {
-                        while lock(&input_lifecycle).opening.contains_key(&key) {
-                            if answered_changes.changed().await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Verdict::Answer(response) => {
-                    if let Some(message) =
-                        response.pointer("/error/message").and_then(Value::as_str)
-                    {
-                        eprintln!("lode mcp: {message}");
-                    }
-                    let _ = answers.send(response);
-                }
-                Verdict::Drop(why) => {
-                    if why != "empty line" {
-                        eprintln!("lode mcp: ignored a message: {why}");
-                    }
-                }
-            }
-        }
-        // Dropping `to_server` tells rmcp its input ended.
-    });
-
-    let output_task = tokio::spawn(async move {
-        let mut output = output;
-        let mut from_server = BufReader::new(from_server);
-        let mut answers_open = true;
-        let mut line = Vec::new();
-        loop {
-            tokio::select! {
-                read = from_server.read_until(b'\n', &mut line) => {
-                    match read {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {
-                            if note_lifecycle(&lifecycle, &line) {
-                                answered.send_modify(|count| *count += 1);
-                            }
-                            if !line.ends_with(b"\n") {
-                                line.push(b'\n');
-                            }
-                            if write_all(&mut output, &line).await.is_err() {
-                                break;
-                            }
-                            line.clear();
-                        }
-                    }
-                }
-                answer = answer_queue.recv(), if answers_open => {
-                    match answer {
-                        Some(answer) => {
-                            let mut bytes = answer.to_string().into_bytes();
-                            bytes.push(b'\n');
-                            if write_all(&mut output, &bytes).await.is_err() {
-                                break;
-                            }
-                        }
-                        None => answers_open = false,
-                    }
-                }
-            }
-        }
-        // rmcp has finished: flush the guard's last answers.
-        while let Ok(answer) = answer_queue.try_recv() {
-            let mut bytes = answer.to_string().into_bytes();
-            bytes.push(b'\n');
-            if write_all(&mut output, &bytes).await.is_err() {
-                break;
-            }
-        }
-    });
-
-    GuardedPipes {
-        server_input,
-        server_output,
-        input_task,
-        output_task,
-    }
+    let gate = McpGate {
+        max_message_bytes,
+        lifecycle: Mutex::new(Lifecycle::default()),
+        answered: watch::channel(0).0,
+    };
+    lode_wire::guard(input, output, Framing::Lines, max_message_bytes, gate)
 }
 
-fn lock(lifecycle: &Mutex<Lifecycle>) -> std::sync::MutexGuard<'_, Lifecycle> {
-    lifecycle
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// What `lode mcp` does with each line from the client.
+struct McpGate {
+    max_message_bytes: usize,
+    lifecycle: Mutex<Lifecycle>,
+    /// Bumped by the output side each time rmcp answers an opening request.
+    answered: watch::Sender<u64>,
+}
+
+impl Gate for McpGate {
+    async fn incoming(&self, frame: Frame, doors: &Doors) -> ControlFlow<()> {
+        let line = match frame {
+            Frame::Message(line) => line,
+            // Lines have no headers: anything else is an oversized line.
+            Frame::Oversized { .. } | Frame::BadHeader(_) => {
+                let message = format!(
+                    "invalid request: the message is larger than {} bytes; it was discarded",
+                    self.max_message_bytes
+                );
+                eprintln!("lode mcp: {message}");
+                doors.answer(
+                    error_response(Value::Null, -32600, &message)
+                        .to_string()
+                        .into_bytes(),
+                );
+                return ControlFlow::Continue(());
+            }
+        };
+        let started = self.lifecycle.lock().started;
+        match judge(&line, started) {
+            Verdict::Forward { request } => {
+                let opening = match (request, started) {
+                    (Some((id, method)), false) => {
+                        let key = id.to_string();
+                        self.lifecycle.lock().opening.insert(key.clone(), method);
+                        Some(key)
+                    }
+                    _ => None,
+                };
+                let mut answered = self.answered.subscribe();
+                if doors.forward(line).await.is_err() {
+                    return ControlFlow::Break(()); // rmcp has stopped
+                }
+                // Until the lifecycle has started, wait for each opening request's answer
+                // so the next line is judged knowing whether it did (clients may pipeline
+                // `notifications/initialized` and requests behind `initialize`).
+                if let Some(key) = opening {
+                    while self.lifecycle.lock().opening.contains_key(&key) {
+                        if answered.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+            Verdict::Answer(response) => {
+                if let Some(message) = response.pointer("/error/message").and_then(Value::as_str) {
+                    eprintln!("lode mcp: {message}");
+                }
+                doors.answer(response.to_string().into_bytes());
+            }
+            Verdict::Drop(why) => {
+                if why != "empty line" {
+                    eprintln!("lode mcp: ignored a message: {why}");
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn outgoing(&self, message: &[u8]) {
+        if note_lifecycle(&self.lifecycle, message) {
+            self.answered.send_modify(|count| *count += 1);
+        }
+    }
+
+    fn input_failed(&self, error: &std::io::Error) {
+        eprintln!("lode mcp: input ended: {error}");
+    }
 }
 
 /// Notes rmcp's answer to an opening request (true when `line` is one), and marks the
 /// lifecycle started when the answer to one other than `ping` and `server/discover` is a result.
 fn note_lifecycle(lifecycle: &Mutex<Lifecycle>, line: &[u8]) -> bool {
-    let mut state = lock(lifecycle);
+    let mut state = lifecycle.lock();
     if state.opening.is_empty() {
         return false;
     }
@@ -322,11 +262,6 @@ fn note_lifecycle(lifecycle: &Mutex<Lifecycle>, line: &[u8]) -> bool {
         state.started = true;
     }
     true
-}
-
-async fn write_all<O: AsyncWrite + Unpin>(output: &mut O, bytes: &[u8]) -> std::io::Result<()> {
-    output.write_all(bytes).await?;
-    output.flush().await
 }
 
 #[cfg(test)]

@@ -1,105 +1,75 @@
-//! Reading newline-delimited JSON-RPC (ACP over stdio, MCP over stdio) without trusting the
-//! peer: a line longer than the cap is skipped to its end without being held in memory.
+//! Reading and writing protocol messages without trusting the peer, for every stdio server in
+//! lode: newline-delimited JSON-RPC (ACP, MCP) and the LSP base protocol's `Content-Length`
+//! frames, one shared cap (a frame longer than the limit is skipped without being held in
+//! memory, and reported with its length and first bytes), and the stdio [`guard`] that `lode
+//! lsp` and `lode mcp` put in front of their protocol libraries.
 //!
-//! This crate owns only the byte-level framing. It knows nothing about JSON, JSON-RPC or any
-//! protocol's messages; the servers decide what to answer for an oversized or malformed line.
+//! This crate owns only the byte-level framing and the plumbing. It knows nothing about JSON,
+//! JSON-RPC or any protocol's messages; each server decides what to answer for an oversized or
+//! malformed frame (through its [`Gate`]).
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+mod content_length;
+mod guard;
+mod lines;
 
-/// One line of input, without its `\n` (and without a `\r` before it).
+use tokio::io::{AsyncBufRead, AsyncWrite};
+
+pub use guard::{Doors, Gate, GuardedPipes, Stopped, guard};
+
+/// Bytes of an oversized frame kept (to find its request id, say).
+pub const OVERSIZED_HEAD: usize = 4 * 1024;
+
+/// One unit read from a framed stream.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line {
-    Text(Vec<u8>),
-    /// Longer than the cap; its bytes were skipped, not kept.
-    Oversized,
+pub enum Frame {
+    /// A complete message body (a line without its `\n` and a `\r` before it, or the body
+    /// after the headers). Bytes as they came: nothing checks that they are UTF-8.
+    Message(Vec<u8>),
+    /// A message longer than allowed: `length` bytes were read and thrown away, except the
+    /// first [`OVERSIZED_HEAD`] of them (`head`).
+    Oversized { length: usize, head: Vec<u8> },
+    /// A header block without a usable `Content-Length` (LSP framing only); nothing of a body
+    /// was read.
+    BadHeader(String),
 }
 
-/// Reads one `\n`-terminated line of at most `limit` bytes without holding more than that in
-/// memory. `None` at the end of input (a last line without a newline still counts).
-pub async fn read_capped_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    limit: usize,
-) -> std::io::Result<Option<Line>> {
-    let mut line = Vec::new();
-    let mut oversized = false;
-    let mut seen_any = false;
-    loop {
-        let buffer = reader.fill_buf().await?;
-        if buffer.is_empty() {
-            if !seen_any {
-                return Ok(None);
-            }
-            break;
-        }
-        seen_any = true;
-        let (chunk, newline) = match buffer.iter().position(|&byte| byte == b'\n') {
-            Some(end) => (&buffer[..end], true),
-            None => (buffer, false),
-        };
-        if !oversized {
-            if line.len() + chunk.len() > limit {
-                oversized = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        let consumed = chunk.len() + usize::from(newline);
-        reader.consume(consumed);
-        if newline {
-            break;
+/// How messages are delimited on a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One message per `\n`-terminated line (ACP and MCP over stdio). The end of input ends a
+    /// last line without a newline.
+    Lines,
+    /// `Content-Length: N\r\n\r\n` headers and N bytes (the LSP base protocol). The end of
+    /// input inside a header or a body is an error.
+    ContentLength,
+}
+
+impl Framing {
+    /// Reads the next frame of at most `limit` bytes of body; `None` at the end of input
+    /// between frames.
+    pub async fn read<R: AsyncBufRead + Unpin>(
+        self,
+        reader: &mut R,
+        limit: usize,
+    ) -> std::io::Result<Option<Frame>> {
+        match self {
+            Framing::Lines => lines::read(reader, limit).await,
+            Framing::ContentLength => content_length::read(reader, limit).await,
         }
     }
-    if oversized {
-        return Ok(Some(Line::Oversized));
+
+    /// Writes one message body, framed, and flushes.
+    pub async fn write<W: AsyncWrite + Unpin>(
+        self,
+        writer: &mut W,
+        body: &[u8],
+    ) -> std::io::Result<()> {
+        match self {
+            Framing::Lines => lines::write(writer, body).await,
+            Framing::ContentLength => content_length::write(writer, body).await,
+        }
     }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(Some(Line::Text(line)))
 }
 
 #[cfg(test)]
-mod tests {
-    use tokio::io::BufReader;
-
-    use super::*;
-
-    #[tokio::test]
-    async fn oversized_lines_are_skipped_and_the_next_line_survives() {
-        let input: &[u8] = b"0123456789abcdef\nshort\nlast";
-        let mut reader = BufReader::with_capacity(4, input);
-        assert_eq!(
-            read_capped_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Oversized)
-        );
-        assert_eq!(
-            read_capped_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Text(b"short".to_vec()))
-        );
-        assert_eq!(
-            read_capped_line(&mut reader, 8).await.unwrap(),
-            Some(Line::Text(b"last".to_vec()))
-        );
-        assert_eq!(read_capped_line(&mut reader, 8).await.unwrap(), None);
-    }
-
-    #[tokio::test]
-    async fn carriage_returns_and_empty_lines() {
-        let input: &[u8] = b"a\r\n\n01234567\n";
-        let mut reader = BufReader::with_capacity(4, input);
-        let mut lines = Vec::new();
-        while let Some(line) = read_capped_line(&mut reader, 8).await.unwrap() {
-            lines.push(line);
-        }
-        assert_eq!(
-            lines,
-            [
-                Line::Text(b"a".to_vec()),
-                Line::Text(Vec::new()),
-                Line::Text(b"01234567".to_vec()),
-            ],
-            "a line of exactly the cap is kept"
-        );
-    }
-}
+mod tests;

@@ -22,7 +22,7 @@ use tower_lsp_server::lsp_types::{
 };
 
 use super::{Diagnostic, DiagnosticsError, Severity, language_id, sort_diagnostics};
-use crate::framing::{Frame, read_frame, write_frame};
+use crate::framing::{FRAMING, Frame};
 
 /// Largest message accepted from a downstream server.
 const MAX_INCOMING_BYTES: usize = 256 * 1024 * 1024;
@@ -321,7 +321,7 @@ impl LanguageServerClient {
     async fn send(&self, message: &Value) -> Result<(), DiagnosticsError> {
         let body = message.to_string();
         let mut stdin = self.stdin.lock().await;
-        write_frame(&mut *stdin, body.as_bytes())
+        FRAMING.write(&mut *stdin, body.as_bytes())
             .await
             .map_err(|_| DiagnosticsError::Exited {
                 command: self.command.clone(),
@@ -564,7 +564,7 @@ async fn read_loop(
     root: PathBuf,
 ) {
     loop {
-        let body = match read_frame(&mut stdout, MAX_INCOMING_BYTES).await {
+        let body = match FRAMING.read(&mut stdout, MAX_INCOMING_BYTES).await {
             Ok(Some(Frame::Message(body))) => body,
             Ok(Some(_)) => continue,
             Ok(None) | Err(_) => break,
@@ -597,7 +597,7 @@ async fn read_loop(
                         "error": { "code": -32601, "message": message } }),
                 };
                 let mut stdin = stdin.lock().await;
-                if write_frame(&mut *stdin, response.to_string().as_bytes())
+                if FRAMING.write(&mut *stdin, response.to_string().as_bytes())
                     .await
                     .is_err()
                 {
