@@ -1,9 +1,9 @@
 //! The ACP adapter on the wire: raw newline-delimited JSON-RPC against `serve_lines` over an
 //! in-memory pipe, with a scripted backend standing in for the agent (the real agent is driven
-//! end to end by the top-level `tests/acp_*.rs`). Covers the method surface, the order of
+//! end to end by the top-level `tests/e2e/acp_*.rs`). Covers the method surface, the order of
 //! updates, permission round trips, cancellation, panics, and malformed or out-of-order input.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! The HTTP/WebSocket transport with real clients: the SDK's own `HttpClient` over HTTP + SSE and
 //! over WebSocket against `serve_http` on 127.0.0.1, plus the bearer token, `/health` and the
 //! size limit checked with plain HTTP requests. (The Host and Origin checks, case by case, are
-//! in the repository's `tests/acp_http_security.rs`, against the real binary.)
+//! in the repository's `tests/e2e/acp_http_security.rs`, against the real binary.)
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 
