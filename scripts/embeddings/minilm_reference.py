@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference vectors for lode's MiniLM embedder test (server/index/tests/minilm.rs).
+"""Reference vectors for lode's MiniLM embedder test (server/index/tests/it/minilm.rs).
 
     python3 scripts/embeddings/minilm_reference.py [--model-dir DIR] [--out FILE]
 
