@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
@@ -22,6 +22,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{AgentBackend, BackendError, SessionSummary};
@@ -71,11 +72,6 @@ pub(crate) struct ConnectionState {
 
 /// Locks a mutex whose data stays consistent even if a holder panicked (every critical section
 /// here is a single map operation), so poisoning is ignored rather than spreading the panic.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 impl ConnectionState {
     /// The session as this connection knows it, marked active now. A session released for being
@@ -83,7 +79,7 @@ impl ConnectionState {
     fn session(&self, id: &SessionId) -> Result<SessionSummary, Error> {
         let not_found = || -> Error { SchemaError::session_not_found(id.clone()).into() };
         let cwd = {
-            let mut sessions = lock(&self.sessions);
+            let mut sessions = self.sessions.lock();
             match sessions.get_mut(&*id.0) {
                 None => return Err(not_found()),
                 Some(OpenSession::Active {
@@ -102,7 +98,7 @@ impl ConnectionState {
                 Ok(summary)
             }
             Err(BackendError::SessionNotFound(_)) => {
-                lock(&self.sessions).remove(&*id.0);
+                self.sessions.lock().remove(&*id.0);
                 Err(not_found())
             }
             Err(error) => Err(backend_error(error)),
@@ -110,7 +106,7 @@ impl ConnectionState {
     }
 
     fn remember(&self, summary: SessionSummary) {
-        lock(&self.sessions).insert(
+        self.sessions.lock().insert(
             summary.id.clone(),
             OpenSession::Active {
                 summary,
@@ -120,7 +116,7 @@ impl ConnectionState {
     }
 
     fn forget(&self, id: &str) {
-        lock(&self.sessions).remove(id);
+        self.sessions.lock().remove(id);
     }
 
     fn update_session(
@@ -128,7 +124,7 @@ impl ConnectionState {
         id: &str,
         change: impl FnOnce(&mut SessionSummary),
     ) -> Option<SessionSummary> {
-        let mut sessions = lock(&self.sessions);
+        let mut sessions = self.sessions.lock();
         match sessions.get_mut(id)? {
             OpenSession::Active {
                 summary,
@@ -151,8 +147,8 @@ impl ConnectionState {
         let mut released = Vec::new();
         {
             // Lock order: turns, then sessions (nothing else holds both).
-            let turns = lock(&self.turns);
-            let mut sessions = lock(&self.sessions);
+            let turns = self.turns.lock();
+            let mut sessions = self.sessions.lock();
             for (id, session) in sessions.iter_mut() {
                 let (idle, cwd) = match session {
                     OpenSession::Active {
@@ -179,7 +175,7 @@ impl ConnectionState {
     }
 
     fn cancel_turn(&self, id: &str) {
-        if let Some(token) = lock(&self.turns).get(id) {
+        if let Some(token) = self.turns.lock().get(id) {
             token.cancel();
         }
     }
@@ -220,7 +216,8 @@ impl ConnectionState {
     }
 
     fn notices_supported(&self) -> bool {
-        lock(&self.client)
+        self.client
+            .lock()
             .session
             .as_ref()
             .is_some_and(|session| session.notices.is_some())
@@ -298,7 +295,7 @@ pub fn agent_connection(
                             responder: Responder<InitializeResponse>,
                             _cx: ConnectionTo<Client>| {
                     let lsp = crate::ext_lsp_handlers::negotiate(&state, &request);
-                    *lock(&state.client) = request.client_capabilities;
+                    *state.client.lock() = request.client_capabilities;
                     responder.respond(
                         InitializeResponse::new(ProtocolVersion::V1)
                             .agent_capabilities(crate::ext_lsp_handlers::advertise(
@@ -758,7 +755,7 @@ fn start_turn(
     };
     let cancel = CancellationToken::new();
     {
-        let mut turns = lock(&state.turns);
+        let mut turns = state.turns.lock();
         if turns.contains_key(&session.id) {
             drop(turns);
             return responder.respond_with_error(Error::new(
@@ -772,7 +769,7 @@ fn start_turn(
         AcpSessionHost::new(
             cx.clone(),
             request.session_id.clone(),
-            lock(&state.client).clone(),
+            state.client.lock().clone(),
             cancel.clone(),
         )
         .with_editor_lsp(crate::ext_lsp_handlers::editor_lsp(
@@ -800,7 +797,7 @@ fn start_turn(
                 turn.await
             }
         };
-        lock(&state.turns).remove(&session.id);
+        state.turns.lock().remove(&session.id);
         // Idle time counts from the end of the turn.
         state.update_session(&session.id, |_| {});
         let answer = match outcome {

@@ -14,11 +14,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
 use lode_agent::llm::ModelInfo;
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{
@@ -73,11 +74,6 @@ pub struct Workspaces {
 }
 
 /// Every critical section here is one map operation, so a poisoned lock's data is sound.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -150,7 +146,7 @@ impl Workspaces {
         let default_root = canonical(default_root);
         let mut workspaces = Workspaces::without_default(opener, home);
         workspaces.default = Some((default_root.clone(), default.backend.clone()));
-        lock(&workspaces.open).insert(
+        workspaces.open.lock().insert(
             default_root,
             Opened {
                 backend: default.backend,
@@ -178,13 +174,14 @@ impl Workspaces {
     /// The roots of the open workspaces, the default first.
     pub fn roots(&self) -> Vec<PathBuf> {
         let default_root = self.default.as_ref().map(|(root, _)| root);
-        let mut roots: Vec<PathBuf> = lock(&self.open).keys().cloned().collect();
+        let mut roots: Vec<PathBuf> = self.open.lock().keys().cloned().collect();
         roots.sort_by_key(|root| (Some(root) != default_root, root.clone()));
         roots
     }
 
     fn opened(&self, root: &Path) -> Option<Arc<dyn AgentBackend>> {
-        lock(&self.open)
+        self.open
+            .lock()
             .get(root)
             .map(|opened| opened.backend.clone())
     }
@@ -225,11 +222,11 @@ impl Workspaces {
         if let Some(backend) = self.opened(&root) {
             return Ok((root, backend));
         }
-        let _one_at_a_time = lock(&self.opening);
+        let _one_at_a_time = self.opening.lock();
         if let Some(backend) = self.opened(&root) {
             return Ok((root, backend));
         }
-        if lock(&self.open).len() >= MAX_OPEN_WORKSPACES {
+        if self.open.lock().len() >= MAX_OPEN_WORKSPACES {
             return Err(BackendError::InvalidInput(format!(
                 "this lode already has {MAX_OPEN_WORKSPACES} workspaces open, the most one \
                  process keeps; start another `lode acp` for {}",
@@ -238,7 +235,7 @@ impl Workspaces {
         }
         let opened = self.opener.open(&root)?;
         let backend = opened.backend.clone();
-        lock(&self.open).insert(
+        self.open.lock().insert(
             root.clone(),
             Opened {
                 backend: opened.backend,
@@ -249,13 +246,15 @@ impl Workspaces {
     }
 
     fn remember(&self, id: &str, root: &Path) {
-        lock(&self.sessions).insert(id.to_owned(), root.to_path_buf());
+        self.sessions
+            .lock()
+            .insert(id.to_owned(), root.to_path_buf());
     }
 
     /// The root of the open workspace that holds session `id`: the one it was seen in, else the
     /// one whose store has it (a session this process has not met yet, listed by an earlier run).
     fn holder_root(&self, id: &str) -> Option<PathBuf> {
-        let known = lock(&self.sessions).get(id).cloned();
+        let known = self.sessions.lock().get(id).cloned();
         if let Some(root) = known
             && self.opened(&root).is_some()
         {
@@ -404,7 +403,7 @@ impl AgentBackend for Workspaces {
 
     fn delete_session(&self, id: &str) -> Result<(), BackendError> {
         self.holder(id)?.delete_session(id)?;
-        lock(&self.sessions).remove(id);
+        self.sessions.lock().remove(id);
         Ok(())
     }
 

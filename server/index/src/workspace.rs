@@ -7,9 +7,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use parking_lot::{Mutex, MutexGuard};
 use rayon::prelude::*;
 
 use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, content_hash};
@@ -294,17 +295,17 @@ impl Workspace {
     /// healthy): the catalog and lexical index are checked by `open`, the vector store when it
     /// is first used.
     pub fn repairs(&self) -> Vec<String> {
-        lock(&self.repairs).clone()
+        self.repairs.lock().clone()
     }
 
     /// The repairs not taken yet, for a front end that reports each once as it happens.
     pub fn take_repairs(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.repairs))
+        std::mem::take(&mut *self.repairs.lock())
     }
 
     pub(crate) fn catalog(&self) -> MutexGuard<'_, Catalog> {
         // A panic while holding the lock leaves SQLite consistent (the transaction rolls back).
-        lock(&self.catalog)
+        self.catalog.lock()
     }
 
     pub(crate) fn with_catalog<T>(
@@ -322,7 +323,7 @@ impl Workspace {
         derive: impl FnOnce() -> Result<T, IndexError>,
     ) -> Result<T, IndexError> {
         let generation = self.with_catalog(|catalog| catalog.generation())?;
-        let mut cached = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut cached = slot.lock();
         if let Some((seen, value)) = cached.as_ref()
             && *seen == generation
         {
@@ -346,7 +347,7 @@ impl Workspace {
     /// an embedder is set or vectors exist. The embedded store is opened on the first call; one
     /// that cannot be read is deleted and recreated empty (the next sync fills it).
     pub fn vector_store(&self) -> Result<Option<Arc<dyn VectorStore>>, IndexError> {
-        let mut slot = lock(&self.vectors);
+        let mut slot = self.vectors.lock();
         if let Some(opened) = slot.as_ref() {
             return Ok(opened.clone());
         }
@@ -355,7 +356,7 @@ impl Workspace {
             None => open_embedded_vectors(
                 &self.index_dir,
                 self.embedder.is_some(),
-                &mut lock(&self.repairs),
+                &mut self.repairs.lock(),
             )?,
         };
         *slot = Some(opened.clone());
@@ -382,7 +383,7 @@ impl Workspace {
         {
             let repair =
                 reconcile_vectors(&self.index_dir, &self.catalog(), &**store, &**embedder)?;
-            lock(&self.repairs).extend(repair);
+            self.repairs.lock().extend(repair);
             self.vectors_reconciled.store(true, Ordering::Release);
         }
         Ok(store)
@@ -932,7 +933,7 @@ impl Workspace {
     pub fn reload(&self) -> Result<(), IndexError> {
         self.lexical.reload()?;
         // A store not opened yet will read the latest state when it is.
-        let opened = lock(&self.vectors).clone().flatten();
+        let opened = self.vectors.lock().clone().flatten();
         if let Some(store) = opened {
             store.reload()?;
         }
@@ -1185,11 +1186,6 @@ fn remove_dir_if_exists(dir: &Path) -> Result<(), IndexError> {
 
 /// Locks a mutex, also one a panicking holder poisoned: every value behind these locks is
 /// replaced or extended whole, never left half-written.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Identifies the scan settings (and lode version) an index was walked with.
 pub(crate) fn scan_fingerprint(options: &ScanOptions) -> String {

@@ -13,12 +13,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use lode_agent::event::AgentEvent;
 use lode_agent::host::{ClientFs, HostError, PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::permission::Mode;
 use lode_agent::{Agent, UserInput};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::lsp_types::*;
@@ -230,7 +231,7 @@ pub struct RunningTurns {
 impl UnsavedTexts for RunningTurns {
     fn text_of(&self, path: &Path) -> Option<String> {
         // Concurrent turns editing the same file are not told apart: the first found wins.
-        lock(&self.turns).values().find_map(|fs| fs.text_of(path))
+        self.turns.lock().values().find_map(|fs| fs.text_of(path))
     }
 }
 
@@ -242,7 +243,7 @@ struct TurnRegistration {
 
 impl Drop for TurnRegistration {
     fn drop(&mut self) {
-        lock(&self.turns.turns).remove(&self.id);
+        self.turns.turns.lock().remove(&self.id);
     }
 }
 
@@ -254,7 +255,7 @@ struct ProgressRegistration {
 
 impl Drop for ProgressRegistration {
     fn drop(&mut self) {
-        lock(&self.cancels).remove(&self.token);
+        self.cancels.lock().remove(&self.token);
     }
 }
 
@@ -279,7 +280,7 @@ impl Actions {
 
     /// `window/workDoneProgress/cancel`: cancels the turn behind the token, if one is running.
     pub fn cancel_progress(&self, token: &NumberOrString) -> bool {
-        match lock(&self.progress_cancels).get(token) {
+        match self.progress_cancels.lock().get(token) {
             Some(cancel) => {
                 cancel.cancel();
                 true
@@ -334,7 +335,10 @@ impl Actions {
             turns: self.turns.clone(),
             id: uuid_like(),
         };
-        lock(&self.turns.turns).insert(registration.id, host.fs.clone());
+        self.turns
+            .turns
+            .lock()
+            .insert(registration.id, host.fs.clone());
         let mut status = host.status.subscribe();
         let turn = self.run_turn(mode, prompt, host.clone(), cancel.clone());
         tokio::pin!(turn);
@@ -435,7 +439,9 @@ impl Actions {
             })
             .await
             .ok()?;
-        lock(&self.progress_cancels).insert(token.clone(), cancel.clone());
+        self.progress_cancels
+            .lock()
+            .insert(token.clone(), cancel.clone());
         let registration = ProgressRegistration {
             cancels: self.progress_cancels.clone(),
             token: token.clone(),
@@ -711,20 +717,13 @@ impl ActionHost {
 
     /// The files the agent wrote, with their new text.
     pub fn captured(&self) -> BTreeMap<PathBuf, String> {
-        lock(&self.fs.captured).clone()
+        self.fs.captured.lock().clone()
     }
 
     /// What the model said.
     pub fn answer(&self) -> String {
-        lock(&self.text).clone()
+        self.text.lock().clone()
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // Plain maps and strings stay consistent whatever panicked while holding them.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[async_trait::async_trait]
@@ -732,7 +731,7 @@ impl SessionHost for ActionHost {
     fn emit(&self, event: AgentEvent) {
         match event {
             AgentEvent::TextDelta { text } => {
-                lock(&self.text).push_str(&text);
+                self.text.lock().push_str(&text);
                 self.set_status("writing the answer");
             }
             AgentEvent::ThoughtDelta { .. } => self.set_status("thinking"),
@@ -765,7 +764,7 @@ pub struct CapturingFs {
 impl CapturingFs {
     /// What the agent sees of `path` when that is not the disk: its own edit, else the buffer.
     fn text_of(&self, path: &Path) -> Option<String> {
-        if let Some(text) = lock(&self.captured).get(path) {
+        if let Some(text) = self.captured.lock().get(path) {
             return Some(text.clone());
         }
         self.buffers
@@ -782,7 +781,7 @@ impl ClientFs for CapturingFs {
         line: Option<u32>,
         limit: Option<u32>,
     ) -> Result<String, HostError> {
-        let whole = match lock(&self.captured).get(path) {
+        let whole = match self.captured.lock().get(path) {
             Some(text) => text.clone(),
             None => match self.buffers.get(path) {
                 Some(document) => document.text().to_owned(),
@@ -799,7 +798,9 @@ impl ClientFs for CapturingFs {
     }
 
     async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), HostError> {
-        lock(&self.captured).insert(path.to_path_buf(), content.to_owned());
+        self.captured
+            .lock()
+            .insert(path.to_path_buf(), content.to_owned());
         Ok(())
     }
 }

@@ -9,11 +9,12 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use lode_index::Language;
 use lode_index::tags::FileTags;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tower_lsp_server::lsp_types::{DocumentSymbol, Uri};
 use tree_sitter::InputEdit;
@@ -84,13 +85,6 @@ pub struct Buffers {
     published: Arc<Mutex<HashMap<Uri, Published>>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The map stays consistent whatever panicked while holding it.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl Buffers {
     /// Starts the analysis thread. Buffers larger than `parse_limit` bytes are not parsed.
     pub fn start(parse_limit: usize) -> std::io::Result<Buffers> {
@@ -107,7 +101,7 @@ impl Buffers {
     /// The editor opened a buffer (or opened it again: it starts over).
     pub fn open(&self, uri: Uri, language: Option<Language>, document: Document) {
         let (publish, published) = watch::channel(None);
-        lock(&self.published).insert(uri.clone(), published);
+        self.published.lock().insert(uri.clone(), published);
         self.send(Message::Open {
             uri,
             language,
@@ -126,14 +120,14 @@ impl Buffers {
     }
 
     pub fn close(&self, uri: &Uri) {
-        lock(&self.published).remove(uri);
+        self.published.lock().remove(uri);
         self.send(Message::Close { uri: uri.clone() });
     }
 
     /// The analysis of `version` (or a newer one) of an open buffer; after [`PATIENCE`] the
     /// newest there is. `None` when the buffer is not open (or nothing is analysed yet).
     pub async fn analysis(&self, uri: &Uri, version: i32) -> Option<Arc<Analysis>> {
-        let mut published = lock(&self.published).get(uri)?.clone();
+        let mut published = self.published.lock().get(uri)?.clone();
         let reached = |analysis: &Option<Arc<Analysis>>| {
             analysis
                 .as_ref()

@@ -12,8 +12,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
 use tower_lsp_server::lsp_types::{DocumentSymbol, Uri};
@@ -44,13 +45,6 @@ struct Reply<'a> {
     id: &'a Value,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The map stays consistent whatever panicked while holding it.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl DirectAnswers {
     pub fn new(shut_down: Arc<AtomicBool>) -> DirectAnswers {
         DirectAnswers {
@@ -78,11 +72,11 @@ impl DirectAnswers {
                     .as_i64()
                     .and_then(|version| i32::try_from(version).ok())
                 {
-                    lock(&self.versions).insert(uri.to_string(), version);
+                    self.versions.lock().insert(uri.to_string(), version);
                 }
             }
             "textDocument/didClose" => {
-                lock(&self.versions).remove(uri);
+                self.versions.lock().remove(uri);
             }
             _ => {}
         }
@@ -100,7 +94,7 @@ impl DirectAnswers {
             .get("id")
             .filter(|id| id.is_number() || id.is_string())?;
         let uri_text = message["params"]["textDocument"]["uri"].as_str()?;
-        let version = *lock(&self.versions).get(uri_text)?;
+        let version = *self.versions.lock().get(uri_text)?;
         let uri = uri_text.parse::<Uri>().ok()?;
         Some(OutlineRequest {
             id: id.clone(),

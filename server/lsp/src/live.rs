@@ -13,13 +13,14 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::sync::{Arc, Weak, mpsc};
 use std::time::Duration;
 
 use lode_index::watch::{ChangeReport, retry_locked};
 use lode_index::{
     IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions,
 };
+use parking_lot::Mutex;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::time::Instant;
 
@@ -83,13 +84,6 @@ impl Drop for Inner {
 #[derive(Clone)]
 pub struct LiveIndex {
     inner: Arc<Inner>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The maps stay consistent whatever panicked while holding them.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl LiveIndex {
@@ -173,8 +167,8 @@ impl LiveIndex {
     /// index's file-size limit is left out of the index, as such a file on disk is.
     pub fn open_buffer(&self, path: &Path, text: Arc<String>) {
         let path = canonical(path);
-        lock(&self.inner.overlays).insert(path.clone(), text);
-        lock(&self.inner.pending).remove(&path);
+        self.inner.overlays.lock().insert(path.clone(), text);
+        self.inner.pending.lock().remove(&path);
         self.send(Command::Sync(path));
     }
 
@@ -182,29 +176,32 @@ impl LiveIndex {
     /// debounce interval, or at the next [`LiveIndex::flush`].
     pub fn change_buffer(&self, path: &Path, text: Arc<String>) {
         let path = canonical(path);
-        lock(&self.inner.overlays).insert(path.clone(), text);
-        lock(&self.inner.pending).insert(path, Instant::now() + self.inner.debounce);
+        self.inner.overlays.lock().insert(path.clone(), text);
+        self.inner
+            .pending
+            .lock()
+            .insert(path, Instant::now() + self.inner.debounce);
         self.inner.wake_debouncer.notify_one();
     }
 
     /// The buffer was saved: the index takes its text now.
     pub fn save_buffer(&self, path: &Path) {
         let path = canonical(path);
-        lock(&self.inner.pending).remove(&path);
+        self.inner.pending.lock().remove(&path);
         self.send(Command::Sync(path));
     }
 
     /// The editor closed the buffer: the index goes back to the file on disk (or drops it).
     pub fn close_buffer(&self, path: &Path) {
         let path = canonical(path);
-        lock(&self.inner.overlays).remove(&path);
-        lock(&self.inner.pending).remove(&path);
+        self.inner.overlays.lock().remove(&path);
+        self.inner.pending.lock().remove(&path);
         self.send(Command::Sync(path));
     }
 
     /// Whether a buffer is open for this path.
     pub fn is_open(&self, path: &Path) -> bool {
-        lock(&self.inner.overlays).contains_key(&canonical(path))
+        self.inner.overlays.lock().contains_key(&canonical(path))
     }
 
     /// Files changed outside the editor; paths inside the index or `.git` are ignored.
@@ -239,7 +236,10 @@ impl LiveIndex {
     /// workspace can take minutes) it waits at most [`FLUSH_PATIENCE_WHILE_REFRESHING`] once
     /// the refresh is seen: queries then answer from what the index has committed.
     pub async fn flush(&self) {
-        let due: Vec<PathBuf> = lock(&self.inner.pending)
+        let due: Vec<PathBuf> = self
+            .inner
+            .pending
+            .lock()
             .drain()
             .map(|(path, _)| path)
             .collect();
@@ -294,7 +294,7 @@ async fn debounce_loop(inner: Weak<Inner>, wake: Arc<Notify>, closed: Arc<Atomic
         let next_deadline = {
             let Some(inner) = inner.upgrade() else { return };
             let now = Instant::now();
-            let mut pending = lock(&inner.pending);
+            let mut pending = inner.pending.lock();
             let due: Vec<PathBuf> = pending
                 .iter()
                 .filter(|(_, deadline)| **deadline <= now)
@@ -473,7 +473,7 @@ impl WriterThread {
         let relevant: Vec<PathBuf> = paths
             .iter()
             .filter(|path| {
-                may_affect_index(path, root, index_dir) && !lock(&self.overlays).contains_key(*path)
+                may_affect_index(path, root, index_dir) && !self.overlays.lock().contains_key(*path)
             })
             .cloned()
             .collect();
@@ -498,7 +498,7 @@ impl WriterThread {
     /// Indexes the buffer's text, or the file on disk, or drops a file that is gone (or a
     /// buffer over the size limit).
     fn sync(&self, path: &Path) {
-        let overlay = lock(&self.overlays).get(path).cloned();
+        let overlay = self.overlays.lock().get(path).cloned();
         let result = match overlay {
             Some(text) if text.len() as u64 > self.max_file_bytes => {
                 retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
@@ -539,7 +539,9 @@ impl WriterThread {
     }
 
     fn reapply_overlays(&self) {
-        let open: Vec<(PathBuf, Arc<String>)> = lock(&self.overlays)
+        let open: Vec<(PathBuf, Arc<String>)> = self
+            .overlays
+            .lock()
             .iter()
             .map(|(path, text)| (path.clone(), text.clone()))
             .collect();

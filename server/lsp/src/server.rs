@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use lode_index::tags::FileTags;
 use lode_index::{IndexError, Language, RefreshMode, WorkspaceOptions};
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::lsp_types::*;
@@ -105,13 +106,6 @@ pub struct LodeServer {
     resolved: OnceLock<Option<Arc<TypeResolved>>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The maps stay consistent whatever panicked while holding them.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 fn internal(error: impl std::fmt::Display) -> Error {
     Error {
         code: ErrorCode::InternalError,
@@ -200,12 +194,12 @@ impl LodeServer {
     /// The text and tags of a document: the open buffer's analysis for the version the editor
     /// last sent, else the file on disk, read and parsed off the async workers.
     async fn analysis_of(&self, uri: &Uri) -> Result<Arc<Analysis>> {
-        let version = lock(&self.documents).get(uri).map(Document::version);
+        let version = self.documents.lock().get(uri).map(Document::version);
         if let Some(version) = version
             && let Some(analysis) = self.buffers()?.analysis(uri, version).await
         {
             if let Some(reason) = &analysis.skipped
-                && lock(&self.told_too_large).insert(uri.clone())
+                && self.told_too_large.lock().insert(uri.clone())
             {
                 eprintln!("lode lsp: {} — {reason}", uri.as_str());
                 self.client
@@ -292,7 +286,9 @@ impl LodeServer {
     ) -> Option<Vec<Location>> {
         let resolved = self.resolved.get()?.as_ref()?.clone();
         let path = uri.to_file_path()?.into_owned();
-        let open = lock(&self.documents)
+        let open = self
+            .documents
+            .lock()
             .get(uri)
             .map(|document| document.text().to_owned());
         let text = match open {
@@ -405,7 +401,7 @@ impl IndexingTask {
         }
         if watch {
             match watch_disk(index.root(), index.clone()) {
-                Ok(disk_watcher) => *lock(&watcher) = Some(disk_watcher),
+                Ok(disk_watcher) => *watcher.lock() = Some(disk_watcher),
                 Err(error) => {
                     eprintln!("lode lsp: cannot watch the workspace for changes: {error}")
                 }
@@ -519,7 +515,7 @@ impl<'a> LineSource<'a> {
         let text = self.cache.entry(rel_path.to_string()).or_insert_with(|| {
             let absolute = root.join(rel_path);
             let open = Uri::from_file_path(&absolute)
-                .and_then(|uri| lock(documents).get(&uri).map(Document::shared_text));
+                .and_then(|uri| documents.lock().get(&uri).map(Document::shared_text));
             let text = open.or_else(|| std::fs::read_to_string(&absolute).ok().map(Arc::new))?;
             let starts = crate::document::line_starts(&text);
             Some((text, starts))
@@ -707,14 +703,14 @@ impl LanguageServer for LodeServer {
             let language = path.as_deref().and_then(Language::from_path);
             buffers.open(item.uri.clone(), language, document.clone());
         }
-        lock(&self.told_too_large).remove(&item.uri);
-        lock(&self.documents).insert(item.uri, document);
+        self.told_too_large.lock().remove(&item.uri);
+        self.documents.lock().insert(item.uri, document);
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         let uri = params.text_document.uri;
         let updated = {
-            let mut documents = lock(&self.documents);
+            let mut documents = self.documents.lock();
             match documents.get_mut(&uri) {
                 None => Err(format!(
                     "didChange for {} which is not open; ignored",
@@ -750,8 +746,8 @@ impl LanguageServer for LodeServer {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         let uri = params.text_document.uri;
-        lock(&self.documents).remove(&uri);
-        lock(&self.told_too_large).remove(&uri);
+        self.documents.lock().remove(&uri);
+        self.told_too_large.lock().remove(&uri);
         if let Ok(buffers) = self.buffers() {
             buffers.close(&uri);
         }
@@ -772,7 +768,9 @@ impl LanguageServer for LodeServer {
         // Open buffers answer for themselves (their text may be ahead of the index); the
         // index answers for every other file, from what it has committed. Its query runs on
         // a blocking thread while the buffers' analyses are awaited.
-        let versions: Vec<(Uri, i32)> = lock(&self.documents)
+        let versions: Vec<(Uri, i32)> = self
+            .documents
+            .lock()
             .iter()
             .map(|(uri, document)| (uri.clone(), document.version()))
             .collect();
@@ -999,7 +997,9 @@ impl LanguageServer for LodeServer {
                 params.command
             )));
         }
-        let buffers: crate::actions::Buffers = lock(&self.documents)
+        let buffers: crate::actions::Buffers = self
+            .documents
+            .lock()
             .iter()
             .filter_map(|(uri, document)| Some((file_path(uri).ok()?, document.clone())))
             .collect();

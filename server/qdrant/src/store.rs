@@ -15,13 +15,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use lode_index::embed::EmbedderIdentity;
 use lode_index::vectors::{
     StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
 };
+use parking_lot::Mutex;
 use qdrant_client::qdrant::{
     Condition, CountPointsBuilder, CreateCollectionBuilder, CreateFieldIndexCollectionBuilder,
     DeletePointsBuilder, Distance, FieldType, Filter, GetPointsBuilder, PointId, PointStruct,
@@ -122,7 +122,7 @@ impl QdrantStore {
             }),
         };
         if let Some(identity) = identity {
-            store.lock().collection = Some(store.collection_for(identity));
+            store.current.lock().collection = Some(store.collection_for(identity));
         }
         store.reload()?;
         Ok(store)
@@ -130,16 +130,11 @@ impl QdrantStore {
 
     /// The collection the store reads and writes (`None` before an identity is known).
     pub fn collection(&self) -> Option<String> {
-        self.lock().collection.clone()
+        self.current.lock().collection.clone()
     }
 
     fn collection_for(&self, identity: &EmbedderIdentity) -> String {
         collection_name(&self.prefix, &self.workspace_key, identity)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Current> {
-        // A panic while holding the lock leaves plain data behind; keep using it.
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs one client call on the private runtime, turning its error into a clear message.
@@ -161,7 +156,7 @@ impl QdrantStore {
 
     /// The collection and identity writes go to, or [`VectorError::NoIdentity`].
     fn target(&self) -> Result<(String, EmbedderIdentity), VectorError> {
-        let current = self.lock();
+        let current = self.current.lock();
         match (&current.collection, &current.state.identity) {
             (Some(collection), Some(identity)) => Ok((collection.clone(), identity.clone())),
             _ => Err(VectorError::NoIdentity),
@@ -293,11 +288,11 @@ impl VectorStore for QdrantStore {
     }
 
     fn state(&self) -> StoreState {
-        self.lock().state.clone()
+        self.current.lock().state.clone()
     }
 
     fn entries(&self) -> Result<Vec<(i64, u64)>, VectorError> {
-        let Some(collection) = self.lock().collection.clone() else {
+        let Some(collection) = self.current.lock().collection.clone() else {
             return Ok(Vec::new());
         };
         if !self.collection_exists(&collection)? {
@@ -332,7 +327,7 @@ impl VectorStore for QdrantStore {
     }
 
     fn vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, VectorError> {
-        let Some(collection) = self.lock().collection.clone() else {
+        let Some(collection) = self.current.lock().collection.clone() else {
             return Ok(Vec::new());
         };
         let mut found = Vec::with_capacity(ids.len());
@@ -384,7 +379,7 @@ impl VectorStore for QdrantStore {
             })?;
         }
         self.write_meta(&collection, identity, 0)?;
-        let mut current = self.lock();
+        let mut current = self.current.lock();
         current.collection = Some(collection);
         current.state = StoreState {
             identity: Some(identity.clone()),
@@ -453,7 +448,7 @@ impl VectorStore for QdrantStore {
         let (collection, identity) = self.target()?;
         self.write_meta(&collection, &identity, generation)?;
         let count = self.count(&collection)?;
-        let mut current = self.lock();
+        let mut current = self.current.lock();
         current.state = StoreState {
             identity: Some(identity),
             generation,
@@ -534,7 +529,7 @@ impl VectorStore for QdrantStore {
     }
 
     fn reload(&self) -> Result<(), VectorError> {
-        let Some(collection) = self.lock().collection.clone() else {
+        let Some(collection) = self.current.lock().collection.clone() else {
             return Ok(());
         };
         let state = if self.collection_exists(&collection)? {
@@ -550,7 +545,7 @@ impl VectorStore for QdrantStore {
         } else {
             StoreState::default()
         };
-        self.lock().state = state;
+        self.current.lock().state = state;
         Ok(())
     }
 }

@@ -32,7 +32,8 @@ impl Fake {
     }
 
     fn get(&self, id: &str) -> Result<SessionSummary, BackendError> {
-        lock(&self.sessions)
+        self.sessions
+            .lock()
             .get(id)
             .cloned()
             .ok_or_else(|| BackendError::SessionNotFound(id.to_owned()))
@@ -56,7 +57,7 @@ impl AgentBackend for Fake {
         cwd: PathBuf,
         _mcp_servers: Vec<McpServerSpec>,
     ) -> Result<SessionSummary, BackendError> {
-        let mut sessions = lock(&self.sessions);
+        let mut sessions = self.sessions.lock();
         let session = SessionSummary {
             id: format!("{}-{}", self.name, sessions.len() + 1),
             title: None,
@@ -69,7 +70,7 @@ impl AgentBackend for Fake {
         Ok(session)
     }
     fn list_sessions(&self, _cwd: Option<&Path>) -> Result<Vec<SessionSummary>, BackendError> {
-        Ok(lock(&self.sessions).values().cloned().collect())
+        Ok(self.sessions.lock().values().cloned().collect())
     }
     fn load_session(
         &self,
@@ -85,7 +86,8 @@ impl AgentBackend for Fake {
         self.get(id).map(drop)
     }
     fn delete_session(&self, id: &str) -> Result<(), BackendError> {
-        lock(&self.sessions)
+        self.sessions
+            .lock()
             .remove(id)
             .map(drop)
             .ok_or_else(|| BackendError::SessionNotFound(id.to_owned()))
@@ -102,7 +104,7 @@ impl AgentBackend for Fake {
         path: PathBuf,
         _diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
     ) -> bool {
-        lock(&self.pushed).push(path);
+        self.pushed.lock().push(path);
         true
     }
     async fn prompt(
@@ -135,11 +137,11 @@ impl Drop for KeepAlive {
 
 impl Opener {
     fn fake(&self, root: &Path) -> Arc<Fake> {
-        lock(&self.opened).get(root).cloned().expect("opened")
+        self.opened.lock().get(root).cloned().expect("opened")
     }
 
     fn count(&self) -> usize {
-        lock(&self.opened).len()
+        self.opened.lock().len()
     }
 }
 
@@ -155,7 +157,7 @@ impl WorkspaceOpener for Opener {
             return Err(BackendError::Internal(format!("cannot open {name}")));
         }
         let fake = Fake::new(&name);
-        lock(&self.opened).insert(root.to_path_buf(), fake.clone());
+        self.opened.lock().insert(root.to_path_buf(), fake.clone());
         Ok(OpenWorkspace {
             backend: fake,
             keep_alive: Box::new(KeepAlive(self.dropped.clone())),
@@ -270,8 +272,8 @@ fn sessions_open_their_cwds_workspace_once_and_calls_follow_the_session() {
         vec![home.join("alpha"), home.join("beta")]
     );
     let beta = opener.fake(&home.join("beta"));
-    assert_eq!(lock(&beta.sessions).len(), 3);
-    assert_eq!(lock(&default.sessions).len(), 1);
+    assert_eq!(beta.sessions.lock().len(), 3);
+    assert_eq!(default.sessions.lock().len(), 1);
 
     // Every call by id goes to the session's workspace.
     assert_eq!(workspaces.models(Some("beta-1"))[0].provider, "beta");
@@ -350,7 +352,7 @@ fn a_folder_stays_in_the_nearest_workspace_marked_or_open() {
     std::fs::create_dir_all(loose.join("repo/.git")).unwrap();
     workspaces.new_session(loose.join("repo"), vec![]).unwrap();
     assert_eq!(opener.count(), 2);
-    assert_eq!(lock(&opener.fake(&loose).sessions).len(), 2);
+    assert_eq!((opener.fake(&loose).sessions).lock().len(), 2);
 
     // A workspace started in an unmarked folder below a repository (`--root` there) keeps the
     // folders inside it; the repository's other folders open the repository.
@@ -504,10 +506,10 @@ fn diagnostics_go_to_the_innermost_open_workspace_of_the_file() {
     assert!(workspaces.push_diagnostics(Some("x"), home.join("alpha/src/main.rs"), vec![]));
     assert!(!workspaces.push_diagnostics(None, home.join("gamma/src/main.rs"), vec![]));
     assert_eq!(
-        *lock(&opener.fake(&nested).pushed),
+        *(opener.fake(&nested).pushed).lock(),
         vec![nested.join("lib.rs")]
     );
-    assert_eq!(*lock(&default.pushed), vec![home.join("alpha/src/main.rs")]);
+    assert_eq!(*default.pushed.lock(), vec![home.join("alpha/src/main.rs")]);
 }
 
 #[test]

@@ -5,10 +5,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin};
@@ -71,13 +72,6 @@ struct Shared {
 struct OpenFile {
     version: i32,
     text: String,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The maps stay consistent whatever panicked while holding them.
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A running downstream language server.
@@ -292,7 +286,7 @@ impl LanguageServerClient {
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (answer, answered) = oneshot::channel();
-        lock(&self.shared.pending).insert(id, answer);
+        self.shared.pending.lock().insert(id, answer);
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
         self.send(&message).await?;
         match tokio::time::timeout(timeout, answered).await {
@@ -302,7 +296,7 @@ impl LanguageServerClient {
                 command: self.command.clone(),
             }),
             Err(_) => {
-                lock(&self.shared.pending).remove(&id);
+                self.shared.pending.lock().remove(&id);
                 Err(DiagnosticsError::Timeout {
                     command: self.command.clone(),
                     method: method.to_string(),
@@ -321,7 +315,8 @@ impl LanguageServerClient {
     async fn send(&self, message: &Value) -> Result<(), DiagnosticsError> {
         let body = message.to_string();
         let mut stdin = self.stdin.lock().await;
-        FRAMING.write(&mut *stdin, body.as_bytes())
+        FRAMING
+            .write(&mut *stdin, body.as_bytes())
             .await
             .map_err(|_| DiagnosticsError::Exited {
                 command: self.command.clone(),
@@ -363,18 +358,18 @@ impl LanguageServerClient {
                             )
                             .await?;
                         }
-                        lock(&self.shared.published).remove(&path);
+                        self.shared.published.lock().remove(&path);
                         continue;
                     }
                 };
                 let Some(uri) = Uri::from_file_path(&path) else {
                     continue;
                 };
-                let sequence_now = *lock(&self.shared.sequence);
+                let sequence_now = *self.shared.sequence.lock();
                 match self.send_text(&mut open, &path, &uri, text).await? {
                     Some(version) => waiting.push((path.clone(), sequence_now, version)),
                     None => {
-                        if !lock(&self.shared.published).contains_key(&path)
+                        if !self.shared.published.lock().contains_key(&path)
                             && let Some(file) = open.get(&path)
                         {
                             waiting.push((path.clone(), 0, file.version));
@@ -392,7 +387,7 @@ impl LanguageServerClient {
                 command: self.command.clone(),
             });
         }
-        let published = lock(&self.shared.published);
+        let published = self.shared.published.lock();
         Ok(files
             .into_iter()
             .map(|path| {
@@ -498,7 +493,7 @@ impl LanguageServerClient {
             tokio::pin!(next_publish);
             next_publish.as_mut().enable();
             let (all_fresh, last_at) = {
-                let published = lock(&self.shared.published);
+                let published = self.shared.published.lock();
                 let mut all_fresh = true;
                 let mut last_at: Option<Instant> = None;
                 for (path, after, version) in waiting {
@@ -576,7 +571,7 @@ async fn read_loop(
         match (method, message.get("id")) {
             (None, Some(id)) => {
                 let Some(id) = id.as_i64() else { continue };
-                let Some(answer) = lock(&shared.pending).remove(&id) else {
+                let Some(answer) = shared.pending.lock().remove(&id) else {
                     continue;
                 };
                 let result = match message.get("error") {
@@ -597,7 +592,8 @@ async fn read_loop(
                         "error": { "code": -32601, "message": message } }),
                 };
                 let mut stdin = stdin.lock().await;
-                if FRAMING.write(&mut *stdin, response.to_string().as_bytes())
+                if FRAMING
+                    .write(&mut *stdin, response.to_string().as_bytes())
                     .await
                     .is_err()
                 {
@@ -617,11 +613,11 @@ async fn read_loop(
                 };
                 let path = std::fs::canonicalize(&path).unwrap_or_else(|_| path.into_owned());
                 let sequence = {
-                    let mut sequence = lock(&shared.sequence);
+                    let mut sequence = shared.sequence.lock();
                     *sequence += 1;
                     *sequence
                 };
-                lock(&shared.published).insert(
+                shared.published.lock().insert(
                     path,
                     Published {
                         diagnostics: params.diagnostics,
@@ -637,7 +633,7 @@ async fn read_loop(
     }
     shared.exited.store(true, Ordering::SeqCst);
     // Whoever waits for an answer learns the server is gone.
-    lock(&shared.pending).clear();
+    shared.pending.lock().clear();
     shared.publishes.notify_waiters();
 }
 
