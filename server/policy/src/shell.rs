@@ -793,179 +793,18 @@ impl Lexer {
                     self.finish_segment(Joiner::Sequence);
                     self.skip_heredoc_bodies();
                 }
-                '\\' => {
-                    match self.peek(0) {
-                        Some('\n') => {}
-                        Some(next) => {
-                            let word = self.word();
-                            word.text.push(next);
-                            word.quoted = true;
-                        }
-                        None => {}
-                    }
-                    self.position += 1;
-                }
-                '\'' => {
-                    self.word().quoted = true;
-                    let mut closed = false;
-                    while let Some(c) = self.peek(0) {
-                        self.position += 1;
-                        if c == '\'' {
-                            closed = true;
-                            break;
-                        }
-                        self.word().text.push(c);
-                    }
-                    if !closed {
-                        self.ask("an unclosed quote");
-                    }
-                }
-                '"' => {
-                    self.word().quoted = true;
-                    let mut closed = false;
-                    while let Some(c) = self.peek(0) {
-                        self.position += 1;
-                        match c {
-                            '"' => {
-                                closed = true;
-                                break;
-                            }
-                            '\\' => {
-                                if let Some(next) = self.peek(0) {
-                                    self.position += 1;
-                                    if !"\"\\$`\n".contains(next) {
-                                        self.word().text.push('\\');
-                                    }
-                                    if next != '\n' {
-                                        self.word().text.push(next);
-                                    }
-                                }
-                            }
-                            '$' => self.dollar(),
-                            '`' => {
-                                let inner = self.read_backticks();
-                                self.ask("uses backtick command substitution");
-                                self.substitutions.push(inner);
-                                let word = self.word();
-                                word.text.push_str("`…`");
-                                word.expansion = true;
-                            }
-                            _ => self.word().text.push(c),
-                        }
-                    }
-                    if !closed {
-                        self.ask("an unclosed quote");
-                    }
-                }
+                '\\' => self.escaped(),
+                '\'' => self.single_quoted(),
+                '"' => self.double_quoted(),
                 '$' => self.dollar(),
-                '`' => {
-                    let inner = self.read_backticks();
-                    self.ask("uses backtick command substitution");
-                    self.substitutions.push(inner);
-                    let word = self.word();
-                    word.text.push_str("`…`");
-                    word.expansion = true;
-                }
+                '`' => self.backtick_substitution(),
                 ';' => self.finish_segment(Joiner::Sequence),
-                '&' => match self.peek(0) {
-                    Some('&') => {
-                        self.position += 1;
-                        self.finish_segment(Joiner::Sequence);
-                    }
-                    Some('>') => {
-                        self.finish_word();
-                        self.position += 1;
-                        if self.peek(0) == Some('>') {
-                            self.position += 1;
-                        }
-                        self.pending_redirect = Some(true);
-                    }
-                    _ => {
-                        self.ask("runs a command in the background");
-                        self.finish_segment(Joiner::Sequence);
-                    }
-                },
-                '|' => match self.peek(0) {
-                    Some('|') => {
-                        self.position += 1;
-                        self.finish_segment(Joiner::Sequence);
-                    }
-                    Some('&') => {
-                        self.position += 1;
-                        self.finish_segment(Joiner::Pipe);
-                    }
-                    _ => self.finish_segment(Joiner::Pipe),
-                },
+                '&' => self.ampersand(),
+                '|' => self.bar(),
                 '(' => self.finish_segment(Joiner::Sequence),
                 ')' => self.finish_segment(Joiner::Sequence),
-                '<' | '>' if self.peek(0) == Some('(') => {
-                    self.position += 1;
-                    let inner = self.read_balanced();
-                    self.ask("uses process substitution");
-                    self.substitutions.push(inner);
-                    let word = self.word();
-                    word.text.push_str("<(…)");
-                    word.expansion = true;
-                }
-                '>' | '<' => {
-                    // `2>` / `1>`: the digits were the fd, not a word.
-                    if let Some(word) = &self.word
-                        && !word.quoted
-                        && !word.text.is_empty()
-                        && word.text.chars().all(|c| c.is_ascii_digit())
-                    {
-                        self.word = None;
-                    }
-                    self.finish_word();
-                    let write = c == '>';
-                    if write {
-                        match self.peek(0) {
-                            Some('>') | Some('|') => self.position += 1,
-                            Some('&') => {
-                                // `>&2`: duplicate a descriptor; `>&file` writes a file.
-                                self.position += 1;
-                                let digits =
-                                    self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-');
-                                if digits {
-                                    while self
-                                        .peek(0)
-                                        .is_some_and(|d| d.is_ascii_digit() || d == '-')
-                                    {
-                                        self.position += 1;
-                                    }
-                                    continue;
-                                }
-                            }
-                            _ => {}
-                        }
-                        self.pending_redirect = Some(true);
-                    } else {
-                        match self.peek(0) {
-                            Some('<') => {
-                                self.position += 1;
-                                if self.peek(0) == Some('<') {
-                                    self.position += 1;
-                                } else {
-                                    self.ask("uses a here-document");
-                                    let strip_tabs = self.peek(0) == Some('-');
-                                    if strip_tabs {
-                                        self.position += 1;
-                                    }
-                                    self.pending_heredoc = Some(strip_tabs);
-                                }
-                            }
-                            Some('&') => {
-                                self.position += 1;
-                                while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
-                                    self.position += 1;
-                                }
-                                continue;
-                            }
-                            _ => {}
-                        }
-                        self.pending_redirect = Some(false);
-                    }
-                }
+                '<' | '>' if self.peek(0) == Some('(') => self.process_substitution(),
+                '>' | '<' => self.redirect(c),
                 _ => self.word().text.push(c),
             }
         }
@@ -975,6 +814,197 @@ impl Lexer {
             substitutions: self.substitutions,
             ask_reasons: self.ask_reasons,
         }
+    }
+
+    /// `\` outside quotes (already consumed): the next character, quoted; a line continuation
+    /// joins the lines.
+    fn escaped(&mut self) {
+        match self.peek(0) {
+            Some('\n') => {}
+            Some(next) => {
+                let word = self.word();
+                word.text.push(next);
+                word.quoted = true;
+            }
+            None => {}
+        }
+        self.position += 1;
+    }
+
+    /// `'…'` (the opening quote already consumed): every character literal.
+    fn single_quoted(&mut self) {
+        self.word().quoted = true;
+        let mut closed = false;
+        while let Some(c) = self.peek(0) {
+            self.position += 1;
+            if c == '\'' {
+                closed = true;
+                break;
+            }
+            self.word().text.push(c);
+        }
+        if !closed {
+            self.ask("an unclosed quote");
+        }
+    }
+
+    /// `"…"` (the opening quote already consumed): escapes, `$` expansions and backticks
+    /// still count.
+    fn double_quoted(&mut self) {
+        self.word().quoted = true;
+        let mut closed = false;
+        while let Some(c) = self.peek(0) {
+            self.position += 1;
+            match c {
+                '"' => {
+                    closed = true;
+                    break;
+                }
+                '\\' => {
+                    if let Some(next) = self.peek(0) {
+                        self.position += 1;
+                        if !"\"\\$`\n".contains(next) {
+                            self.word().text.push('\\');
+                        }
+                        if next != '\n' {
+                            self.word().text.push(next);
+                        }
+                    }
+                }
+                '$' => self.dollar(),
+                '`' => self.backtick_substitution(),
+                _ => self.word().text.push(c),
+            }
+        }
+        if !closed {
+            self.ask("an unclosed quote");
+        }
+    }
+
+    /// `` `…` `` (the opening backtick already consumed), inside double quotes or not.
+    fn backtick_substitution(&mut self) {
+        let inner = self.read_backticks();
+        self.ask("uses backtick command substitution");
+        self.substitutions.push(inner);
+        let word = self.word();
+        word.text.push_str("`…`");
+        word.expansion = true;
+    }
+
+    /// `&` (already consumed): `&&`, `&>` / `&>>` (both streams to a file), or a background job.
+    fn ampersand(&mut self) {
+        match self.peek(0) {
+            Some('&') => {
+                self.position += 1;
+                self.finish_segment(Joiner::Sequence);
+            }
+            Some('>') => {
+                self.finish_word();
+                self.position += 1;
+                if self.peek(0) == Some('>') {
+                    self.position += 1;
+                }
+                self.pending_redirect = Some(true);
+            }
+            _ => {
+                self.ask("runs a command in the background");
+                self.finish_segment(Joiner::Sequence);
+            }
+        }
+    }
+
+    /// `|` (already consumed): `||`, `|&` (a pipe of both streams) or a pipe.
+    fn bar(&mut self) {
+        match self.peek(0) {
+            Some('|') => {
+                self.position += 1;
+                self.finish_segment(Joiner::Sequence);
+            }
+            Some('&') => {
+                self.position += 1;
+                self.finish_segment(Joiner::Pipe);
+            }
+            _ => self.finish_segment(Joiner::Pipe),
+        }
+    }
+
+    /// `<(…)` / `>(…)` (the `<` or `>` already consumed, at the `(`).
+    fn process_substitution(&mut self) {
+        self.position += 1;
+        let inner = self.read_balanced();
+        self.ask("uses process substitution");
+        self.substitutions.push(inner);
+        let word = self.word();
+        word.text.push_str("<(…)");
+        word.expansion = true;
+    }
+
+    /// `>` or `<` (already consumed, as `c`): a redirect, a descriptor duplication, or a
+    /// here-document.
+    fn redirect(&mut self, c: char) {
+        // `2>` / `1>`: the digits were the fd, not a word.
+        if let Some(word) = &self.word
+            && !word.quoted
+            && !word.text.is_empty()
+            && word.text.chars().all(|c| c.is_ascii_digit())
+        {
+            self.word = None;
+        }
+        self.finish_word();
+        if c == '>' {
+            self.output_redirect();
+        } else {
+            self.input_redirect();
+        }
+    }
+
+    /// After `>`: `>>`, `>|`, `>&2` (duplicates a descriptor, no file) or `>&file`.
+    fn output_redirect(&mut self) {
+        match self.peek(0) {
+            Some('>') | Some('|') => self.position += 1,
+            Some('&') => {
+                // `>&2`: duplicate a descriptor; `>&file` writes a file.
+                self.position += 1;
+                let digits = self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-');
+                if digits {
+                    while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
+                        self.position += 1;
+                    }
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.pending_redirect = Some(true);
+    }
+
+    /// After `<`: `<<<` (a here-string), `<<` / `<<-` (a here-document), `<&N` (duplicates a
+    /// descriptor, no file) or a plain input redirect.
+    fn input_redirect(&mut self) {
+        match self.peek(0) {
+            Some('<') => {
+                self.position += 1;
+                if self.peek(0) == Some('<') {
+                    self.position += 1;
+                } else {
+                    self.ask("uses a here-document");
+                    let strip_tabs = self.peek(0) == Some('-');
+                    if strip_tabs {
+                        self.position += 1;
+                    }
+                    self.pending_heredoc = Some(strip_tabs);
+                }
+            }
+            Some('&') => {
+                self.position += 1;
+                while self.peek(0).is_some_and(|d| d.is_ascii_digit() || d == '-') {
+                    self.position += 1;
+                }
+                return;
+            }
+            _ => {}
+        }
+        self.pending_redirect = Some(false);
     }
 }
 
