@@ -631,3 +631,57 @@ fn a_watcher_holding_the_index_is_named_and_the_index_measured() {
     let index = line(&text, "ok", "index", " files, ").unwrap_or_else(|| panic!("{text}"));
     assert!(index.contains(" on disk at "), "{index}");
 }
+
+/// Every config section is checked by the one loader: a typo or a bad value in any of them is
+/// reported by the real binary with the file, the line and the key — by `lode doctor` as a
+/// failed config check (exit 1), by `lode config` as its error.
+#[test]
+fn a_bad_key_in_any_section_names_its_file_line_and_key() {
+    let setup = setup();
+    let file = config_with_provider(&setup, "http://127.0.0.1:9/v1");
+    let provider = std::fs::read_to_string(&file).unwrap();
+    let first = provider.lines().count() + 2;
+    for (section, key) in [
+        ("[memory]\nenabeld = false\n", "memory.enabeld"),
+        (
+            "[lsp.diagnostics]\ncommands = \"no\"\n",
+            "lsp.diagnostics.commands",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncomand = \"mcp-x\"\n",
+            "mcp.servers.comand",
+        ),
+        (
+            "[acp]\nidle_session_timeout_secs = -1\n",
+            "acp.idle_session_timeout_secs",
+        ),
+        ("[index]\ndaemon = \"sometimes\"\n", "index.daemon"),
+    ] {
+        std::fs::write(&file, format!("{provider}\n{section}")).unwrap();
+        let line_number = first + section.lines().count() - 1;
+        let place = format!("{}:{line_number}:", file.display());
+        let named = format!("(key `{key}`)");
+
+        let output = doctor(&setup, Some(&file), &[], &[("DOCTOR_TEST_KEY", SECRET)]);
+        let text = stdout(&output);
+        assert_eq!(output.status.code(), Some(1), "{section}: {text}");
+        let failed = line(&text, "fail", "config", &place)
+            .unwrap_or_else(|| panic!("{section}: no failed config check at {place}:\n{text}"));
+        assert!(failed.contains(&named), "{section}: {failed}");
+
+        let output = lode(setup.workspace.path())
+            .arg("config")
+            .env("LODE_CONFIG", &file)
+            .env("HOME", setup.home.path())
+            .env("XDG_CONFIG_HOME", setup.home.path().join("config"))
+            .env("XDG_DATA_HOME", setup.home.path().join("data"))
+            .output()
+            .expect("lode config runs");
+        let error = stderr(&output);
+        assert!(!output.status.success(), "{section}: {error}");
+        assert!(
+            error.contains(&place) && error.contains(&named),
+            "{section}: {error}"
+        );
+    }
+}

@@ -48,68 +48,9 @@ pub const MAX_ITEMS: usize = 1_000;
 pub const MAX_TEXT_CHARS: usize = 16_000;
 pub const MAX_MESSAGE_CHARS: usize = 2_000;
 
-/// `[acp.lsp]`: the extension's settings. Unknown keys are errors naming the key.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LspSettings {
-    /// Whether lode uses the editor's language servers when the client offers them.
-    pub enabled: bool,
-    /// How long one `lsp/*` request may take before lode moves on to the next provider.
-    pub timeout_ms: u64,
-    /// Most diagnostics kept for one file from `lsp/publishDiagnostics`.
-    pub max_diagnostics_per_file: usize,
-    /// Most pushed diagnostics kept over all files; the least recently pushed files go first.
-    pub max_diagnostics_total: usize,
-    /// Most files whose pushed diagnostics are kept.
-    pub max_files: usize,
-}
-
-impl Default for LspSettings {
-    fn default() -> LspSettings {
-        let limits = lode_agent::pushed_diagnostics::PushedLimits::default();
-        LspSettings {
-            enabled: true,
-            timeout_ms: 3_000,
-            max_diagnostics_per_file: limits.per_file,
-            max_diagnostics_total: limits.total,
-            max_files: limits.files,
-        }
-    }
-}
-
-impl LspSettings {
-    /// Checks what serde cannot: the numbers that must be at least 1. The error names the key.
-    pub fn validate(self) -> Result<LspSettings, String> {
-        let settings = self;
-        if settings.timeout_ms == 0 {
-            return Err("[acp.lsp] timeout_ms must be at least 1".into());
-        }
-        if settings.max_diagnostics_per_file == 0
-            || settings.max_diagnostics_total == 0
-            || settings.max_files == 0
-        {
-            return Err(
-                "[acp.lsp] max_diagnostics_per_file, max_diagnostics_total and max_files must be \
-                 at least 1"
-                    .into(),
-            );
-        }
-        Ok(settings)
-    }
-
-    pub fn timeout(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms)
-    }
-
-    /// The agent's cache caps.
-    pub fn limits(&self) -> lode_agent::pushed_diagnostics::PushedLimits {
-        lode_agent::pushed_diagnostics::PushedLimits {
-            per_file: self.max_diagnostics_per_file,
-            total: self.max_diagnostics_total,
-            files: self.max_files,
-        }
-    }
-}
+/// `[acp.lsp]`: the extension's settings, a section of lode's configuration (read and checked by
+/// its loader).
+pub use lode_agent::config::AcpLspSettings as LspSettings;
 
 /// Whether the client offers the extension: `clientCapabilities._meta.lsp` is `true` or an
 /// object (Zeph's clients send an object).

@@ -27,17 +27,31 @@
 //! only ever tighten, trusted or not.
 //!
 //! # Sections
+//! Every section lode reads is a type, checked by this loader and no one else:
 //! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `crate::llm::ProviderConfig`),
-//! `[agent]` (see [`AgentConfig`], with `[agent.context]` = `crate::context::ContextShares`) and
-//! `[permissions]` (`crate::permission::PermissionConfig`). Other top-level sections are kept
-//! verbatim in [`Config::other`] for the parts that read them (and named in
-//! [`LoadedConfig::warnings`] when lode does not know them), so a config written for a newer lode
-//! still loads. Inside known sections, an unknown key is an error naming the file, line and key.
+//! `[agent]` (see [`AgentConfig`], with `[agent.context]` = `crate::context::ContextShares`),
+//! `[permissions]` (`crate::permission::PermissionConfig`), `[sandbox]`
+//! (`lode_sandbox::SandboxSettings`), `[skills]` (`crate::skills::SkillsSettings`), `[memory]`
+//! (`crate::memory::MemorySettings`), `[mcp]` (`crate::mcp::McpSettings`), and the front ends'
+//! `[lsp]`, `[acp]` and `[index]` ([`sections`]). Inside them, an unknown key or a bad value is
+//! an error naming the file, line, column and dotted key ([`ConfigError::Parse`]). A top-level
+//! section lode does not know is kept verbatim in [`Config::other`] and named in
+//! [`LoadedConfig::warnings`], so a config written for a newer lode still loads.
+//!
+//! The untrusted workspace file is checked in what applies of it (what
+//! `crate::trust::restrict` keeps); what does not apply is listed, not checked, so a setting that
+//! would be ignored anyway cannot stop lode.
+
+pub mod sections;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+pub use sections::{
+    AcpLspSettings, AcpSection, DaemonMode, IndexSection, LspDiagnosticsSettings, LspSection,
+};
 
 use crate::compaction::{DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TOOL_OUTPUTS};
 use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES};
@@ -48,17 +62,18 @@ use crate::permission::{Mode, PermissionConfig};
 pub const CONFIG_ENV: &str = "LODE_CONFIG";
 /// The workspace's config file, relative to the root.
 pub const WORKSPACE_CONFIG: &str = ".lode/config.toml";
-/// Top-level sections lode itself reads.
-pub const KNOWN_SECTIONS: &[&str] = &["llm", "agent", "permissions", "sandbox"];
-/// Sections other parts of lode read or will read; kept in [`Config::other`] without a warning.
-pub const RESERVED_SECTIONS: &[&str] = &[
-    "embeddings",
-    "index",
-    "mcp",
-    "memory",
+/// The top-level sections lode reads, each a field of [`Config`].
+pub const KNOWN_SECTIONS: &[&str] = &[
+    "llm",
+    "agent",
+    "permissions",
+    "sandbox",
     "skills",
+    "memory",
+    "mcp",
     "lsp",
     "acp",
+    "index",
 ];
 
 /// The whole configuration.
@@ -71,6 +86,18 @@ pub struct Config {
     /// `[sandbox]`: how commands are confined. The workspace's own config file can only
     /// tighten it (a stricter `mode`); its `read`, `write` and `env_passthrough` are ignored.
     pub sandbox: lode_sandbox::SandboxSettings,
+    /// `[skills]`: which skills are offered and how many per turn.
+    pub skills: crate::skills::SkillsSettings,
+    /// `[memory]`: long-term memory.
+    pub memory: crate::memory::MemorySettings,
+    /// `[mcp]`: the MCP servers every session connects to.
+    pub mcp: crate::mcp::McpSettings,
+    /// `[lsp]`: the language servers lode runs for the agent's diagnostics and navigation.
+    pub lsp: LspSection,
+    /// `[acp]`: `lode acp`'s sessions and its `lsp/*` extension.
+    pub acp: AcpSection,
+    /// `[index]`: the background daemon.
+    pub index: IndexSection,
     /// Top-level sections outside [`KNOWN_SECTIONS`], merged like the rest, verbatim.
     #[serde(skip)]
     pub other: toml::Table,
@@ -410,15 +437,16 @@ impl Config {
                     .any(|(read, _)| std::fs::canonicalize(read).ok().as_ref() == Some(canonical))
             });
             if let Some(text) = text.filter(|_| !already_read) {
-                let mut layer = parse_layer(path, &text)?;
+                let untrusted = origin == ConfigOrigin::Workspace && !sources.workspace_trusted;
+                let (mut layer, ignored) = parse_layer(path, &text, untrusted)?;
+                if untrusted {
+                    untrusted_ignored = ignored;
+                    untrusted_file = Some(path.clone());
+                }
                 if origin == ConfigOrigin::Workspace
                     && let Some(sandbox) = layer.remove("sandbox")
                 {
                     workspace_sandbox = Some((path.clone(), sandbox));
-                }
-                if origin == ConfigOrigin::Workspace && !sources.workspace_trusted {
-                    untrusted_ignored = crate::trust::restrict::restrict_untrusted(&mut layer);
-                    untrusted_file = Some(path.clone());
                 }
                 layers.push((path.clone(), layer));
             }
@@ -458,14 +486,12 @@ impl Config {
             if KNOWN_SECTIONS.contains(&key.as_str()) {
                 continue;
             }
-            if !RESERVED_SECTIONS.contains(&key.as_str()) {
-                let origin = origin_of(&layers, &[&key]);
-                warnings.push(format!(
-                    "{}: unknown section `{key}` ignored by this version of lode (known: {})",
-                    origin.map_or_else(|| "config".to_owned(), |path| path.display().to_string()),
-                    KNOWN_SECTIONS.join(", ")
-                ));
-            }
+            let origin = origin_of(&layers, &[&key]);
+            warnings.push(format!(
+                "{}: unknown section `{key}` ignored by this version of lode (known: {})",
+                origin.map_or_else(|| "config".to_owned(), |path| path.display().to_string()),
+                KNOWN_SECTIONS.join(", ")
+            ));
             config.other.insert(key, value);
         }
         validate(&config, &layers)?;
@@ -482,7 +508,7 @@ impl Config {
 
     /// Parses one config file's text (for tests and tools); `path` names it in errors.
     pub fn from_toml_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let layer = parse_layer(path, text)?;
+        let (layer, _) = parse_layer(path, text, false)?;
         let layers = vec![(path.to_path_buf(), layer.clone())];
         let mut config: Config =
             toml::Value::Table(layer.clone())
@@ -512,8 +538,42 @@ impl Config {
             .iter()
             .map(ProviderConfig::redacted)
             .collect();
-        // Serialising the struct keeps its field order (llm, agent, permissions).
-        let mut out = toml::to_string_pretty(&redacted)
+        /// The sections in `Config`'s order; those that were once kept verbatim are redacted by
+        /// key and pattern like the unknown sections.
+        #[derive(Serialize)]
+        struct Printed<'a> {
+            llm: &'a LlmConfig,
+            agent: &'a AgentConfig,
+            permissions: &'a PermissionConfig,
+            sandbox: &'a lode_sandbox::SandboxSettings,
+            skills: toml::Value,
+            memory: toml::Value,
+            mcp: toml::Value,
+            lsp: toml::Value,
+            acp: toml::Value,
+            index: toml::Value,
+        }
+        fn redacted_section(section: &impl Serialize) -> toml::Value {
+            // Every section is TOML-representable; an empty table is the safe answer if one
+            // ever were not.
+            let mut value = toml::Value::try_from(section)
+                .unwrap_or_else(|_| toml::Value::Table(toml::Table::new()));
+            redact_value(&mut value, None);
+            value
+        }
+        let printed = Printed {
+            llm: &redacted.llm,
+            agent: &redacted.agent,
+            permissions: &redacted.permissions,
+            sandbox: &redacted.sandbox,
+            skills: redacted_section(&redacted.skills),
+            memory: redacted_section(&redacted.memory),
+            mcp: redacted_section(&redacted.mcp),
+            lsp: redacted_section(&redacted.lsp),
+            acp: redacted_section(&redacted.acp),
+            index: redacted_section(&redacted.index),
+        };
+        let mut out = toml::to_string_pretty(&printed)
             // Every field of `Config` is TOML-representable, so this cannot fail; a comment is
             // the safe answer if it ever did.
             .unwrap_or_else(|error| format!("# could not render the configuration: {error}\n"));
@@ -639,31 +699,154 @@ impl LoadedConfig {
     }
 }
 
-/// Parses one file: TOML syntax, then the known sections' types and keys, with the file, line
-/// and key of the first problem.
-fn parse_layer(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
-    let table: toml::Table =
+/// Parses one file: TOML syntax, then every section's types, keys and values, with the file,
+/// line and key of the first problem. With `untrusted` (the workspace's file before the user
+/// trusts it), what `crate::trust::restrict` does not keep is taken out first and returned, one
+/// line each: it is listed, not checked, since it does not apply.
+fn parse_layer(
+    path: &Path,
+    text: &str,
+    untrusted: bool,
+) -> Result<(toml::Table, Vec<String>), ConfigError> {
+    let mut table: toml::Table =
         toml::from_str(text).map_err(|error| parse_error(path, text, &error))?;
-    // Deserialising the text (not the table) keeps spans, so type errors and unknown keys in
-    // known sections point at their line.
-    toml::from_str::<Config>(text).map_err(|error| parse_error(path, text, &error))?;
-    if let Some(toml::Value::Table(llm)) = table.get("llm")
-        && let Some(toml::Value::Array(providers)) = llm.get("providers")
-    {
-        let mut names = HashSet::new();
-        for provider in providers {
-            if let Some(name) = provider.get("name").and_then(toml::Value::as_str)
-                && !names.insert(name.to_owned())
-            {
-                return Err(ConfigError::Invalid {
-                    path: Some(path.to_path_buf()),
-                    key: "llm.providers".to_owned(),
-                    message: format!("two providers are named \"{name}\"; names must be unique"),
-                });
-            }
+    let ignored = if untrusted {
+        crate::trust::restrict::restrict_untrusted(&mut table)
+    } else {
+        Vec::new()
+    };
+    // Deserialising the spanned document (not the table) keeps spans, so type errors and
+    // unknown keys point at their line; an untrusted file's is cut to what applies first.
+    let mut document =
+        toml::de::DeTable::parse(text).map_err(|error| parse_error(path, text, &error))?;
+    if untrusted {
+        keep_only(document.get_mut(), &table);
+    }
+    let config = Config::deserialize(toml::de::Deserializer::from(document))
+        .map_err(|error| parse_error(path, text, &error))?;
+    let mut names = HashSet::new();
+    for provider in &config.llm.providers {
+        if !names.insert(provider.name.as_str()) {
+            return Err(ConfigError::Invalid {
+                path: Some(path.to_path_buf()),
+                key: "llm.providers".to_owned(),
+                message: format!(
+                    "two providers are named \"{}\"; names must be unique",
+                    provider.name
+                ),
+            });
         }
     }
-    Ok(table)
+    for (index, entry) in config.mcp.servers.iter().enumerate() {
+        if let Err((field, message)) = entry.check() {
+            let mut at = vec!["mcp", "servers"];
+            let index = index.to_string();
+            at.push(&index);
+            at.extend(field);
+            return Err(located_error(path, text, &at, message));
+        }
+    }
+    Ok((table, ignored))
+}
+
+/// Cuts `document` (the spanned parse of a file) down to what `kept` (the same file, restricted)
+/// holds: the same keys at every depth, and of a list the items `kept` still has, in order.
+fn keep_only(document: &mut toml::de::DeTable<'_>, kept: &toml::Table) {
+    *document = std::mem::take(document)
+        .into_iter()
+        .filter(|(key, _)| kept.contains_key(key.get_ref().as_ref()))
+        .collect();
+    for (key, value) in document.iter_mut() {
+        let Some(kept) = kept.get(key.get_ref().as_ref()) else {
+            continue;
+        };
+        match (value.get_mut(), kept) {
+            (toml::de::DeValue::Table(table), toml::Value::Table(kept)) => keep_only(table, kept),
+            (toml::de::DeValue::Array(items), toml::Value::Array(kept)) => {
+                let mut wanted = kept.iter().peekable();
+                let all = std::mem::replace(items, toml::de::DeArray::new());
+                *items = all
+                    .into_iter()
+                    .filter(|item| {
+                        let same = wanted
+                            .peek()
+                            .is_some_and(|wanted| plain_value(item).as_ref() == Some(*wanted));
+                        if same {
+                            wanted.next();
+                        }
+                        same
+                    })
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A spanned value as a plain one (`None` if it cannot be read, which a parsed one always can).
+fn plain_value(value: &toml::Spanned<toml::de::DeValue<'_>>) -> Option<toml::Value> {
+    toml::Value::deserialize(toml::de::ValueDeserializer::from(value.clone())).ok()
+}
+
+/// A [`ConfigError::Parse`] at the key path `at` of the file (`["mcp", "servers", "0", "url"]`;
+/// a number indexes a list), or at the start of the file when the path is not in it.
+fn located_error(path: &Path, text: &str, at: &[&str], message: String) -> ConfigError {
+    let span = toml::de::DeTable::parse(text)
+        .ok()
+        .and_then(|document| span_of(document.get_ref(), at));
+    let (line, column) = span.map_or((1, 1), |span| line_column(text, span.start));
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        key: Some(
+            at.iter()
+                .filter(|step| step.parse::<usize>().is_err())
+                .copied()
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
+        message,
+    }
+}
+
+/// Where the value at `at` is in the file (the deepest step of `at` that is there).
+fn span_of(table: &toml::de::DeTable<'_>, at: &[&str]) -> Option<std::ops::Range<usize>> {
+    let (first, rest) = at.split_first()?;
+    let (key, value) = table
+        .iter()
+        .find(|(key, _)| key.get_ref().as_ref() == *first)?;
+    let mut span = key.span();
+    let mut current = value;
+    for step in rest {
+        let next = match current.get_ref() {
+            toml::de::DeValue::Table(table) => table
+                .iter()
+                .find(|(key, _)| key.get_ref().as_ref() == *step)
+                .map(|(key, value)| (key.span(), value)),
+            toml::de::DeValue::Array(items) => step
+                .parse::<usize>()
+                .ok()
+                .and_then(|index| items.get(index))
+                .map(|item| (item.span(), item)),
+            _ => None,
+        };
+        let Some((next_span, next)) = next else {
+            break;
+        };
+        span = next_span;
+        current = next;
+    }
+    Some(span)
+}
+
+/// The 1-based line and column (in characters) of the byte offset `at`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |index| index + 1);
+    (line, text[line_start..at].chars().count() + 1)
 }
 
 fn parse_error(path: &Path, text: &str, error: &toml::de::Error) -> ConfigError {

@@ -3,8 +3,9 @@
 //! MCP servers (from `[[mcp.servers]]` and from the client's `session/new`), whose tools join the
 //! session's tool list.
 //!
-//! Each part is optional: a disabled or broken part is reported once and the agent goes on
-//! without it.
+//! Each part is optional: a disabled part is left out, and one that fails to open (a store that
+//! cannot be created, a variable an MCP entry names unset) is reported once and the agent goes
+//! on without it. Their settings were checked by the config loader.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +14,12 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use crate::config::Config;
-use crate::mcp::{McpManager, McpServerConfig, McpSettings};
+use crate::mcp::{McpManager, McpServerConfig};
 use crate::memory::{
     Memory, MemoryError, MemorySaveTool, MemorySearchTool, MemorySettings, MemorySource,
     MemoryStore, NewMemory, memory_texts,
 };
-use crate::skills::{LoadSkillTool, SkillSet, SkillsSettings};
+use crate::skills::{LoadSkillTool, SkillSet};
 use crate::tools::ToolRegistry;
 
 /// What a turn adds to the context from skills and memory.
@@ -57,28 +58,15 @@ impl Extensions {
                 None
             }
         };
-        let skills_settings = match config.other.get("skills").map(SkillsSettings::from_toml) {
-            None => SkillsSettings::default(),
-            Some(Ok(settings)) => settings,
-            Some(Err(error)) => {
-                notices.push(format!("{error}; skills use their defaults"));
-                SkillsSettings::default()
-            }
-        };
+        // The loader has checked the sections: a bad value stopped it with the file and line.
+        let skills_settings = &config.skills;
         let skills = skills_settings.enabled.then(|| {
             Arc::new(SkillSet::new(
                 skills_settings.config_with_state(root, state_dir),
                 embedder.clone(),
             ))
         });
-        let memory_settings = match config.other.get("memory").map(MemorySettings::from_toml) {
-            None => MemorySettings::default(),
-            Some(Ok(settings)) => settings,
-            Some(Err(error)) => {
-                notices.push(format!("{error}; memory uses its defaults"));
-                MemorySettings::default()
-            }
-        };
+        let memory_settings = config.memory.clone();
         let memory = match memory_settings.open(embedder) {
             Ok(store) => store.map(Arc::new),
             Err(error) => {
@@ -86,18 +74,9 @@ impl Extensions {
                 None
             }
         };
-        let configured_mcp = match config.other.get("mcp").map(McpSettings::from_toml) {
-            None => Vec::new(),
-            Some(Ok(settings)) => {
-                let (servers, errors) = settings.resolve();
-                notices.extend(errors.iter().map(|error| format!("[mcp]: {error}")));
-                servers
-            }
-            Some(Err(error)) => {
-                notices.push(format!("[mcp]: {error}"));
-                Vec::new()
-            }
-        };
+        // What the loader cannot check: the variables the entries name.
+        let (configured_mcp, errors) = config.mcp.resolve();
+        notices.extend(errors.iter().map(|error| format!("[mcp]: {error}")));
         Extensions {
             root: root.to_owned(),
             skills,

@@ -322,13 +322,340 @@ fn unknown_sections_load_and_are_kept() {
         Some("static")
     );
     assert!(loaded.config.other.contains_key("agnet"));
-    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
-    assert!(
-        loaded.warnings[0].contains("`agnet`"),
-        "{:?}",
-        loaded.warnings
-    );
+    // Nothing reads `[embeddings]`: it is one of the unknown sections, each named.
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+    for section in ["`agnet`", "`embeddings`"] {
+        assert!(
+            loaded
+                .warnings
+                .iter()
+                .any(|warning| warning.contains(section)),
+            "{:?}",
+            loaded.warnings
+        );
+    }
     assert!(loaded.describe().contains("[embeddings]"));
+}
+
+/// Every section is typed: in each, an unknown key and a bad value stop the loader with the
+/// file, the line and the dotted key, read from a real file.
+#[test]
+fn every_section_refuses_unknown_keys_and_bad_values_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    // (the file, the line, the key, a piece of the message)
+    let cases: &[(&str, usize, &str, &str)] = &[
+        (
+            "[skills]\nenabeld = false\n",
+            2,
+            "skills.enabeld",
+            "unknown field",
+        ),
+        (
+            "[skills]\ntop_k = \"five\"\n",
+            2,
+            "skills.top_k",
+            "invalid type",
+        ),
+        (
+            "\n[memory]\nauto_recal = true\n",
+            3,
+            "memory.auto_recal",
+            "unknown field",
+        ),
+        (
+            "[memory]\nenabled = \"no\"\n",
+            2,
+            "memory.enabled",
+            "invalid type",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncomand = \"typo\"\n",
+            3,
+            "mcp.servers.comand",
+            "unknown field",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncommand = \"a\"\nargs = \"--flag\"\n",
+            4,
+            "mcp.servers.args",
+            "invalid type",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\ncommand = \"a\"\nurl = \"http://127.0.0.1/mcp\"\n",
+            4,
+            "mcp.servers.url",
+            "set only one of `command` and `url`",
+        ),
+        (
+            "[[mcp.servers]]\nname = \"x\"\nurl = \"file:///etc/passwd\"\n",
+            3,
+            "mcp.servers.url",
+            "http:// or https://",
+        ),
+        ("[mcp]\nserver = []\n", 2, "mcp.server", "unknown field"),
+        (
+            "[lsp]\nformatting = true\n",
+            2,
+            "lsp.formatting",
+            "unknown field",
+        ),
+        (
+            "[lsp.diagnostics]\nenable = true\n",
+            2,
+            "lsp.diagnostics.enable",
+            "unknown field",
+        ),
+        (
+            "[lsp.diagnostics]\nservers = { rust = \"ra\" }\n",
+            2,
+            "lsp.diagnostics.servers",
+            "invalid type",
+        ),
+        (
+            "[lsp.diagnostics]\ncommands = \"no\"\n",
+            2,
+            "lsp.diagnostics.commands",
+            "invalid type",
+        ),
+        (
+            "[acp]\nidle_timeout = 5\n",
+            2,
+            "acp.idle_timeout",
+            "unknown field",
+        ),
+        (
+            "[acp]\nidle_session_timeout_secs = \"1h\"\n",
+            2,
+            "acp.idle_session_timeout_secs",
+            "must be a whole number",
+        ),
+        (
+            "[acp]\nidle_session_timeout_secs = -1\n",
+            2,
+            "acp.idle_session_timeout_secs",
+            "must be a whole number",
+        ),
+        ("[acp]\nlsp = true\n", 2, "acp.lsp", "invalid type"),
+        (
+            "[acp.lsp]\ntimeout = 5\n",
+            2,
+            "acp.lsp.timeout",
+            "unknown field",
+        ),
+        (
+            "[acp.lsp]\ntimeout_ms = \"soon\"\n",
+            2,
+            "acp.lsp.timeout_ms",
+            "invalid type",
+        ),
+        (
+            "[acp.lsp]\nmax_files = 0\n",
+            2,
+            "acp.lsp.max_files",
+            "at least 1",
+        ),
+        (
+            "[index]\ndaemon_idle = 5\n",
+            2,
+            "index.daemon_idle",
+            "unknown field",
+        ),
+        (
+            "[index]\ndaemon = \"sometimes\"\n",
+            2,
+            "index.daemon",
+            "expected \"auto\" or \"never\"",
+        ),
+        (
+            "[index]\ndaemon_idle_minutes = 0\n",
+            2,
+            "index.daemon_idle_minutes",
+            "at least 1",
+        ),
+        (
+            "[index]\ndaemon_min_files = -3\n",
+            2,
+            "index.daemon_min_files",
+            "invalid value",
+        ),
+        (
+            "[sandbox]\nmod = \"off\"\n",
+            2,
+            "sandbox.mod",
+            "unknown field",
+        ),
+        (
+            "[permissions]\nedits = \"allow\"\n",
+            2,
+            "permissions.edits",
+            "unknown field",
+        ),
+    ];
+    for (index, (text, line, key, message)) in cases.iter().enumerate() {
+        let file = write(&dir.path().join(format!("case{index}.toml")), text);
+        let error = Config::load_from(&ConfigSources {
+            flag: Some(file.clone()),
+            workspace_trusted: true,
+            ..ConfigSources::default()
+        })
+        .unwrap_err();
+        let ConfigError::Parse {
+            path,
+            line: at,
+            key: named,
+            ..
+        } = &error
+        else {
+            panic!("{text:?}: expected a parse error, got {error:?}");
+        };
+        assert_eq!(path, &file, "{text:?}");
+        assert_eq!(
+            (*at, named.as_deref()),
+            (*line, Some(*key)),
+            "{text:?}: {error}"
+        );
+        let shown = error.to_string();
+        assert!(
+            shown.starts_with(&format!("{}:{line}:", file.display())),
+            "{text:?}: {shown}"
+        );
+        assert!(
+            shown.contains(&format!("(key `{key}`)")),
+            "{text:?}: {shown}"
+        );
+        assert!(shown.contains(message), "{text:?}: {shown}");
+    }
+}
+
+/// The sections the front ends read reach them typed, defaults filled in.
+#[test]
+fn the_front_ends_sections_are_read_typed() {
+    let config = Config::from_toml_str(
+        "[lsp.diagnostics]\nenabled = false\nservers = { python = [\"pylsp\"], go = [] }\n\n\
+         [acp]\nidle_session_timeout_secs = 0\n\n[acp.lsp]\ntimeout_ms = 250\n\n\
+         [index]\ndaemon = \"never\"\ndaemon_min_files = 10\n\n\
+         [skills]\nenabled = false\n\n[memory]\nauto_recall = false\n\n\
+         [[mcp.servers]]\nname = \"files\"\ncommand = \"mcp-files\"\n",
+        Path::new("config.toml"),
+    )
+    .unwrap();
+    let diagnostics = &config.lsp.diagnostics;
+    assert!(!diagnostics.enabled && diagnostics.default_servers && diagnostics.commands);
+    assert_eq!(diagnostics.servers["python"], vec!["pylsp".to_owned()]);
+    assert!(diagnostics.servers["go"].is_empty());
+    assert_eq!(config.acp.idle_session_timeout(), None);
+    assert_eq!(config.acp.lsp.timeout_ms, 250);
+    assert!(config.acp.lsp.enabled);
+    assert_eq!(config.index.daemon, lode_agent::config::DaemonMode::Never);
+    assert_eq!(config.index.daemon_min_files, 10);
+    assert_eq!(config.index.daemon_idle_minutes, 30);
+    assert!(!config.skills.enabled && config.skills.bundled);
+    assert!(config.memory.enabled && !config.memory.auto_recall);
+    assert_eq!(config.mcp.servers[0].name, "files");
+    assert!(config.other.is_empty(), "{:?}", config.other);
+    let defaults = Config::from_toml_str("", Path::new("empty.toml")).unwrap();
+    assert_eq!(
+        defaults.acp.idle_session_timeout(),
+        Some(std::time::Duration::from_secs(1800))
+    );
+}
+
+/// The untrusted workspace file is checked in what applies of it. A bad value in a setting
+/// that is ignored until the user trusts the file is listed as ignored, not an error (a cloned
+/// repository cannot stop lode with what lode would not use); one in a setting that applies is
+/// an error with its line, so a typo cannot silently leave a switch on; once trusted, the
+/// whole file is checked.
+#[test]
+fn an_untrusted_workspace_is_checked_in_what_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = write(
+        &dir.path().join("repo/.lode/config.toml"),
+        "[mcp]\nservers = 5\n\n[lsp.diagnostics]\nservers = true\n\n[index]\ndaemon = \"sometimes\"\n\n\
+         [skills]\nuser_dir = 7\n\n[[permissions.rules]]\ntool = \"run_command\"\naction = \"allow\"\npaterns = \"x\"\n\n\
+         [[permissions.rules]]\ntool = \"run_command\"\npattern = \"rm *\"\naction = \"deny\"\n",
+    );
+    let sources = |trusted| ConfigSources {
+        workspace: Some(workspace.clone()),
+        workspace_trusted: trusted,
+        ..ConfigSources::default()
+    };
+    let loaded = Config::load_from(&sources(false)).unwrap();
+    let ignored = loaded.untrusted_ignored.join("\n");
+    for listed in [
+        "[mcp]",
+        "[lsp.diagnostics] servers = true",
+        "[index]",
+        "[skills] user_dir = 7",
+        "[[permissions.rules]] allow run_command",
+    ] {
+        assert!(ignored.contains(listed), "{listed}: {ignored}");
+    }
+    let patterns: Vec<&str> = loaded
+        .config
+        .permissions
+        .rules
+        .iter()
+        .filter_map(|rule| rule.pattern.as_deref())
+        .collect();
+    assert_eq!(patterns, ["rm *"]);
+    // Trusted, the same file is refused at one of its problems, named with its line.
+    let error = Config::load_from(&sources(true)).unwrap_err();
+    let problems = [
+        (2, "mcp.servers"),
+        (5, "lsp.diagnostics.servers"),
+        (8, "index.daemon"),
+        (11, "skills.user_dir"),
+        (16, "permissions.rules.paterns"),
+    ];
+    assert!(
+        matches!(&error, ConfigError::Parse { path, line, key: Some(key), .. }
+            if path == &workspace && problems.contains(&(*line, key.as_str()))),
+        "{error:?}"
+    );
+
+    // A bad value in what applies is an error, untrusted or not.
+    for (text, line, key) in [
+        ("[skills]\nenabled = \"false\"\n", 2, "skills.enabled"),
+        ("[memory]\nenabled = 0\n", 2, "memory.enabled"),
+        (
+            "[agent]\nmax_tool_iterations = \"4\"\n",
+            2,
+            "agent.max_tool_iterations",
+        ),
+        (
+            "[lsp.diagnostics]\ncommands = \"false\"\n",
+            2,
+            "lsp.diagnostics.commands",
+        ),
+        (
+            "[[permissions.rules]]\ntool = \"run_command\"\naction = \"deny\"\npaterns = \"rm *\"\n",
+            4,
+            "permissions.rules.paterns",
+        ),
+        (
+            "[acp]\nidle_session_timeout_secs = \"1h\"\n",
+            2,
+            "acp.idle_session_timeout_secs",
+        ),
+        (
+            "[[permissions.rules]]\ntool = \"run_command\"\npattern = \"rm *\"\naction = \"dney\"\n",
+            4,
+            "permissions.rules.action",
+        ),
+        (
+            "[permissions]\nbuiltin_allowlist = \"false\"\n",
+            2,
+            "permissions.builtin_allowlist",
+        ),
+    ] {
+        write(&workspace, text);
+        let error = Config::load_from(&sources(false)).unwrap_err();
+        assert!(
+            matches!(&error, ConfigError::Parse { path, line: at, key: Some(named), .. }
+                if path == &workspace && *at == line && named == key),
+            "{text:?}: {error:?}"
+        );
+    }
 }
 
 #[test]
@@ -391,9 +718,13 @@ model = "m"
 api_key_env = "OPENROUTER_API_KEY"
 headers = { "Authorization" = "Bearer sk-abcdefghijklmnopqrstuvwx", "X-Title" = "lode" }
 
-[mcp]
-token = "plain-secret-value"
+[[mcp.servers]]
+name = "api"
 url = "https://example.com"
+headers = { "X-Api-Token" = "plain-secret-value" }
+
+[plugin]
+password = "another-secret-value"
 "#,
     );
     let loaded = Config::load_from(&ConfigSources {
@@ -406,6 +737,7 @@ url = "https://example.com"
     assert!(!text.contains("hunter2"), "{text}");
     assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
     assert!(!text.contains("plain-secret-value"), "{text}");
+    assert!(!text.contains("another-secret-value"), "{text}");
     assert!(text.contains("OPENROUTER_API_KEY"), "{text}");
     assert!(text.contains("X-Title"), "{text}");
     assert!(text.contains("https://example.com"), "{text}");
@@ -414,6 +746,10 @@ url = "https://example.com"
     // The printed config is itself a valid config with the same settings.
     let reparsed = Config::from_toml_str(&text, Path::new("printed.toml")).unwrap();
     assert_eq!(reparsed.agent, loaded.config.agent);
+    assert_eq!(reparsed.lsp, loaded.config.lsp);
+    assert_eq!(reparsed.acp, loaded.config.acp);
+    assert_eq!(reparsed.index, loaded.config.index);
+    assert_eq!(reparsed.skills, loaded.config.skills);
     assert_eq!(reparsed.llm.providers[0].model, "m");
 }
 

@@ -18,12 +18,7 @@ use lode_index::watch::lease;
 use lode_index::watch::{LeaseError, NotWatched, WatchError, WatchOptions, Watcher, WorkspaceSink};
 
 use crate::commands::WorkspaceArgs;
-
-/// Files in a workspace from which a query starts a daemon by default.
-pub const DEFAULT_MIN_FILES: usize = 2_000;
-
-/// Minutes without a request after which a daemon exits by default.
-pub const DEFAULT_IDLE_MINUTES: u64 = 30;
+use lode_agent::config::DaemonMode;
 
 /// The index's catalog: a daemon whose catalog is deleted has nothing left to serve.
 const CATALOG_FILE: &str = "catalog.sqlite";
@@ -77,32 +72,12 @@ impl DaemonSettings {
     /// config, then `LODE_DAEMON`, `LODE_DAEMON_MIN_FILES` and `LODE_DAEMON_IDLE_SECS`.
     pub fn load(args: &WorkspaceArgs, root: &Path) -> anyhow::Result<DaemonSettings> {
         let loaded = lode_agent::config::Config::load(args.config.as_deref(), root)?;
-        let index = loaded.config.other.get("index");
+        let index = &loaded.config.index;
         let mut settings = DaemonSettings {
-            auto: true,
-            min_files: DEFAULT_MIN_FILES,
-            idle: Duration::from_secs(DEFAULT_IDLE_MINUTES * 60),
+            auto: index.daemon == DaemonMode::Auto,
+            min_files: index.daemon_min_files,
+            idle: Duration::from_secs(index.daemon_idle_minutes.saturating_mul(60)),
         };
-        if let Some(index) = index {
-            if let Some(value) = index.get("daemon") {
-                settings.auto = parse_mode(value.as_str().unwrap_or_default())
-                    .with_context(|| "[index] daemon")?;
-            }
-            if let Some(value) = index.get("daemon_min_files") {
-                settings.min_files = value
-                    .as_integer()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .context("[index] daemon_min_files must be a non-negative integer")?;
-            }
-            if let Some(value) = index.get("daemon_idle_minutes") {
-                let minutes = value
-                    .as_integer()
-                    .and_then(|n| u64::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .context("[index] daemon_idle_minutes must be a positive integer")?;
-                settings.idle = Duration::from_secs(minutes * 60);
-            }
-        }
         if let Some(mode) = env_value("LODE_DAEMON") {
             settings.auto = parse_mode(&mode).context("LODE_DAEMON")?;
         }
@@ -128,11 +103,7 @@ fn env_value(name: &str) -> Option<String> {
 }
 
 fn parse_mode(text: &str) -> anyhow::Result<bool> {
-    match text {
-        "auto" => Ok(true),
-        "never" => Ok(false),
-        other => bail!("expected \"auto\" or \"never\", found {other:?}"),
-    }
+    Ok(DaemonMode::parse(text).map_err(anyhow::Error::msg)? == DaemonMode::Auto)
 }
 
 pub fn run(args: &WorkspaceArgs, daemon: DaemonArgs) -> anyhow::Result<ExitCode> {

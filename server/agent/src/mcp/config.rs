@@ -137,7 +137,8 @@ pub enum McpConfigError {
 }
 
 impl McpSettings {
-    /// Reads the `[mcp]` table (as kept verbatim by the config loader).
+    /// Reads an `[mcp]` table on its own (the config loader reads the section as part of
+    /// `crate::config::Config`, with the file and line of any error).
     pub fn from_toml(value: &toml::Value) -> Result<Self, McpConfigError> {
         value
             .clone()
@@ -172,6 +173,33 @@ impl McpSettings {
 }
 
 impl McpServerEntry {
+    /// What the config loader checks of an entry, beyond its types: a name, and exactly one of
+    /// `command` and `url`, the url over HTTP. On failure, the key to point at (`None`: the
+    /// entry) and why.
+    pub fn check(&self) -> Result<(), (Option<&'static str>, String)> {
+        let name = self.name.trim();
+        if name.is_empty() {
+            return Err((None, McpConfigError::MissingName.to_string()));
+        }
+        match (&self.command, &self.url) {
+            (Some(_), Some(_)) => Err((
+                Some("url"),
+                McpConfigError::BothTransports(name.to_owned()).to_string(),
+            )),
+            (None, None) => Err((
+                None,
+                McpConfigError::NoTransport(name.to_owned()).to_string(),
+            )),
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Err((
+                    Some("url"),
+                    McpConfigError::BadUrl(name.to_owned()).to_string(),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn resolve_with(
         &self,
         env: &impl Fn(&str) -> Option<String>,

@@ -233,7 +233,8 @@ impl Default for MemorySettings {
 }
 
 impl MemorySettings {
-    /// Reads the `[memory]` table (as kept verbatim by the config loader).
+    /// Reads a `[memory]` table on its own (the config loader reads the section as part of
+    /// `crate::config::Config`, with the file and line of any error).
     pub fn from_toml(value: &toml::Value) -> Result<Self, String> {
         value
             .clone()

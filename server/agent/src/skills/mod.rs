@@ -111,7 +111,8 @@ impl Default for SkillsSettings {
 }
 
 impl SkillsSettings {
-    /// Reads the `[skills]` table (as kept verbatim by the config loader).
+    /// Reads a `[skills]` table on its own (the config loader reads the section as part of
+    /// `crate::config::Config`, with the file and line of any error).
     pub fn from_toml(value: &toml::Value) -> Result<Self, String> {
         value
             .clone()

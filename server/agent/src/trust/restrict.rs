@@ -8,7 +8,8 @@
 //!   `builtin_allowlist = false`;
 //! - `[skills]` and `[memory]` switches (`enabled`, `top_k`, `bundled`, `auto_recall`,
 //!   `session_summaries`), not their paths;
-//! - `[lsp.diagnostics]` switches set to `false`;
+//! - `[lsp.diagnostics]` switches set to `false` (a value that is not a boolean is kept, for the
+//!   config loader to refuse);
 //! - `[acp]` (session timeouts);
 //! - `[sandbox]` is handled by the config loader, which only ever lets a workspace tighten it.
 //!
@@ -59,17 +60,19 @@ pub fn restrict_untrusted(layer: &mut toml::Table) -> Vec<String> {
 }
 
 fn restrict_permissions(table: &mut toml::Table, removed: &mut Vec<String>) {
+    // What is not a valid setting is kept for the config loader to refuse with its line: it can
+    // never apply, and a mistyped `deny` or `false` must not pass unnoticed.
     for default in ["read", "edit", "command", "other"] {
         let loosens = table
             .get(default)
-            .is_some_and(|value| value.as_str().is_none_or(|action| action == "allow"));
+            .is_some_and(|value| value.as_str() == Some("allow"));
         if loosens && let Some(value) = table.remove(default) {
             removed.push(format!("[permissions] {default} = {}", short(&value)));
         }
     }
     if table
         .get("builtin_allowlist")
-        .is_some_and(|value| value.as_bool() != Some(false))
+        .is_some_and(|value| value.as_bool() == Some(true))
         && let Some(value) = table.remove("builtin_allowlist")
     {
         removed.push(format!(
@@ -81,7 +84,9 @@ fn restrict_permissions(table: &mut toml::Table, removed: &mut Vec<String>) {
         match rules {
             toml::Value::Array(rules) => rules.retain(|rule| {
                 let action = rule.get("action").and_then(toml::Value::as_str);
-                let tightens = matches!(action, Some("deny" | "ask"));
+                // Anything but `allow` is kept: `deny` and `ask` apply, and what is not a valid
+                // action is refused by the config loader with its line.
+                let tightens = action != Some("allow");
                 if !tightens {
                     removed.push(format!(
                         "[[permissions.rules]] {} {} (only deny and ask rules apply)",
@@ -110,8 +115,8 @@ fn rule_subject(rule: &toml::Value) -> String {
     }
 }
 
-/// Keeps the named keys of the table `key` of `parent` (and, when `only_false`, only when set
-/// to `false`); removes the rest, naming each as `[label] name`.
+/// Keeps the named keys of the table `key` of `parent` (and, when `only_false`, not when set
+/// to `true`); removes the rest, naming each as `[label] name`.
 fn keep_switches(
     parent: &mut toml::Table,
     key: &str,
@@ -129,7 +134,9 @@ fn keep_switches(
     let names: Vec<String> = table.keys().cloned().collect();
     for name in names {
         let keep = allowed.contains(&name.as_str())
-            && (!only_false || table.get(&name).and_then(toml::Value::as_bool) == Some(false));
+            // A value that is no `true` or `false` is kept for the config loader to refuse with
+            // its line: it can never apply, and a mistyped `false` is no silent `true`.
+            && (!only_false || table.get(&name).is_none_or(|value| value.as_bool() != Some(true)));
         if !keep && let Some(value) = table.remove(&name) {
             removed.push(format!("[{label}] {name} = {}", short(&value)));
         }

@@ -87,17 +87,11 @@ fn locate(program: &str, root: &Path) -> Result<Option<PathBuf>, PathBuf> {
     Ok(Some(found))
 }
 
-pub fn check(root: &Path, lsp: Option<&toml::Value>) -> Vec<Check> {
-    let settings = match crate::diagnostics_adapter::settings_from(lsp) {
-        Ok(settings) => settings,
-        Err(error) => {
-            return vec![Check::fail(
-                "language-server",
-                format!("[lsp.diagnostics] cannot be used: {error}"),
-                "correct [lsp.diagnostics] in your config",
-            )];
-        }
-    };
+/// `lsp`: the `[lsp.diagnostics]` of the configuration (`None` when it cannot be used: the
+/// config check says why, and the defaults are checked).
+pub fn check(root: &Path, lsp: Option<&lode_agent::config::LspDiagnosticsSettings>) -> Vec<Check> {
+    let defaults = lode_agent::config::LspDiagnosticsSettings::default();
+    let settings = crate::diagnostics_adapter::settings_from(lsp.unwrap_or(&defaults));
     let families: Vec<&str> = MARKERS
         .iter()
         .filter(|(_, files)| files.iter().any(|file| root.join(file).is_file()))

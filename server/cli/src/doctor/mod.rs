@@ -114,9 +114,7 @@ pub fn run(args: &WorkspaceArgs, doctor: DoctorArgs) -> anyhow::Result<ExitCode>
     checks.extend(sandbox::check(loaded.as_ref().map(|loaded| &loaded.config)));
     checks.extend(language_servers::check(
         &root,
-        loaded
-            .as_ref()
-            .and_then(|loaded| loaded.config.other.get("lsp")),
+        loaded.as_ref().map(|loaded| &loaded.config.lsp.diagnostics),
     ));
     checks.extend(editors::check(&root));
     checks.extend(qdrant::check(args, &root));
