@@ -1,11 +1,11 @@
 //! The edit tools `lode mcp --allow-edits` adds: `replace_symbol_body`, `insert_before_symbol`,
 //! `insert_after_symbol`. The symbol is resolved and the text spliced by `lode_index::symbol`,
-//! as the agent's tools of the same names do; the file is confined to the workspace root
-//! (canonical, symlinks resolved), never under `.git/` or `.lode/` at any depth nor in lode's
-//! index, and written atomically. The answer is the diff and the new line range.
+//! as the agent's tools of the same names do; the file is confined by the one path door
+//! (`lode_policy::paths`, as the agent's tools and the LSP code actions are): canonical, inside
+//! the workspace root, never under `.git/` or `.lode/` at any depth nor in lode's index; and
+//! written atomically. The answer is the diff and the new line range.
 
 use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
 
 use lode_index::symbol::{SymbolEdit, SymbolError, SymbolName, locate, splice};
 use lode_index::{Language, Workspace};
@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::json;
 use similar::TextDiff;
 
-use crate::tools::{CallError, answer};
+use lode_policy::paths::PathUse;
+
+use crate::tools::{CallError, answer, confined};
 
 /// The names of the edit tools, in the order `tools/list` gives them.
 pub const EDIT_TOOLS: [&str; 3] = [
@@ -94,7 +96,7 @@ pub fn run(
 ) -> Result<CallToolResult, CallError> {
     let name = SymbolName::parse(&args.symbol).map_err(arguments)?;
     let root = workspace.root();
-    let file = confined_edit_file(root, workspace.index_dir(), &name.file)?;
+    let file = confined(workspace, &name.file, PathUse::EditFile)?;
     let shown = lode_index::scan::relative_path(root, &file).unwrap_or(name.file.clone());
     let language = Language::from_path(&file)
         .filter(|language| language.is_code())
@@ -191,36 +193,4 @@ fn failed(error: SymbolError) -> CallError {
         SymbolError::Malformed { .. } | SymbolError::TooLong { .. } => arguments(error),
         other => CallError::Failed(other.to_string()),
     }
-}
-
-/// The existing file `path` names: canonical (symlinks resolved), inside `root`, not under a
-/// `.git` or `.lode` directory at any depth, not in lode's index.
-pub fn confined_edit_file(root: &Path, index_dir: &Path, path: &str) -> Result<PathBuf, CallError> {
-    if path.trim().is_empty() {
-        return Err(CallError::Arguments("the symbol names no file".into()));
-    }
-    let file = std::fs::canonicalize(root.join(path)).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => {
-            CallError::Arguments(format!("no file {path} in the workspace"))
-        }
-        _ => CallError::Arguments(format!("cannot open {path}: {error}")),
-    })?;
-    let Ok(relative) = file.strip_prefix(root) else {
-        return Err(CallError::Arguments(format!(
-            "{path} is outside the workspace root; lode mcp edits only files inside it"
-        )));
-    };
-    let protected = relative.components().any(|component| {
-        matches!(component, Component::Normal(part) if part == ".git" || part == ".lode")
-    });
-    let index_dir = std::fs::canonicalize(index_dir).unwrap_or_else(|_| index_dir.to_path_buf());
-    if protected || file.starts_with(&index_dir) {
-        return Err(CallError::Arguments(format!(
-            "{path} is under .git/ or .lode/ (or lode's index), which lode mcp never edits"
-        )));
-    }
-    if !file.is_file() {
-        return Err(CallError::Arguments(format!("{path} is not a file")));
-    }
-    Ok(file)
 }

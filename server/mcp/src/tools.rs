@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use lode_index::query::{Answer, Query};
 use lode_index::watch::{Freshness, lease};
 use lode_index::{IndexError, Language, SearchMode, Workspace};
+use lode_policy::paths::{PathDoor, PathUse};
 use rmcp::ErrorData;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -579,7 +580,7 @@ impl CodeTools {
     fn read_file(&self, arguments: Value) -> Result<CallToolResult, CallError> {
         let args: ReadArgs = parse(arguments)?;
         let root = self.workspace.root();
-        let file = confined_file(root, self.workspace.index_dir(), &args.path)?;
+        let file = confined(&self.workspace, &args.path, PathUse::ReadFile)?;
         let relative = lode_index::scan::relative_path(root, &file).unwrap_or(args.path.clone());
         let text = lode_index::scan::read_source(&file, READ_MAX_FILE_BYTES)?.ok_or_else(|| {
             CallError::Arguments(format!(
@@ -642,36 +643,19 @@ impl CodeTools {
     }
 }
 
-/// The file `path` names, canonical (symlinks resolved) and inside `root` but not inside
-/// lode's own index.
-fn confined_file(
-    root: &Path,
-    index_dir: &Path,
+/// The existing file `path` names, through the one path door (`lode_policy::paths`): canonical
+/// (symlinks resolved), inside the workspace root, of `usage`, never in lode's own index.
+pub(crate) fn confined(
+    usage: PathUse,
+    workspace: &Workspace,
     path: &str,
 ) -> Result<std::path::PathBuf, CallError> {
-    if path.trim().is_empty() {
-        return Err(CallError::Arguments("`path` is empty".into()));
-    }
-    let outside = || CallError::Arguments(format!("{path} is outside the workspace root"));
-    let file = std::fs::canonicalize(root.join(path)).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => {
-            CallError::Arguments(format!("no file {path} in the workspace"))
-        }
-        _ => CallError::Arguments(format!("cannot open {path}: {error}")),
-    })?;
-    if !file.starts_with(root) {
-        return Err(outside());
-    }
-    let index_dir = std::fs::canonicalize(index_dir).unwrap_or_else(|_| index_dir.to_path_buf());
-    if file.starts_with(&index_dir) {
-        return Err(CallError::Arguments(format!(
-            "{path} is part of lode's index"
-        )));
-    }
-    if !file.is_file() {
-        return Err(CallError::Arguments(format!("{path} is not a file")));
-    }
-    Ok(file)
+    PathDoor::new(vec![workspace.root().to_path_buf()])
+        .sealing(workspace.index_dir())
+        .resolve(path, usage)
+        .map(|resolved| resolved.absolute)
+        // Every refusal is an argument the client can correct or must not send.
+        .map_err(|error| CallError::Arguments(error.message))
 }
 
 fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, CallError> {
