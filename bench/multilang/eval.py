@@ -45,8 +45,11 @@ def is_hit(hit: dict, gold: dict) -> bool:
     return end - start + 1 <= 2 * gold_lines + 20
 
 
+LODE_ARGS: list[str] = []  # --lode-arg: global options for every lode run (index and search)
+
+
 def search(corpus: Path, query: str, mode: str, fusion: str | None) -> list[dict]:
-    command = [str(LODE), "search", "--json", "--limit", "10", "--no-refresh"]
+    command = [str(LODE), *LODE_ARGS, "search", "--json", "--limit", "10", "--no-refresh"]
     if mode != "auto":
         command += ["--mode", mode]
     if fusion and mode in ("hybrid", "auto"):
@@ -77,7 +80,7 @@ def evaluate(lang: str, modes: list[str], fusion: str | None, reindex: bool, job
     result = {"language": lang, "queries": len(queries), "modes": {}}
     if reindex:
         started = time.perf_counter()
-        done = subprocess.run([str(LODE), "index", "."], cwd=corpus, capture_output=True, text=True)
+        done = subprocess.run([str(LODE), *LODE_ARGS, "index", "."], cwd=corpus, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"eval.py: lode index failed in {corpus}: {done.stderr[-1000:]}")
         result["index_seconds"] = round(time.perf_counter() - started, 2)
@@ -113,10 +116,14 @@ def main() -> int:
     parser.add_argument("--fusion", help="passed to lode search --fusion for hybrid and auto")
     parser.add_argument("--no-reindex", action="store_true")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--lode-arg", action="append", default=[],
+                        help="a global option for every lode run, e.g. --lode-arg=--chunk-sizes=300,1200,50 "
+                             "(delete the corpora's .lode first: a chunking change alone does not re-index)")
     parser.add_argument("--split", choices=["eval", "train"], default="eval",
                         help="train: the sets of build.py --split train (for fitting weights)")
     parser.add_argument("--output", type=Path, default=OUT / "results.json")
     args = parser.parse_args()
+    LODE_ARGS.extend(args.lode_arg)
     if not LODE.is_file():
         sys.exit(f"eval.py: no lode binary at {LODE} (build with cargo build --release -p lode, or set LODE_BIN)")
     sets = OUT if args.split == "eval" else OUT / "train"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """(doc sentence, function) training pairs in Python, JavaScript, TypeScript and Go.
 
-The packages are the `train` and `table` rows of bench/multilang/packages.txt; the `eval`
-rows (the per-language retrieval sets) are never read here, and `packages_for_training`
-refuses a package that is also listed for evaluation. Each package is fetched, parsed and
+The packages are the `table` rows of bench/multilang/packages.txt. The `eval` rows (the
+per-language retrieval sets) and the `train` rows (which fit the fusion weights on a table
+that has not seen them) are never read here; `packages_for_training` refuses a package that
+is also listed for either. Each package is fetched, parsed and
 blanked by bench/multilang/build.py itself (the same extractors as the benchmark: Python
 docstrings, JSDoc/TSDoc blocks, Go doc lines), so a pair is exactly what the benchmark asks:
 the query is the doc's first sentence, the code side is the function as lode embeds its
@@ -31,7 +32,8 @@ import build  # noqa: E402  (bench/multilang/build.py)
 
 CACHE = ROOT / "bench" / "out" / "embeddings" / "pairs-multilang"
 LANGS = ["python", "javascript", "typescript", "go"]
-TRAINING_SPLITS = ("train", "table")
+TRAINING_SPLITS = ("table",)
+KEPT_OUT_SPLITS = ("eval", "train")
 MAX_IMPORT_LINES = 5  # server/index/src/embed/text.rs MAX_IMPORT_LINES
 HEAD_LINES = 60  # how much of a file's opening text is searched for import lines
 MAX_BODY_CHARS = 4000
@@ -54,14 +56,14 @@ def import_lines(head: str) -> list[str]:
 
 def packages_for_training(lang: str) -> list[build.Package]:
     listed = build.HERE / "packages.txt"
-    evaluated = {(p.lang, p.name) for p in build.read_packages(listed, "eval")}
+    evaluated = {(p.lang, p.name) for split in KEPT_OUT_SPLITS for p in build.read_packages(listed, split)}
     packages = []
     for split in TRAINING_SPLITS:
         for package in build.read_packages(listed, split):
             if package.lang != lang:
                 continue
             if (package.lang, package.name) in evaluated:
-                sys.exit(f"multilang_pairs.py: {package.name} is listed for evaluation too")
+                sys.exit(f"multilang_pairs.py: {package.name} is listed for evaluation or fusion fitting too")
             packages.append(package)
     return packages
 

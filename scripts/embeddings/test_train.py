@@ -85,10 +85,11 @@ class MultilangPairsTest(unittest.TestCase):
         self.assertEqual(multilang_pairs.import_lines(head),
                          ["import os", "from a import b", "const fs = require('fs');", "import ("])
 
-    def test_training_packages_are_never_evaluation_packages(self):
+    def test_table_packages_are_never_evaluation_or_fusion_packages(self):
         import multilang_pairs
         listed = multilang_pairs.build.HERE / "packages.txt"
-        evaluated = {(p.lang, p.name) for p in multilang_pairs.build.read_packages(listed, "eval")}
+        evaluated = {(p.lang, p.name) for split in ("eval", "train")
+                     for p in multilang_pairs.build.read_packages(listed, split)}
         for lang in multilang_pairs.LANGS:
             training = multilang_pairs.packages_for_training(lang)
             self.assertTrue(training, f"no training packages for {lang}")

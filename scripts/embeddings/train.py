@@ -67,11 +67,21 @@ def family(crate: str) -> str:
 GENERATED = re.compile(r"-sys(-[0-9.]+)?$|^windows|^winapi|^linux-raw-sys|^libc$")
 
 
+def multilang_kept_out_crates() -> set[str]:
+    """The vendored crates bench/multilang evaluates on or fits fusion weights on."""
+    kept = set()
+    for line in (ROOT / "bench" / "multilang" / "packages.txt").read_text().splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 5 and fields[0] == "rust" and fields[4] in ("eval", "train"):
+            kept.add(fields[2])
+    return kept
+
+
 def training_crates(corpora: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
     """(corpus, crate) to mine pairs from, and the held-out benchmark crates. A crate vendored
     in an earlier corpus is taken from there only, and an older version vendored next to a
     current one (`syn-1.0.109` next to `syn`) is skipped."""
-    held = {c for s in ("small", "large") for c in suite_crates(s)}
+    held = {c for s in ("small", "large") for c in suite_crates(s)} | multilang_kept_out_crates()
     fams = {family(c) for c in held}
     found = [(corpus, d.name) for corpus in corpora
              for d in sorted(corpus.iterdir()) if (d / "Cargo.toml").exists()]
