@@ -18,8 +18,10 @@ use crate::tags::DefKind;
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
 /// (5: chunk ids are never reused, so derived stores can diff by id. 6: references are stored
-/// per file in one compact record, with a per-file count of each referenced name.)
-pub const SCHEMA_VERSION: &str = "6";
+/// per file in one compact record, with a per-file count of each referenced name. 7: chunks
+/// cut at the smaller default sizes of `chunk::DEFAULT_SIZES`; a file is re-chunked only when
+/// it changes, so an older index is rebuilt rather than left with two chunkings.)
+pub const SCHEMA_VERSION: &str = "7";
 
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
