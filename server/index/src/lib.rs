@@ -25,6 +25,7 @@ pub use workspace::{
     RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, RefreshTimings, Workspace,
     WorkspaceOptions,
 };
+pub mod nearby;
 pub mod search;
 pub mod symbol;
 pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};

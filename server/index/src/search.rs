@@ -369,6 +369,55 @@ fn ascii_mask(text: &str) -> u32 {
     mask
 }
 
+/// How well a name answers a symbol query (smaller is better): [`match_name`]'s kind and
+/// penalty, then the shorter name. How an editor's `workspace/symbol` merges its buffers' names
+/// with the index's.
+pub type SymbolRank = (NameMatch, usize, usize);
+
+/// The [`SymbolRank`] of a name, `None` when it does not match.
+pub fn symbol_rank(query: &str, name: &str) -> Option<SymbolRank> {
+    let (how, penalty) = match_name(query, name)?;
+    Some((how, penalty, name.len()))
+}
+
+/// A query's letters, lowercased, without underscores: every name [`match_name`] accepts
+/// (exactly, by prefix, substring or fuzzily, underscores optional) holds them in order. Lets a
+/// search over thousands of names skip most of them without allocating.
+pub struct QueryLetters(Option<Vec<u8>>);
+
+impl QueryLetters {
+    pub fn of(query: &str) -> QueryLetters {
+        QueryLetters(query.is_ascii().then(|| {
+            query
+                .bytes()
+                .filter(|&byte| byte != b'_')
+                .map(|byte| byte.to_ascii_lowercase())
+                .collect()
+        }))
+    }
+
+    /// `false` only when `name` cannot match (non-ASCII queries are never ruled out here).
+    pub fn may_match(&self, name: &str) -> bool {
+        let Some(letters) = &self.0 else {
+            return true;
+        };
+        if !name.is_ascii() {
+            // Lowercasing some non-ASCII letters yields ASCII ones (the Kelvin sign is `k`).
+            return true;
+        }
+        let mut wanted = letters.iter().peekable();
+        for byte in name.bytes() {
+            if wanted
+                .peek()
+                .is_some_and(|&&letter| letter == byte.to_ascii_lowercase())
+            {
+                wanted.next();
+            }
+        }
+        wanted.peek().is_none()
+    }
+}
+
 /// How `name` matches a symbol query, and a penalty ordering matches of one kind (smaller is
 /// better): what [`Workspace::symbols`] ranks by, for callers that merge in names of their own
 /// (an editor's unsaved buffers).
@@ -590,6 +639,42 @@ mod tests {
             }
         }
         assert_ne!(name_mask("spawn") & query_mask("spbl"), query_mask("spbl"));
+        // The letters of a query rule out only names that cannot match either.
+        for query in queries {
+            let letters = QueryLetters::of(query);
+            for name in names {
+                if !letters.may_match(name) {
+                    assert_eq!(
+                        symbol_rank(query, name),
+                        None,
+                        "{query:?} ruled out {name:?}"
+                    );
+                }
+            }
+        }
+        assert!(!QueryLetters::of("spbl").may_match("spawn"));
+    }
+
+    #[test]
+    fn a_symbol_rank_prefers_the_better_match_then_the_shorter_name() {
+        let mut names = [
+            "IndexWriterBuilder",
+            "MyIndexWriter",
+            "IndexWriter",
+            "indexwriter",
+        ];
+        names.sort_by_key(|name| symbol_rank("IndexWriter", name));
+        assert_eq!(
+            names,
+            [
+                "IndexWriter",
+                "indexwriter",
+                "IndexWriterBuilder",
+                "MyIndexWriter"
+            ]
+        );
+        assert_eq!(symbol_rank("IndexWriter", "index"), None);
+        assert_eq!(symbol_rank("zzz", "IndexWriter"), None);
     }
 
     use super::*;

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use lode_index::nearby::{Nearness, same_file_references};
+use lode_index::search::{QueryLetters, SymbolRank, symbol_rank};
 use lode_index::tags::FileTags;
 use lode_index::{IndexError, Language, RefreshMode, WorkspaceOptions};
 use parking_lot::Mutex;
@@ -21,7 +23,7 @@ use tower_lsp_server::{Client, LanguageServer, UriExt};
 use crate::buffers::{Analysis, Buffers};
 use crate::document::{Document, utf16_column};
 use crate::live::LiveIndex;
-use crate::navigate::{Imports, Proximity, identifier_at};
+use crate::navigate::identifier_at;
 use crate::outline::{buffer_tags, find_word, name_span, symbol_kind_named};
 use crate::resolved::{Question, TypeResolved};
 use crate::watch::{DiskWatcher, watch_disk};
@@ -252,9 +254,10 @@ impl LodeServer {
             .await
             .map_err(internal)?
             .or_else(empty_on_bad_name)?;
-        let imports = Imports::of_buffer(document.text(), tags);
+        let nearness = Nearness::of_buffer(current, document.text(), tags);
         let mut lines = LineSource::new(index.root(), &self.documents);
-        let mut elsewhere: Vec<(Proximity, Location)> = hits
+        let elsewhere: Vec<Location> = nearness
+            .definitions(&name, hits)
             .into_iter()
             .filter(|hit| hit.name == name && Some(&hit.path) != current.as_ref())
             .filter_map(|hit| {
@@ -263,15 +266,7 @@ impl LodeServer {
                 Some((proximity, location))
             })
             .collect();
-        elsewhere.sort_by_key(|(proximity, _)| *proximity);
-        Ok(Some((
-            name,
-            local,
-            elsewhere
-                .into_iter()
-                .map(|(_, location)| location)
-                .collect(),
-        )))
+        Ok(Some((name, local, elsewhere)))
     }
 }
 
@@ -421,53 +416,6 @@ fn read_and_analyse(path: &Path, limit: usize) -> Result<Analysis> {
         buffer_tags(Language::from_path(path), document.text()).map_err(internal)?
     };
     Ok(Analysis::new(document, tags, None))
-}
-
-/// A query's letters, lowercased, without underscores: every name the index's matching accepts
-/// (exactly, by prefix, substring or fuzzily, underscores optional) holds them in order. Lets a
-/// search over thousands of buffer definitions skip most names without allocating.
-struct QueryLetters(Option<Vec<u8>>);
-
-impl QueryLetters {
-    fn of(query: &str) -> QueryLetters {
-        QueryLetters(query.is_ascii().then(|| {
-            query
-                .bytes()
-                .filter(|&byte| byte != b'_')
-                .map(|byte| byte.to_ascii_lowercase())
-                .collect()
-        }))
-    }
-
-    /// `false` only when `name` cannot match (non-ASCII queries are never ruled out here).
-    fn may_match(&self, name: &str) -> bool {
-        let Some(letters) = &self.0 else {
-            return true;
-        };
-        if !name.is_ascii() {
-            // Lowercasing some non-ASCII letters yields ASCII ones (the Kelvin sign is `k`).
-            return true;
-        }
-        let mut wanted = letters.iter().peekable();
-        for byte in name.bytes() {
-            if wanted
-                .peek()
-                .is_some_and(|&&letter| letter == byte.to_ascii_lowercase())
-            {
-                wanted.next();
-            }
-        }
-        wanted.peek().is_none()
-    }
-}
-
-/// How well a name answers a `workspace/symbol` query (smaller is better), as the index ranks.
-type SymbolRank = (lode_index::NameMatch, usize, usize);
-
-/// The [`SymbolRank`] of a name, `None` when it does not match.
-fn symbol_rank(query: &str, name: &str) -> Option<SymbolRank> {
-    let (how, penalty) = lode_index::search::match_name(query, name)?;
-    Some((how, penalty, name.len()))
 }
 
 /// An unusable name (too long) finds nothing rather than failing the request.
@@ -908,27 +856,21 @@ impl LanguageServer for LodeServer {
         let index = self.index()?.clone();
         let analysis = self.analysis_of(&uri).await?;
         let (document, tags) = (&analysis.document, &analysis.tags);
-        let imports = Imports::of_buffer(document.text(), tags);
-        let current = self.relative(&index, &uri);
-        let current_path = current.clone().unwrap_or_default();
+        let nearness = Nearness::of_buffer(self.relative(&index, &uri), document.text(), tags);
 
-        // (proximity, path, line, column) orders the answer: this file, imported files, the rest.
-        let mut found: Vec<((Proximity, String, u32, u32), Location)> = Vec::new();
+        // The index orders the answer: this file, imported files, the rest.
+        let mut found: Vec<Location> = Vec::new();
         let lines_of = crate::document::line_starts(document.text());
-        for reference in tags.references.iter().filter(|r| r.name == name) {
+        for reference in same_file_references(tags, &name) {
             let line_start = lines_of
                 .get(reference.line.saturating_sub(1) as usize)
                 .copied()
                 .unwrap_or(0);
             let start = line_start + reference.column.saturating_sub(1) as usize;
-            let location = Location::new(uri.clone(), document.range_of(start, start + name.len()));
-            let key = (
-                Proximity::SameFile,
-                current_path.clone(),
-                reference.line,
-                reference.column,
-            );
-            found.push((key, location));
+            found.push(Location::new(
+                uri.clone(),
+                document.range_of(start, start + name.len()),
+            ));
         }
         let reader = index.reader();
         let lookup = name.clone();
@@ -937,29 +879,17 @@ impl LanguageServer for LodeServer {
             .map_err(internal)?
             .or_else(empty_on_bad_name)?;
         let mut lines = LineSource::new(index.root(), &self.documents);
-        for hit in hits
-            .into_iter()
-            .filter(|hit| Some(&hit.path) != current.as_ref())
-        {
-            let Some(location) = lines.name_location(&hit.path, hit.line, Some(hit.column), &name)
-            else {
-                continue;
-            };
-            let key = (
-                imports.proximity(&current_path, &hit.path),
-                hit.path,
-                hit.line,
-                hit.column,
-            );
-            found.push((key, location));
-        }
-        found.sort_by(|a, b| a.0.cmp(&b.0));
+        found.extend(
+            nearness.references(hits).into_iter().filter_map(|hit| {
+                lines.name_location(&hit.path, hit.line, Some(hit.column), &name)
+            }),
+        );
         let mut locations: Vec<Location> = Vec::new();
         if params.context.include_declaration {
             locations.extend(local_defs);
             locations.extend(other_defs);
         }
-        locations.extend(found.into_iter().map(|(_, location)| location));
+        locations.extend(found);
         Ok(Some(locations))
     }
 
