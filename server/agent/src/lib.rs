@@ -8,6 +8,7 @@
 //! It must not know about ACP, LSP, JSON-RPC or terminals: the `acp`, `lsp` and `cli` crates adapt
 //! [`event::AgentEvent`]s and [`host::SessionHost`] to their protocol.
 
+pub mod actions;
 pub mod agent;
 pub mod audit;
 mod code_cache;

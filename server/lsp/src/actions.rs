@@ -2,23 +2,28 @@
 //! "lode: explain", "lode: write a test for this function", "lode: document this" and
 //! "lode: review".
 //!
-//! Each runs one agent turn in a fresh session (fix, test and document in `code` mode; explain and
-//! review in `ask` mode) under the permission policy, with [`ActionHost`] as the front end: it
+//! Each runs one agent turn in a fresh session under the permission policy; the mode, the prompt
+//! and the parsing of a review's findings are the agent's (`lode_agent::actions`), and the file
+//! is admitted by the one path door (`lode_policy::paths`). [`ActionHost`] is the front end: it
 //! answers every permission question "no" except edits, and it is the agent's file system —
 //! reads see the editor's buffers, writes are captured instead of touching the disk. The captured
 //! files go back to the editor as one `WorkspaceEdit` through `workspace/applyEdit`, so the editor
 //! applies them and can undo. Progress is `$/progress` work-done; the answer text goes to
-//! `window/showMessage`. Review findings are parsed from a strict line format and published as
-//! diagnostics with source `lode` (only lode's own: other servers' are never re-published).
+//! `window/showMessage`. Review findings are published as diagnostics with source `lode` (only lode's own: other servers' are never re-published).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lode_agent::actions::{
+    ActionDiagnostic, ActionKind, ActionPrompt, ActionRequest, Finding, FindingSeverity,
+    parse_findings, prompt_for,
+};
 use lode_agent::event::AgentEvent;
 use lode_agent::host::{ClientFs, HostError, PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::permission::Mode;
 use lode_agent::{Agent, UserInput};
+use lode_policy::paths::{PathDoor, PathUse};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -36,8 +41,6 @@ pub const WRITE_TEST: &str = "lode.writeTest";
 pub const DOCUMENT: &str = "lode.document";
 pub const REVIEW: &str = "lode.review";
 pub const COMMANDS: [&str; 5] = [FIX, EXPLAIN, WRITE_TEST, DOCUMENT, REVIEW];
-/// At most this many selected lines are quoted in a prompt.
-const MAX_SELECTED_LINES: u32 = 200;
 /// The `source` of the diagnostics `lode: review` publishes.
 pub const REVIEW_SOURCE: &str = "lode";
 
@@ -317,18 +320,41 @@ impl Actions {
             .to_file_path()
             .map(|path| path.into_owned())
             .ok_or_else(|| bad(format!("not a file URI: {}", target.uri.as_str())))?;
-        // The agent's root is canonical; the editor's path may go through a symlink.
-        let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        let relative = canonical
-            .strip_prefix(self.agent.root())
-            .map(|p| p.display().to_string())
-            .map_err(|_| bad(format!("{} is outside the workspace", path.display())))?;
+        // The one path door (`lode_policy::paths`), as the agent's tools and `lode mcp` use it:
+        // the editor's path may go through a symlink, but only to a file inside the workspace.
+        let roots = vec![self.agent.root().to_path_buf()];
+        let relative = PathDoor::new(roots.clone())
+            .resolve(
+                path.to_str()
+                    .ok_or_else(|| bad(format!("{} is not UTF-8", path.display())))?,
+                PathUse::Any,
+            )
+            .map(|resolved| resolved.display(&roots))
+            .map_err(|error| {
+                bad(format!(
+                    "{} is outside the workspace: {}",
+                    path.display(),
+                    error.message
+                ))
+            })?;
         let text = match buffers.get(&path) {
             Some(document) => document.text().to_owned(),
             None => std::fs::read_to_string(&path)
                 .map_err(|error| bad(format!("cannot read {}: {error}", path.display())))?,
         };
-        let (mode, prompt, title) = prompt_for(command, &target, &relative, &text);
+        let diagnostic = target.diagnostic.as_ref().map(action_diagnostic);
+        let request = action_request(
+            &target,
+            &relative,
+            &text,
+            diagnostic.as_ref(),
+            target.symbol.as_deref(),
+        );
+        let ActionPrompt {
+            mode,
+            prompt,
+            title,
+        } = prompt_for(action_kind(command), &request);
         let progress = self.begin_progress(&title, &cancel).await;
         let host = Arc::new(ActionHost::new(Arc::new(buffers)));
         let registration = TurnRegistration {
@@ -463,7 +489,7 @@ impl Actions {
             by_file
                 .entry(finding.path.clone())
                 .or_default()
-                .push(finding.diagnostic());
+                .push(finding_diagnostic(&finding));
         }
         for (file, diagnostics) in by_file {
             let target = if file == path {
@@ -480,159 +506,59 @@ impl Actions {
     }
 }
 
-/// The mode, prompt and progress title of a command.
-fn prompt_for(
-    command: &str,
-    target: &ActionTarget,
-    relative: &str,
-    text: &str,
-) -> (Mode, String, String) {
-    let start = target.range.start.line.saturating_add(1);
-    // A range that ends before it starts (a confused client) covers its first line.
-    let end = target.range.end.line.saturating_add(1).max(start);
-    let selection: String = text
-        .lines()
-        .skip(target.range.start.line as usize)
-        .take((end - start).saturating_add(1).min(MAX_SELECTED_LINES) as usize)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let about = match &target.symbol {
-        Some(symbol) => format!("`{symbol}` in {relative} (lines {start}-{end})"),
-        None => format!("lines {start}-{end} of {relative}"),
-    };
-    let code = format!("```\n{selection}\n```");
+/// The agent's action behind a command.
+fn action_kind(command: &str) -> ActionKind {
     match command {
-        FIX => {
-            let diagnostic = target
-                .diagnostic
-                .as_ref()
-                .map(|d| {
-                    format!(
-                        "{}:{}: {}{}",
-                        relative,
-                        d.range.start.line + 1,
-                        d.message,
-                        d.source
-                            .as_ref()
-                            .map(|s| format!(" ({s})"))
-                            .unwrap_or_default()
-                    )
-                })
-                .unwrap_or_default();
-            (
-                Mode::Code,
-                format!(
-                    "Fix this diagnostic with the smallest correct edit to {relative}:\n\
-                     {diagnostic}\n\nThe code around it:\n{code}\n\
-                     Edit the file, then say in one sentence what you changed."
-                ),
-                "lode: fixing the diagnostic".into(),
-            )
-        }
-        EXPLAIN => (
-            Mode::Ask,
-            format!("Explain what {about} does, briefly:\n{code}"),
-            "lode: explaining".into(),
-        ),
-        WRITE_TEST => (
-            Mode::Code,
-            format!(
-                "Write a unit test for {about}, following the tests already in the project, \
-                 and add it to the right file:\n{code}"
-            ),
-            "lode: writing a test".into(),
-        ),
-        DOCUMENT => (
-            Mode::Code,
-            format!(
-                "Add or improve the documentation comment of {about}, in the language's doc \
-                 comment style. Change nothing else:\n{code}"
-            ),
-            "lode: documenting".into(),
-        ),
-        _ => (
-            Mode::Ask,
-            format!(
-                "Review {relative} for bugs, risky code and unclear names. Report each finding \
-                 on its own line in exactly this format and nothing else:\n\
-                 `{relative}:LINE: SEVERITY: MESSAGE`\n\
-                 where SEVERITY is error, warning, info or hint. If there is nothing to \
-                 report, answer `no findings`."
-            ),
-            "lode: reviewing".into(),
-        ),
+        FIX => ActionKind::Fix,
+        EXPLAIN => ActionKind::Explain,
+        WRITE_TEST => ActionKind::WriteTest,
+        DOCUMENT => ActionKind::Document,
+        _ => ActionKind::Review,
     }
 }
 
-/// One review finding.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// Absolute.
-    pub path: PathBuf,
-    /// 1-based.
-    pub line: u32,
-    pub severity: DiagnosticSeverity,
-    pub message: String,
-}
-
-impl Finding {
-    fn diagnostic(&self) -> Diagnostic {
-        let line = self.line.saturating_sub(1);
-        Diagnostic {
-            range: Range::new(Position::new(line, 0), Position::new(line, u32::MAX / 2)),
-            severity: Some(self.severity),
-            source: Some(REVIEW_SOURCE.into()),
-            message: self.message.clone(),
-            ..Diagnostic::default()
-        }
+/// What the agent's action needs of a command's target.
+fn action_request<'a>(
+    target: &ActionTarget,
+    relative: &'a str,
+    text: &'a str,
+    diagnostic: Option<&'a ActionDiagnostic>,
+    symbol: Option<&'a str>,
+) -> ActionRequest<'a> {
+    ActionRequest {
+        relative,
+        text,
+        start_line: target.range.start.line,
+        end_line: target.range.end.line,
+        symbol,
+        diagnostic,
     }
 }
 
-/// Parses `path:line: severity: message` lines (optionally in backticks or as list items);
-/// anything else is ignored. Paths are relative to `root`; ones that leave it are dropped.
-pub fn parse_findings(text: &str, root: &Path) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for raw in text.lines() {
-        let line = raw
-            .trim()
-            .trim_start_matches(['-', '*', ' '])
-            .trim_matches('`')
-            .trim();
-        let mut parts = line.splitn(4, ':');
-        let (Some(path), Some(number), Some(severity), Some(message)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        let Ok(number) = number.trim().parse::<u32>() else {
-            continue;
-        };
-        let severity = match severity.trim().to_ascii_lowercase().as_str() {
-            "error" => DiagnosticSeverity::ERROR,
-            "warning" => DiagnosticSeverity::WARNING,
-            "info" | "information" => DiagnosticSeverity::INFORMATION,
-            "hint" => DiagnosticSeverity::HINT,
-            _ => continue,
-        };
-        let message = message.trim();
-        let path = Path::new(path.trim());
-        if message.is_empty()
-            || number == 0
-            || path.is_absolute()
-            || path
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-        {
-            continue;
-        }
-        findings.push(Finding {
-            path: root.join(path),
-            line: number,
-            severity,
-            message: message.to_owned(),
-        });
+/// The diagnostic a fix is about, as the agent takes it.
+fn action_diagnostic(diagnostic: &Diagnostic) -> ActionDiagnostic {
+    ActionDiagnostic {
+        line: diagnostic.range.start.line,
+        message: diagnostic.message.clone(),
+        source: diagnostic.source.clone(),
     }
-    findings
+}
+
+/// A review finding as a diagnostic with source `lode`.
+fn finding_diagnostic(finding: &Finding) -> Diagnostic {
+    let line = finding.line.saturating_sub(1);
+    Diagnostic {
+        range: Range::new(Position::new(line, 0), Position::new(line, u32::MAX / 2)),
+        severity: Some(match finding.severity {
+            FindingSeverity::Error => DiagnosticSeverity::ERROR,
+            FindingSeverity::Warning => DiagnosticSeverity::WARNING,
+            FindingSeverity::Information => DiagnosticSeverity::INFORMATION,
+            FindingSeverity::Hint => DiagnosticSeverity::HINT,
+        }),
+        source: Some(REVIEW_SOURCE.into()),
+        message: finding.message.clone(),
+        ..Diagnostic::default()
+    }
 }
 
 /// One `WorkspaceEdit` replacing each captured file whole (new files are created first).
@@ -810,50 +736,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn findings_are_parsed_from_strict_lines_only() {
-        let root = Path::new("/w");
-        let text = "src/a.rs:3: error: boom\n\
-                    - `src/b.rs:7: Warning: careful`\n\
-                    src/a.rs:x: error: no line number\n\
-                    src/a.rs:0: error: line zero\n\
-                    src/a.rs:4: fatal: unknown severity\n\
-                    src/a.rs:5: error:   \n\
-                    ../escape.rs:1: error: outside\n\
-                    /etc/passwd:1: error: absolute\n\
-                    src/c.rs:9: info: colons: in: the message\n\
-                    no findings";
-        let findings = parse_findings(text, root);
-        let summary: Vec<(String, u32, DiagnosticSeverity, &str)> = findings
-            .iter()
-            .map(|f| {
-                (
-                    f.path.display().to_string(),
-                    f.line,
-                    f.severity,
-                    f.message.as_str(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            summary,
-            vec![
-                ("/w/src/a.rs".into(), 3, DiagnosticSeverity::ERROR, "boom"),
-                (
-                    "/w/src/b.rs".into(),
-                    7,
-                    DiagnosticSeverity::WARNING,
-                    "careful"
-                ),
-                (
-                    "/w/src/c.rs".into(),
-                    9,
-                    DiagnosticSeverity::INFORMATION,
-                    "colons: in: the message"
-                ),
-            ]
-        );
-        assert_eq!(findings[0].diagnostic().source.as_deref(), Some("lode"));
-        assert_eq!(findings[0].diagnostic().range.start.line, 2);
+    fn findings_become_lode_diagnostics_on_their_line() {
+        let finding = Finding {
+            path: PathBuf::from("/w/src/a.rs"),
+            line: 3,
+            severity: FindingSeverity::Warning,
+            message: "careful".into(),
+        };
+        let diagnostic = finding_diagnostic(&finding);
+        assert_eq!(diagnostic.source.as_deref(), Some("lode"));
+        assert_eq!(diagnostic.range.start.line, 2);
+        assert_eq!(diagnostic.severity, Some(DiagnosticSeverity::WARNING));
+        assert_eq!(diagnostic.message, "careful");
     }
 
     #[test]
@@ -884,24 +778,25 @@ mod tests {
     }
 
     #[test]
-    fn a_backwards_or_huge_range_quotes_a_bounded_selection() {
-        let text: String = (1..=500).map(|n| format!("line {n}\n")).collect();
-        let backwards = ActionTarget {
+    fn a_command_becomes_the_agents_action_on_the_target() {
+        let target = ActionTarget {
             uri: Uri::from_file_path("/w/a.rs").unwrap(),
             range: Range::new(Position::new(9, 0), Position::new(2, 0)),
             diagnostic: None,
             symbol: None,
         };
-        let (mode, prompt, _) = prompt_for(EXPLAIN, &backwards, "a.rs", &text);
-        assert_eq!(mode, Mode::Ask);
-        assert!(prompt.contains("lines 10-10 of a.rs") && prompt.contains("line 10\n"));
-        assert!(!prompt.contains("line 11"), "{prompt}");
-        let huge = ActionTarget {
-            range: Range::new(Position::new(0, 0), Position::new(u32::MAX, 0)),
-            ..backwards
-        };
-        let (_, prompt, _) = prompt_for(EXPLAIN, &huge, "a.rs", &text);
-        assert!(prompt.contains("line 200\n") && !prompt.contains("line 201"));
+        let request = action_request(&target, "a.rs", "text", None, Some("f"));
+        assert_eq!((request.start_line, request.end_line), (9, 2));
+        assert_eq!((request.relative, request.symbol), ("a.rs", Some("f")));
+        for (command, kind) in [
+            (FIX, ActionKind::Fix),
+            (EXPLAIN, ActionKind::Explain),
+            (WRITE_TEST, ActionKind::WriteTest),
+            (DOCUMENT, ActionKind::Document),
+            (REVIEW, ActionKind::Review),
+        ] {
+            assert_eq!(action_kind(command), kind);
+        }
     }
 
     /// Every file edit the agent has (the edits by symbol too) is allowed and captured: it is
