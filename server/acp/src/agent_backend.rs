@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
-use lode_agent::llm::ModelInfo;
+use lode_llm::ModelInfo;
 use lode_agent::mcp::{McpServerConfig, McpTransport};
-use lode_agent::permission::Mode;
+use lode_policy::Mode;
 use lode_agent::{Agent, AgentError, SessionInfo, UserInput};
 use tokio_util::sync::CancellationToken;
 
@@ -166,13 +166,13 @@ impl AgentBackend for Agent {
         &self,
         _session_id: Option<&str>,
         path: PathBuf,
-        diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+        diagnostics: Vec<lode_tools::diagnostics::Diagnostic>,
     ) -> bool {
         // The agent's diagnostics are per workspace file, shared by its sessions.
-        let file = lode_agent::diagnostics::FileDiagnostics {
+        let file = lode_tools::diagnostics::FileDiagnostics {
             path,
             diagnostics,
-            checked_by: Some(lode_agent::pushed_diagnostics::EDITOR_CHECKER.to_owned()),
+            checked_by: Some(lode_tools::pushed_diagnostics::EDITOR_CHECKER.to_owned()),
             error: None,
         };
         Agent::push_diagnostics(self, vec![file]) == 1

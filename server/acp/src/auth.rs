@@ -13,14 +13,14 @@
 //! prints the key, and it sends no request: it proves the key is present and usable in a
 //! provider's configuration, not that the vendor accepts it (`lode doctor` asks the vendor).
 
-use lode_agent::llm::config::{ProviderConfigError, build_provider_with_env};
-use lode_agent::llm::detect::{KEY_VARIABLES, detect_from_keys};
+use lode_llm::config::{ProviderConfigError, build_provider_with_env};
+use lode_llm::detect::{KEY_VARIABLES, detect_from_keys};
 
 use agent_client_protocol::v1::schema::{AuthMethod, AuthMethodAgent};
 use agent_client_protocol::{Error, ErrorCode};
 
 /// One API-key method: the variable it names. The provider built from it is the one lode's
-/// zero-config detection takes for that variable (`lode_agent::llm::detect`).
+/// zero-config detection takes for that variable (`lode_llm::detect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeyMethod {
     /// The method id clients pass to `authenticate`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
-use lode_agent::llm::ModelInfo;
+use lode_llm::ModelInfo;
 use tokio_util::sync::CancellationToken;
 
 /// A stored session as the client sees it.
@@ -174,7 +174,7 @@ pub trait AgentBackend: Send + Sync + 'static {
         &self,
         session_id: Option<&str>,
         path: PathBuf,
-        diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+        diagnostics: Vec<lode_tools::diagnostics::Diagnostic>,
     ) -> bool {
         let _ = (session_id, path, diagnostics);
         false

@@ -14,9 +14,9 @@ use agent_client_protocol::v1::schema::{
     WriteTextFileRequest,
 };
 use lode_agent::event::AgentEvent;
-use lode_agent::host::{
-    ClientFs, ClientTerminals, HostError, PermissionAnswer, PermissionRequest, SessionHost,
-    TerminalCommand, TerminalExit, TerminalOutput,
+use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
+use lode_tools::host::{
+    ClientFs, ClientTerminals, HostError, TerminalCommand, TerminalExit, TerminalOutput,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -132,10 +132,10 @@ impl SessionHost for AcpSessionHost {
 
     fn editor_language_server(
         &self,
-    ) -> Option<Arc<dyn lode_agent::editor_lsp::EditorLanguageServer>> {
+    ) -> Option<Arc<dyn lode_tools::editor_lsp::EditorLanguageServer>> {
         self.editor_lsp
             .clone()
-            .map(|lsp| lsp as Arc<dyn lode_agent::editor_lsp::EditorLanguageServer>)
+            .map(|lsp| lsp as Arc<dyn lode_tools::editor_lsp::EditorLanguageServer>)
     }
 }
 

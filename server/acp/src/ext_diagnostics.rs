@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use agent_client_protocol::{JsonRpcMessage, JsonRpcNotification, UntypedMessage};
-use lode_agent::diagnostics::{Diagnostic, Severity};
+use lode_tools::diagnostics::{Diagnostic, Severity};
 use serde_json::Value;
 
 /// The method name.
@@ -75,7 +75,7 @@ pub fn parse_params(params: &Value) -> Result<PushedFile, String> {
         .and_then(Value::as_str)
         .ok_or("uri must be a string")?;
     let path =
-        lode_agent::tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())?;
+        lode_tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())?;
     let list = object
         .get("diagnostics")
         .and_then(Value::as_array)

@@ -17,11 +17,11 @@ use std::time::Duration;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{ClientCapabilities, SessionId};
 use agent_client_protocol::{Client, JsonRpcMessage, JsonRpcNotification, UntypedMessage};
-use lode_agent::diagnostics::{Diagnostic, Severity};
-use lode_agent::editor_lsp::{
+use lode_tools::diagnostics::{Diagnostic, Severity};
+use lode_tools::editor_lsp::{
     EDITOR, EditorCodeAction, EditorLanguageServer, EditorSymbol, EditorTextEdit, NavRange,
 };
-use lode_agent::navigation::{NavLocation, NavPoint, NavigationError, NavigationSource, Resolved};
+use lode_tools::navigation::{NavLocation, NavPoint, NavigationError, NavigationSource, Resolved};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -88,7 +88,7 @@ fn file_uri(path: &Path) -> String {
 }
 
 fn uri_path(uri: &str) -> Result<PathBuf, String> {
-    lode_agent::tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())
+    lode_tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())
 }
 
 /// A 1-based `{line, character}`; zero or a missing field is an error naming `what`.

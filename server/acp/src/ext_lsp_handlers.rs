@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{AgentCapabilities, InitializeRequest, SessionId};
-use lode_agent::editor_lsp::EditorLanguageServer;
+use lode_tools::editor_lsp::EditorLanguageServer;
 
 use crate::connection::ConnectionState;
 use crate::ext_lsp::{self, AcpEditorLsp, DID_SAVE, LspNotification, PUBLISH_DIAGNOSTICS};

@@ -17,7 +17,7 @@ use lode_agent::event::{
     ToolCallUpdate as AgentToolCallUpdate, ToolContent, ToolKind, ToolStatus,
 };
 use lode_agent::host::{PermissionAnswer, PermissionRequest};
-use lode_agent::llm::ModelInfo;
+use lode_llm::ModelInfo;
 
 use crate::backend::{MODES, McpServerSpec, PromptInput, SessionSummary, SlashCommandInfo};
 

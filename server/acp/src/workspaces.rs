@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
-use lode_agent::llm::ModelInfo;
+use lode_llm::ModelInfo;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -421,7 +421,7 @@ impl AgentBackend for Workspaces {
         &self,
         session_id: Option<&str>,
         path: PathBuf,
-        diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+        diagnostics: Vec<lode_tools::diagnostics::Diagnostic>,
     ) -> bool {
         let file = canonical(&path);
         let inside = self

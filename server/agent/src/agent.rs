@@ -20,11 +20,11 @@ use crate::audit::AuditLog;
 use crate::config::{Config, ConfigError, LoadedConfig};
 use crate::event::{AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent};
 use crate::host::SessionHost;
-use crate::llm::{ContentPart, ModelInfo, Provider, Role};
+use lode_llm::{ContentPart, ModelInfo, Provider, Role};
 use crate::mcp::McpServerConfig;
-use crate::permission::{Mode, PermissionPolicy, PermissionStore};
+use lode_policy::{Mode, PermissionPolicy, PermissionStore};
 use crate::store::{NewSession, SessionStore, StoreError, Visibility};
-use crate::tools::ToolRegistry;
+use lode_tools::ToolRegistry;
 
 /// Why an agent operation failed. Tool failures are not errors: they go back to the model.
 #[derive(Debug, thiserror::Error)]
@@ -72,11 +72,11 @@ pub struct AgentOptions {
     /// permission answers, skill trust (default `crate::trust::user_state_dir`). A repository
     /// cannot pre-seed any of it.
     pub state_dir: Option<PathBuf>,
-    /// Compiler diagnostics fed back to the model after edits (see `crate::diagnostics`).
-    pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    /// Compiler diagnostics fed back to the model after edits (see `lode_tools::diagnostics`).
+    pub diagnostics: Option<Arc<dyn lode_tools::diagnostics::DiagnosticsSource>>,
     /// Type-resolved answers for `hover`, `definition` and `references` (see
-    /// `crate::navigation`); without one they answer from the index.
-    pub navigation: Option<Arc<dyn crate::navigation::NavigationSource>>,
+    /// `lode_tools::navigation`); without one they answer from the index.
+    pub navigation: Option<Arc<dyn lode_tools::navigation::NavigationSource>>,
     /// The program that confines commands (`lode`, which runs `lode sandbox-exec`). `None`:
     /// commands cannot be confined, so every command that runs workspace code asks first.
     pub sandbox_launcher: Option<PathBuf>,
@@ -86,7 +86,7 @@ pub struct AgentOptions {
     /// `open` fails with that configuration error.
     pub allow_no_provider: bool,
     /// Where zero-config detection reads its variables (`ANTHROPIC_API_KEY`, `OLLAMA_HOST`, …;
-    /// see `crate::llm::detect`) when no provider is configured; `None`: the process
+    /// see `lode_llm::detect`) when no provider is configured; `None`: the process
     /// environment. Tests give a fixed one so that the machine's keys and Ollama play no part.
     /// Providers' keys are looked up here first, then in the process environment.
     pub provider_env: Option<ProviderEnv>,
@@ -145,7 +145,7 @@ pub(crate) struct Shared {
     /// Why `providers` is empty (only with [`AgentOptions::allow_no_provider`]).
     pub no_provider: Option<String>,
     /// The provider taken from the environment because none is configured.
-    pub detected: Option<crate::llm::DetectedProvider>,
+    pub detected: Option<lode_llm::DetectedProvider>,
     pub index: Arc<Workspace>,
     /// The repo maps and retrievals of the index's current generation (`crate::code_cache`).
     pub code_cache: Arc<crate::code_cache::CodeCache>,
@@ -154,8 +154,8 @@ pub(crate) struct Shared {
     pub audit: Arc<AuditLog>,
     pub tools: Arc<ToolRegistry>,
     /// Where edits' diagnostics come from: the editor's pushed ones first, then the configured
-    /// source (`crate::pushed_diagnostics::PushedFirst`).
-    pub diagnostics: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
+    /// source (`lode_tools::pushed_diagnostics::PushedFirst`).
+    pub diagnostics: Option<Arc<dyn lode_tools::diagnostics::DiagnosticsSource>>,
     /// Skills, long-term memory and MCP servers.
     pub extensions: crate::extensions::Extensions,
     /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
@@ -178,8 +178,8 @@ struct Lasting {
     store: Arc<SessionStore>,
     audit: Arc<AuditLog>,
     tools: Arc<ToolRegistry>,
-    diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource>,
-    pushed_diagnostics: Arc<crate::pushed_diagnostics::PushedDiagnostics>,
+    diagnostics: Arc<dyn lode_tools::diagnostics::DiagnosticsSource>,
+    pushed_diagnostics: Arc<lode_tools::pushed_diagnostics::PushedDiagnostics>,
     /// Sessions with a turn running, so a second prompt is refused instead of interleaved.
     running: Arc<Mutex<HashMap<String, CancellationToken>>>,
     mcp_servers: Arc<Mutex<HashMap<String, Vec<McpServerConfig>>>>,
@@ -240,10 +240,10 @@ impl Agent {
             AgentError::Other(format!("cannot create {}: {error}", data_dir.display()))
         })?;
         let store = Arc::new(SessionStore::open(&data_dir.join("agent.sqlite"))?);
-        let pushed_diagnostics = Arc::new(crate::pushed_diagnostics::PushedDiagnostics::new());
+        let pushed_diagnostics = Arc::new(lode_tools::pushed_diagnostics::PushedDiagnostics::new());
         let configured_diagnostics = options.diagnostics.is_some();
-        let diagnostics: Arc<dyn crate::diagnostics::DiagnosticsSource> =
-            Arc::new(crate::pushed_diagnostics::PushedFirst::new(
+        let diagnostics: Arc<dyn lode_tools::diagnostics::DiagnosticsSource> =
+            Arc::new(lode_tools::pushed_diagnostics::PushedFirst::new(
                 pushed_diagnostics.clone(),
                 options.diagnostics,
             ));
@@ -299,8 +299,8 @@ impl Agent {
     }
 
     /// The provider lode took from the environment because none is configured (zero-config
-    /// models, `crate::llm::detect`); front ends say so on stderr.
-    pub fn detected_provider(&self) -> Option<crate::llm::DetectedProvider> {
+    /// models, `lode_llm::detect`); front ends say so on stderr.
+    pub fn detected_provider(&self) -> Option<lode_llm::DetectedProvider> {
         self.shared().detected.clone()
     }
 
@@ -430,7 +430,7 @@ impl Agent {
     /// Diagnostics the editor computed (its `_lode/diagnostics` notifications): they replace
     /// what was pushed before for each file and take precedence over lode's own checkers.
     /// Files outside the workspace are ignored; returns how many files were accepted.
-    pub fn push_diagnostics(&self, files: Vec<crate::diagnostics::FileDiagnostics>) -> usize {
+    pub fn push_diagnostics(&self, files: Vec<lode_tools::diagnostics::FileDiagnostics>) -> usize {
         let mut accepted = 0;
         for file in files {
             let path = std::fs::canonicalize(&file.path).unwrap_or(file.path);
@@ -469,7 +469,7 @@ impl Agent {
     }
 
     /// How much of the editor's pushed diagnostics is kept (`[acp.lsp]` cache caps).
-    pub fn limit_pushed_diagnostics(&self, limits: crate::pushed_diagnostics::PushedLimits) {
+    pub fn limit_pushed_diagnostics(&self, limits: lode_tools::pushed_diagnostics::PushedLimits) {
         self.inner.lasting.pushed_diagnostics.set_limits(limits);
     }
 
@@ -670,7 +670,7 @@ impl Agent {
     }
 
     /// A context for presenting stored tool calls (no host, nothing runs).
-    fn replay_context(&self) -> crate::tools::ToolContext {
+    fn replay_context(&self) -> lode_tools::ToolContext {
         crate::turn::tool_context(
             &self.shared(),
             Arc::new(crate::turn::SilentHost),
@@ -872,7 +872,7 @@ impl Agent {
     }
 
     /// The user-visible messages of a session (for tests and front ends that show history).
-    pub fn visible_messages(&self, id: &str) -> Result<Vec<crate::llm::Message>, AgentError> {
+    pub fn visible_messages(&self, id: &str) -> Result<Vec<lode_llm::Message>, AgentError> {
         Ok(self
             .shared()
             .store
@@ -973,7 +973,7 @@ fn build_providers(
     let config = &loaded.config;
     let default = loaded.provider(None)?;
     let mut providers = Vec::new();
-    let mut ordered: Vec<&crate::llm::ProviderConfig> = vec![default];
+    let mut ordered: Vec<&lode_llm::ProviderConfig> = vec![default];
     ordered.extend(
         config
             .llm
@@ -982,7 +982,7 @@ fn build_providers(
             .filter(|entry| entry.name != default.name),
     );
     for entry in ordered {
-        let provider = crate::llm::build_provider_with_env(entry, env)
+        let provider = lode_llm::build_provider_with_env(entry, env)
             .map_err(|error| AgentError::Provider(error.to_string()))?;
         providers.push((entry.name.clone(), provider));
     }
@@ -1033,30 +1033,30 @@ pub fn sandbox_for(launcher: Option<PathBuf>, config: &Config) -> lode_sandbox::
 /// The built-in tools; with a diagnostics source, `diagnostics` asks it for single files; with
 /// a navigation source, `hover`, `definition` and `references` ask it before the index.
 fn tools_with_sources(
-    source: Option<Arc<dyn crate::diagnostics::DiagnosticsSource>>,
-    navigation: Option<Arc<dyn crate::navigation::NavigationSource>>,
+    source: Option<Arc<dyn lode_tools::diagnostics::DiagnosticsSource>>,
+    navigation: Option<Arc<dyn lode_tools::navigation::NavigationSource>>,
 ) -> ToolRegistry {
-    let mut tools = crate::tools::default_tools();
+    let mut tools = lode_tools::default_tools();
     if let Some(source) = source {
-        tools.register(Arc::new(crate::diagnostics::SourceDiagnosticsTool::new(
+        tools.register(Arc::new(lode_tools::diagnostics::SourceDiagnosticsTool::new(
             source,
         )));
     }
     if let Some(navigation) = navigation {
         for question in [
-            crate::tools::navigate::Question::Hover,
-            crate::tools::navigate::Question::Definition,
-            crate::tools::navigate::Question::References,
+            lode_tools::navigate::Question::Hover,
+            lode_tools::navigate::Question::Definition,
+            lode_tools::navigate::Question::References,
         ] {
-            tools.register(Arc::new(crate::tools::navigate::NavigateTool::new(
+            tools.register(Arc::new(lode_tools::navigate::NavigateTool::new(
                 question,
                 Some(navigation.clone()),
             )));
         }
         tools.register(Arc::new(
-            crate::tools::call_hierarchy::CallHierarchyTool::new(Some(navigation.clone())),
+            lode_tools::call_hierarchy::CallHierarchyTool::new(Some(navigation.clone())),
         ));
-        tools.register(Arc::new(crate::tools::rename::RenameTool::new(Some(
+        tools.register(Arc::new(lode_tools::rename::RenameTool::new(Some(
             navigation,
         ))));
     }

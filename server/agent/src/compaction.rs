@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{count_tokens, message_tokens, starts_turn, turn_starts};
-use crate::llm::{ChatRequest, ContentPart, LlmError, Message, Provider, Role, StreamEvent};
+use lode_llm::{ChatRequest, ContentPart, LlmError, Message, Provider, Role, StreamEvent};
 use crate::store::{SessionStore, StoreError};
 
 /// The default fraction of the history budget at which compaction starts

@@ -28,9 +28,9 @@
 //!
 //! # Sections
 //! Every section lode reads is a type, checked by this loader and no one else:
-//! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `crate::llm::ProviderConfig`),
+//! `[llm]` (`default` = a provider name; `[[llm.providers]]`, see `lode_llm::ProviderConfig`),
 //! `[agent]` (see [`AgentConfig`], with `[agent.context]` = `crate::context::ContextShares`),
-//! `[permissions]` (`crate::permission::PermissionConfig`), `[sandbox]`
+//! `[permissions]` (`lode_policy::PermissionConfig`), `[sandbox]`
 //! (`lode_sandbox::SandboxSettings`), `[skills]` (`crate::skills::SkillsSettings`), `[memory]`
 //! (`crate::memory::MemorySettings`), `[mcp]` (`crate::mcp::McpSettings`), and the front ends'
 //! `[lsp]`, `[acp]` and `[index]` ([`sections`]). Inside them, an unknown key or a bad value is
@@ -55,8 +55,8 @@ pub use sections::{
 
 use crate::compaction::{DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TOOL_OUTPUTS};
 use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES};
-use crate::llm::{DetectedProvider, ProviderConfig};
-use crate::permission::{Mode, PermissionConfig};
+use lode_llm::{DetectedProvider, ProviderConfig};
+use lode_policy::{Mode, PermissionConfig};
 
 /// The environment variable naming a config file.
 pub const CONFIG_ENV: &str = "LODE_CONFIG";
@@ -302,7 +302,7 @@ pub enum ConfigError {
     #[error("{}", no_provider_message(.searched, .detection.as_deref()))]
     NoProvider {
         searched: Vec<ConfigCandidate>,
-        /// What zero-config detection looked at, when it ran (`crate::llm::detect`).
+        /// What zero-config detection looked at, when it ran (`lode_llm::detect`).
         detection: Option<String>,
     },
     #[error(
@@ -616,7 +616,7 @@ impl LoadedConfig {
 
     /// Zero-config models: when no provider is configured anywhere (not even in an untrusted
     /// workspace file, whose `lode trust` question comes first), takes the first provider the
-    /// environment `env` offers (`crate::llm::detect`: keys, then a local Ollama) as if it were
+    /// environment `env` offers (`lode_llm::detect`: keys, then a local Ollama) as if it were
     /// configured, and returns it. Configuration always wins: with any provider configured this
     /// looks at nothing. When nothing is found, [`LoadedConfig::provider`]'s error says what was
     /// looked at.
@@ -627,7 +627,7 @@ impl LoadedConfig {
         if !self.config.llm.providers.is_empty() || !self.untrusted_providers().is_empty() {
             return None;
         }
-        match crate::llm::detect::detect(env) {
+        match lode_llm::detect::detect(env) {
             Ok(found) => {
                 self.config.llm.providers.push(found.provider.clone());
                 self.detection = None;

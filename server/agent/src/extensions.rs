@@ -20,7 +20,7 @@ use crate::memory::{
     MemoryStore, NewMemory, memory_texts,
 };
 use crate::skills::{LoadSkillTool, SkillSet};
-use crate::tools::ToolRegistry;
+use lode_tools::ToolRegistry;
 
 /// What a turn adds to the context from skills and memory.
 #[derive(Debug, Default, Clone)]

@@ -2,10 +2,12 @@
 //! permission, and optionally the editor's own file system and terminals (ACP `fs/*`,
 //! `terminal/*`). The agent never knows which protocol is on the other side.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use lode_tools::editor_lsp::EditorLanguageServer;
+use lode_tools::host::{ClientFs, ClientTerminals, ToolEvent, ToolHost};
 
 use crate::event::{AgentEvent, ToolKind};
 
@@ -37,7 +39,7 @@ pub struct PermissionRequest {
     #[serde(default)]
     pub subjects: Vec<String>,
     #[serde(default)]
-    pub subject_kind: crate::permission::SubjectKind,
+    pub subject_kind: lode_policy::SubjectKind,
 }
 
 impl PermissionRequest {
@@ -52,59 +54,6 @@ impl PermissionRequest {
 
 /// The user's answer to a permission question (owned by the policy crate).
 pub use lode_policy::PermissionAnswer;
-
-/// A failure of the client side of a host operation.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
-pub struct HostError(pub String);
-
-/// The editor's view of files, including unsaved buffers (ACP `fs/read_text_file`,
-/// `fs/write_text_file`). Paths are absolute and already confined to the workspace.
-#[async_trait::async_trait]
-pub trait ClientFs: Send + Sync {
-    /// Reads a whole file, or `limit` lines from 1-based `line`.
-    async fn read_text_file(
-        &self,
-        path: &Path,
-        line: Option<u32>,
-        limit: Option<u32>,
-    ) -> Result<String, HostError>;
-    async fn write_text_file(&self, path: &Path, content: &str) -> Result<(), HostError>;
-}
-
-/// A command for a client terminal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TerminalCommand {
-    pub command: String,
-    pub args: Vec<String>,
-    pub cwd: PathBuf,
-    pub env: Vec<(String, String)>,
-    pub output_byte_limit: Option<u64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TerminalExit {
-    pub exit_code: Option<i32>,
-    pub signal: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TerminalOutput {
-    pub output: String,
-    pub truncated: bool,
-    pub exit: Option<TerminalExit>,
-}
-
-/// Terminals the client runs and shows live (ACP `terminal/*`). A terminal id is what
-/// [`crate::event::ToolContent::Terminal`] refers to.
-#[async_trait::async_trait]
-pub trait ClientTerminals: Send + Sync {
-    async fn create(&self, command: &TerminalCommand) -> Result<String, HostError>;
-    async fn output(&self, terminal_id: &str) -> Result<TerminalOutput, HostError>;
-    async fn wait_for_exit(&self, terminal_id: &str) -> Result<TerminalExit, HostError>;
-    async fn kill(&self, terminal_id: &str) -> Result<(), HostError>;
-    async fn release(&self, terminal_id: &str) -> Result<(), HostError>;
-}
 
 /// The front end of one turn.
 #[async_trait::async_trait]
@@ -130,8 +79,37 @@ pub trait SessionHost: Send + Sync {
     }
 
     /// The editor's own language servers (ACP's `lsp/*` extension), when the client offers
-    /// them: navigation asks them first (`crate::editor_lsp`).
-    fn editor_language_server(&self) -> Option<Arc<dyn crate::editor_lsp::EditorLanguageServer>> {
+    /// them: navigation asks them first (`lode_tools::editor_lsp`).
+    fn editor_language_server(&self) -> Option<Arc<dyn EditorLanguageServer>> {
         None
+    }
+}
+
+/// What the tools see of a session's host ([`ToolHost`]): its events, file system, terminals and
+/// language servers, never its permission questions.
+pub fn tool_host(host: Arc<dyn SessionHost>) -> Arc<dyn ToolHost> {
+    Arc::new(SessionToolHost(host))
+}
+
+struct SessionToolHost(Arc<dyn SessionHost>);
+
+impl ToolHost for SessionToolHost {
+    fn emit(&self, event: ToolEvent) {
+        self.0.emit(match event {
+            ToolEvent::Updated(update) => AgentEvent::ToolCallUpdated(update),
+            ToolEvent::Plan(entries) => AgentEvent::Plan { entries },
+        });
+    }
+
+    fn client_fs(&self) -> Option<Arc<dyn ClientFs>> {
+        self.0.client_fs()
+    }
+
+    fn client_terminals(&self) -> Option<Arc<dyn ClientTerminals>> {
+        self.0.client_terminals()
+    }
+
+    fn editor_language_server(&self) -> Option<Arc<dyn EditorLanguageServer>> {
+        self.0.editor_language_server()
     }
 }

@@ -1,9 +1,10 @@
 //! lode's agent: the loop that runs behind every editor session.
 //!
-//! This crate owns LLM providers (`llm`), the tools the model calls (`tools`), the permission
-//! policy (`permission`), context assembly, sessions and their storage, and the events a turn
-//! emits (`event`). It reaches the code index through `lode_index::Workspace` and the front end
-//! through `host::SessionHost`.
+//! This crate owns the turn loop, context assembly and compaction, sessions and their storage,
+//! skills, memories, MCP wiring, workspace trust, and the events a turn emits (`event`). It drives
+//! language models through `lode-llm`, runs the tools of `lode-tools` after the permission policy
+//! of `lode-policy` allowed them, reaches the code index through `lode_index::Workspace` and the
+//! front end through `host::SessionHost`.
 //!
 //! It must not know about ACP, LSP, JSON-RPC or terminals: the `acp`, `lsp` and `cli` crates adapt
 //! [`event::AgentEvent`]s and [`host::SessionHost`] to their protocol.
@@ -15,28 +16,20 @@ mod code_cache;
 pub mod compaction;
 pub mod config;
 pub mod context;
-pub mod diagnostics;
 pub mod doom_loop;
-pub mod editor_lsp;
 pub mod event;
 pub mod extensions;
 pub mod host;
-pub mod llm;
 pub mod mcp;
 pub mod memory;
-pub mod navigation;
-pub mod permission;
-pub mod pushed_diagnostics;
 pub mod redact;
 pub mod skills;
 pub mod slash;
 pub mod step;
 pub mod store;
-pub mod tools;
 pub mod trust;
 mod turn;
 mod turn_commands;
-pub mod untrusted;
 
 pub use agent::{
     Agent, AgentError, AgentOptions, ProviderEnv, SessionInfo, SlashCommand, UserInput,

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::AgentEvent;
 use crate::host::SessionHost;
-use crate::llm::{
+use lode_llm::{
     ContentPart, EventStream, FinishReason, LlmError, Message, Role, StreamEvent, ToolCall, Usage,
 };
 

@@ -23,14 +23,14 @@ use crate::event::{
     AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolStatus,
 };
 use crate::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use crate::llm::{
+use lode_llm::{
     ChatRequest, ContentPart, FinishReason, LlmError, Message, Provider, Role, ToolCall, ToolResult,
 };
 use crate::mcp::McpServerConfig;
-use crate::permission::{Decision, Mode};
+use lode_policy::{Decision, Mode};
 use crate::step::{StepResponse, collect_step};
 use crate::store::{SessionStore, ToolCallFinish, Visibility};
-use crate::tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput};
+use lode_tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 
 /// Attempts per model step for errors a retry can fix (429, 5xx, timeouts, dropped streams).
 const STEP_ATTEMPTS: u32 = 4;
@@ -58,7 +58,7 @@ pub(crate) fn tool_context(
     ToolContext {
         roots: vec![shared.root.clone()],
         index: shared.index.clone(),
-        host,
+        host: crate::host::tool_host(host),
         call_id,
         cancel,
         sandbox: shared.sandbox.clone(),
@@ -118,7 +118,7 @@ pub(crate) async fn run_turn(
     let provider = agent.provider(&info.model)?;
     agent.ensure_index_ready().await;
 
-    let sources = Arc::new(crate::untrusted::TurnSources::new());
+    let sources = Arc::new(lode_tools::untrusted::TurnSources::new());
     let user_message = user_message(shared, input, provider.info().supports_images, &sources);
     let first_text = user_message.text();
     // Loaded from the store once, with the user's message; what this turn appends is added in
@@ -152,7 +152,7 @@ pub(crate) async fn run_turn(
     let mut edit_diagnostics = shared
         .diagnostics
         .clone()
-        .map(|source| crate::diagnostics::TurnDiagnostics::new(source, shared.root.clone()));
+        .map(|source| lode_tools::diagnostics::TurnDiagnostics::new(source, shared.root.clone()));
     let mut loop_warnings = 0;
     let mut compacted_for_overflow = false;
     let max_steps = shared.config.agent.max_tool_iterations.max(1);
@@ -330,7 +330,7 @@ fn user_message(
     shared: &Shared,
     input: Vec<UserInput>,
     supports_images: bool,
-    sources: &crate::untrusted::TurnSources,
+    sources: &lode_tools::untrusted::TurnSources,
 ) -> Message {
     let mut content = Vec::new();
     for piece in input {
@@ -354,7 +354,7 @@ fn user_message(
             } => {
                 sources.record(format!("file:{uri}"));
                 content.push(ContentPart::Text {
-                    text: crate::untrusted::wrap(
+                    text: lode_tools::untrusted::wrap(
                         "attachment",
                         &[("uri", uri.as_str())],
                         &cap_chars(&text),
@@ -391,22 +391,22 @@ fn attach_link(
     shared: &Shared,
     uri: &str,
     name: &str,
-    sources: &crate::untrusted::TurnSources,
+    sources: &lode_tools::untrusted::TurnSources,
 ) -> String {
     if !uri.starts_with("file://") {
         return format!("[linked resource {name}: {uri} (not fetched)]");
     }
-    let path = match crate::tools::paths::file_uri_to_path(uri) {
+    let path = match lode_tools::paths::file_uri_to_path(uri) {
         Ok(path) => path,
         Err(error) => return format!("[linked file {name} not attached: {error}]"),
     };
     let roots = [shared.root.clone()];
-    match crate::tools::paths::resolve_path(&roots, &path.to_string_lossy()) {
+    match lode_tools::paths::resolve_path(&roots, &path.to_string_lossy()) {
         Ok(resolved) => match std::fs::read(&resolved.absolute) {
             Ok(bytes) => {
                 let path = resolved.display(&roots);
                 sources.record(format!("file:{path}"));
-                crate::untrusted::wrap(
+                lode_tools::untrusted::wrap(
                     "file",
                     &[("path", path.as_str())],
                     &cap_chars(&String::from_utf8_lossy(&bytes)),
@@ -429,14 +429,14 @@ struct TurnContext {
     /// inputs) before the next request.
     code_stale: bool,
     /// The session's tools: built-in, skills, memory, MCP.
-    tools: crate::tools::ToolRegistry,
+    tools: lode_tools::ToolRegistry,
     skills: Vec<String>,
     memory: Vec<String>,
     granted_tools: Vec<String>,
     /// Whether earlier turns' tool results are part of the conversation.
     earlier_tool_output: bool,
     /// What untrusted content entered the model's context in this turn (for `memory_save`).
-    sources: Arc<crate::untrusted::TurnSources>,
+    sources: Arc<lode_tools::untrusted::TurnSources>,
 }
 
 impl TurnContext {
@@ -593,7 +593,7 @@ async fn prepare_turn_context(
             code,
             code_inputs,
             code_stale: false,
-            tools: crate::tools::ToolRegistry::default(),
+            tools: lode_tools::ToolRegistry::default(),
             skills: Vec::new(),
             memory: Vec::new(),
             granted_tools: Vec::new(),
@@ -729,7 +729,7 @@ async fn build_request(
     session_id: &str,
     history: &mut TurnHistory,
     mode: Mode,
-    specs: &[crate::llm::ToolSpec],
+    specs: &[lode_llm::ToolSpec],
     turn: &TurnContext,
     budget: ContextBudget,
     provider: &dyn Provider,
@@ -1000,7 +1000,7 @@ async fn run_tool_call(
             if decision.is_plain_ask()
                 && turn.granted_tools.iter().any(|name| name == &call.name)
                 && (shared.sandbox.is_confined()
-                    || !matches!(target, crate::tools::PermissionTarget::Command { .. })) =>
+                    || !matches!(target, lode_tools::PermissionTarget::Command { .. })) =>
         {
             (Ok(()), "allow:skill".to_owned())
         }
@@ -1109,7 +1109,7 @@ async fn run_tool_call(
                 ToolResult {
                     call_id: call.id.clone(),
                     content: if wrap {
-                        crate::untrusted::wrap_tool_output(&call.name, &output.model_text)
+                        lode_tools::untrusted::wrap_tool_output(&call.name, &output.model_text)
                     } else {
                         output.model_text.clone()
                     },
@@ -1140,7 +1140,7 @@ async fn run_tool_call(
                 ToolResult {
                     call_id: call.id.clone(),
                     content: if wrap {
-                        crate::untrusted::wrap_tool_error(&call.name, &error)
+                        lode_tools::untrusted::wrap_tool_error(&call.name, &error)
                     } else {
                         text.clone()
                     },
@@ -1188,7 +1188,7 @@ async fn run_tool_call(
 
 /// Records that a tool's result reached the model (and, for `read_file`, which file).
 fn record_tool_sources(
-    sources: &crate::untrusted::TurnSources,
+    sources: &lode_tools::untrusted::TurnSources,
     tool: &str,
     arguments: &serde_json::Value,
 ) {

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{Agent, AgentError, SessionInfo, parse_mode};
 use crate::event::{AgentEvent, StopReason};
 use crate::host::SessionHost;
-use crate::llm::Message;
+use lode_llm::Message;
 use crate::store::Visibility;
 
 /// Runs `/command argument` and answers through `host` as agent text.

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::llm::{ContentPart, Role};
+use lode_llm::{ContentPart, Role};
 use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use tokio_util::sync::CancellationToken;
@@ -352,7 +352,7 @@ async fn slash_commands_are_answered_by_lode_without_the_model() {
         .unwrap();
     assert_eq!(
         agent.session(&session.id).unwrap().mode,
-        lode_agent::permission::Mode::Ask
+        lode_policy::Mode::Ask
     );
     agent
         .prompt(

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use lode_agent::config::{Config, ConfigError, ConfigOrigin, ConfigSources};
-use lode_agent::permission::Mode;
+use lode_policy::Mode;
 
 fn write(path: &Path, text: &str) -> PathBuf {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

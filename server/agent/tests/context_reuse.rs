@@ -19,7 +19,7 @@ use lode_agent::context::{
 };
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::llm::{ContentPart, Message, Role, ToolCall, ToolResult};
+use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
@@ -109,7 +109,7 @@ fn joined_counts_are_the_tokenizers() {
     let sources = [
         include_str!("../src/turn.rs"),
         include_str!("../src/context/mod.rs"),
-        include_str!("../src/untrusted.rs"),
+        include_str!("../../tools/src/untrusted.rs"),
         include_str!("../../../bench/README.md"),
         "ünïcödé — ‘quotes’ 🦀\n  indented\n\n\n# heading\n>>> \n\t\ttabs\n123456789\nx\n",
     ];

@@ -11,10 +11,10 @@ use common::{copy_dir, repo_root};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use lode_agent::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
+use lode_tools::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::tools::diagnostics::parse_cargo_messages;
+use lode_tools::cargo_check::parse_cargo_messages;
 use lode_agent::{Agent, AgentOptions, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use tokio_util::sync::CancellationToken;

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::llm::Message;
+use lode_llm::Message;
 use lode_agent::store::{NewSession, SessionStore, Visibility};
 use lode_agent::{Agent, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};

@@ -9,19 +9,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lode_agent::event::{AgentEvent, ToolKind};
-use lode_agent::host::SessionHost;
+use lode_tools::event::ToolKind;
 use lode_agent::mcp::{
     McpConfigError, McpManager, McpServerConfig, McpSettings, McpTransport, exposed_tool_name,
 };
-use lode_agent::tools::{PermissionTarget, Tool, ToolContext, ToolErrorCategory};
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::{PermissionTarget, Tool, ToolContext, ToolErrorCategory};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 struct SilentHost;
 
-impl SessionHost for SilentHost {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for SilentHost {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 /// The fixture server binary. `cargo test` builds examples, but `cargo test --test mcp` does

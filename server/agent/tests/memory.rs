@@ -5,13 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
 use lode_agent::memory::{
     MemoryKind, MemorySaveTool, MemoryScope, MemorySearchTool, MemorySource, MemoryStore,
     NewMemory, memory_texts,
 };
-use lode_agent::tools::{PermissionTarget, Tool, ToolContext, ToolErrorCategory};
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::{PermissionTarget, Tool, ToolContext, ToolErrorCategory};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -279,8 +278,8 @@ fn embeddings_are_stored_and_used_for_search() {
 
 struct SilentHost;
 
-impl SessionHost for SilentHost {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for SilentHost {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 #[tokio::test]

@@ -6,10 +6,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
-use lode_agent::permission::{Decision, Mode, PermissionConfig, PermissionPolicy};
-use lode_agent::tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput, default_tools};
+use lode_policy::{Decision, Mode, PermissionConfig, PermissionPolicy};
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput, default_tools};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -36,8 +35,8 @@ def total():
 
 struct Host;
 
-impl SessionHost for Host {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for Host {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 struct Workspace {

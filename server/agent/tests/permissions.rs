@@ -8,11 +8,11 @@ use std::sync::Arc;
 use lode_agent::audit::{AuditLog, AuditRecord};
 use lode_agent::event::{ToolCallUpdate, ToolStatus};
 use lode_agent::host::PermissionAnswer;
-use lode_agent::permission::{
+use lode_policy::{
     Decision, Mode, PermissionConfig, PermissionPolicy, PermissionStore, Remembered, SubjectKind,
 };
 use lode_agent::redact::REDACTED;
-use lode_agent::tools::PermissionTarget;
+use lode_tools::PermissionTarget;
 use serde_json::json;
 
 /// The policy as it is when commands run in the sandbox (the usual case on Linux); the

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use lode_agent::llm::{
+use lode_llm::{
     ChatRequest, ContentPart, EventStream, FinishReason, LlmError, Message, Provider,
     ProviderConfig, ProviderKind, RetryNotice, RetryPolicy, Role, StreamEvent, ToolResult,
     ToolSpec, Usage, build_provider_with_env, collect, stream_with_retry,
@@ -200,7 +200,7 @@ async fn thinking_and_a_tool_call_in_fragments_then_the_answer_to_its_result() {
                 "script-signature-1".to_string()
             )));
         }
-        let mut collector = lode_agent::llm::ResponseCollector::new();
+        let mut collector = lode_llm::ResponseCollector::new();
         events.iter().for_each(|event| collector.push(event));
         let response = collector.finish();
         assert_eq!(response.finish_reason, Some(FinishReason::ToolUse));

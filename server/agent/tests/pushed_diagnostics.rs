@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use lode_agent::diagnostics::{Diagnostic, FileDiagnostics, Severity};
+use lode_tools::diagnostics::{Diagnostic, FileDiagnostics, Severity};
 use lode_agent::{Agent, AgentOptions};
 
 fn pushed(path: PathBuf) -> FileDiagnostics {

@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
 use lode_agent::skills::{
     LoadSkillTool, SkillSet, SkillSource, SkillsConfig, TrustState, parse::parse_skill_md,
 };
-use lode_agent::tools::{Tool, ToolContext, ToolErrorCategory};
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::{Tool, ToolContext, ToolErrorCategory};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -453,8 +452,8 @@ fn edits_take_effect_on_the_next_turn() {
 
 struct SilentHost;
 
-impl SessionHost for SilentHost {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for SilentHost {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 fn context(root: &Path) -> ToolContext {

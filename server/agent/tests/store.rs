@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lode_agent::event::{Location, ToolCallStart, ToolContent, ToolKind, ToolStatus};
-use lode_agent::llm::{ContentPart, Message, Role, ToolCall, ToolResult};
+use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use lode_agent::store::{NewSession, SessionStore, StoreError, ToolCallFinish, Visibility};
 use serde_json::json;
 

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lode_agent::event::{AgentEvent, ToolContent};
-use lode_agent::host::{ClientFs, HostError, SessionHost};
-use lode_agent::permission::{Decision, Mode, PermissionConfig, PermissionPolicy};
-use lode_agent::tools::{
+use lode_tools::event::ToolContent;
+use lode_tools::host::{ClientFs, HostError, ToolEvent, ToolHost};
+use lode_policy::{Decision, Mode, PermissionConfig, PermissionPolicy};
+use lode_tools::{
     FILE_EDIT_TOOLS, PermissionTarget, ToolContext, ToolError, ToolErrorCategory, ToolOutput,
     default_tools, edited_file,
 };
@@ -64,12 +64,12 @@ pub fn add(a: u32, b: u32) -> u32 {
 
 #[derive(Default)]
 struct Host {
-    events: Mutex<Vec<AgentEvent>>,
+    events: Mutex<Vec<ToolEvent>>,
     fs: Option<Arc<EditorFs>>,
 }
 
-impl SessionHost for Host {
-    fn emit(&self, event: AgentEvent) {
+impl ToolHost for Host {
+    fn emit(&self, event: ToolEvent) {
         self.events.lock().unwrap().push(event);
     }
 

@@ -1,6 +1,6 @@
 //! The agent's tools on real parts: a real index over a copy of `fixtures/repos/tools-sample`,
 //! real files in tempdirs, real processes, a real `cargo check`, and a test host implementing the
-//! real `SessionHost` / `ClientFs` / `ClientTerminals` traits that records what it is asked.
+//! real `ToolHost` / `ClientFs` / `ClientTerminals` traits that records what it is asked.
 
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lode_agent::event::{AgentEvent, PlanStatus, ToolContent};
-use lode_agent::host::{
-    ClientFs, ClientTerminals, HostError, SessionHost, TerminalCommand, TerminalExit,
-    TerminalOutput,
+use lode_policy::Mode;
+use lode_tools::command::{CommandLimits, RunCommandTool};
+use lode_tools::event::{PlanStatus, ToolContent};
+use lode_tools::host::{
+    ClientFs, ClientTerminals, HostError, TerminalCommand, TerminalExit, TerminalOutput,
+    ToolEvent, ToolHost,
 };
-use lode_agent::permission::Mode;
-use lode_agent::tools::command::{CommandLimits, RunCommandTool};
-use lode_agent::tools::{
+use lode_tools::{
     Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, default_tools, resolve_path,
 };
 use serde_json::{Value, json};
@@ -42,13 +42,13 @@ fn copy_dir(from: &Path, to: &Path) {
 /// A host that records events and, optionally, offers an editor file system and terminals.
 #[derive(Default)]
 struct TestHost {
-    events: Mutex<Vec<AgentEvent>>,
+    events: Mutex<Vec<ToolEvent>>,
     fs: Option<Arc<EditorFs>>,
     terminals: Option<Arc<LocalTerminals>>,
 }
 
-impl SessionHost for TestHost {
-    fn emit(&self, event: AgentEvent) {
+impl ToolHost for TestHost {
+    fn emit(&self, event: ToolEvent) {
         self.events.lock().unwrap().push(event);
     }
 
@@ -899,7 +899,7 @@ async fn run_command_uses_client_terminals_when_offered() {
     let events = host.events.lock().unwrap();
     assert!(events.iter().any(|event| matches!(
         event,
-        AgentEvent::ToolCallUpdated(update)
+        ToolEvent::Updated(update)
             if update.content == vec![ToolContent::Terminal { terminal_id: "term-1".into() }]
     )));
 }
@@ -991,7 +991,7 @@ async fn update_plan_emits_the_plan() {
     assert!(out.model_text.contains("1 of 3"));
     let events = host.events.lock().unwrap().clone();
     match &events[..] {
-        [AgentEvent::Plan { entries }] => {
+        [ToolEvent::Plan(entries)] => {
             assert_eq!(entries.len(), 3);
             assert_eq!(entries[0].status, PlanStatus::Completed);
             assert_eq!(entries[2].status, PlanStatus::Pending);

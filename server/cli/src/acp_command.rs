@@ -244,7 +244,7 @@ struct Opener {
     setup: crate::agent_cli::AgentSetup,
     watch: bool,
     /// The models of the user's own configuration, when lode started in no workspace.
-    models: Vec<lode_agent::llm::ModelInfo>,
+    models: Vec<lode_llm::ModelInfo>,
 }
 
 impl Opener {
@@ -301,7 +301,7 @@ impl WorkspaceOpener for Opener {
         Ok(self.serve(agent))
     }
 
-    fn models(&self) -> Vec<lode_agent::llm::ModelInfo> {
+    fn models(&self) -> Vec<lode_llm::ModelInfo> {
         self.models.clone()
     }
 }

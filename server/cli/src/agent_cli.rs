@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::permission::{HeadlessGrants, Mode, SubjectKind};
+use lode_policy::{HeadlessGrants, Mode, SubjectKind};
 use lode_agent::{Agent, UserInput};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

@@ -24,7 +24,7 @@ use agent_client_protocol::{Client, ErrorCode};
 use agent_client_protocol_http::HttpClient;
 use anyhow::{Context, bail};
 use clap::Args;
-use lode_agent::permission::{HeadlessGrants, SubjectKind};
+use lode_policy::{HeadlessGrants, SubjectKind};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::WorkspaceArgs;

@@ -275,7 +275,7 @@ pub enum Command {
 pub struct AgentFlags {
     /// Start in this mode: ask (read-only), code, architect (plans, no edits).
     #[arg(long, value_name = "MODE", value_parser = crate::agent_cli::parse_mode_flag)]
-    pub mode: Option<lode_agent::permission::Mode>,
+    pub mode: Option<lode_policy::Mode>,
     /// Use this configured provider (its `name`) instead of the default.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lode_agent::config::LspDiagnosticsSettings;
-use lode_agent::diagnostics::DiagnosticsSource;
-use lode_agent::navigation::NavigationSource;
+use lode_tools::diagnostics::DiagnosticsSource;
+use lode_tools::navigation::NavigationSource;
 use lode_lsp::agent_diagnostics::ProviderSource;
 use lode_lsp::agent_navigation::ServerNavigation;
 use lode_lsp::downstream::{DiagnosticsConfig, DiagnosticsProvider};

@@ -9,22 +9,21 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
-use lode_agent::navigation::NavigationSource;
-use lode_agent::tools::call_hierarchy::CallHierarchyTool;
-use lode_agent::tools::navigate::{NavigateTool, Question};
-use lode_agent::tools::rename::RenameTool;
-use lode_agent::tools::{Tool, ToolContext, ToolErrorCategory};
 use lode_mcp::navigation::{Navigator, NavigatorAnswer, NavigatorError, NavigatorFuture};
+use lode_tools::call_hierarchy::CallHierarchyTool;
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::navigate::{NavigateTool, Question};
+use lode_tools::navigation::NavigationSource;
+use lode_tools::rename::RenameTool;
+use lode_tools::{Tool, ToolContext, ToolErrorCategory};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// A host for tool runs outside a turn: nothing to show, no editor, no questions.
 struct NoHost;
 
-impl SessionHost for NoHost {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for NoHost {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 /// The agent's navigation tools over one workspace's language servers.

@@ -20,10 +20,11 @@ use lode_agent::actions::{
     parse_findings, prompt_for,
 };
 use lode_agent::event::AgentEvent;
-use lode_agent::host::{ClientFs, HostError, PermissionAnswer, PermissionRequest, SessionHost};
-use lode_agent::permission::Mode;
+use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
 use lode_agent::{Agent, UserInput};
+use lode_policy::Mode;
 use lode_policy::paths::{PathDoor, PathUse};
+use lode_tools::host::{ClientFs, HostError};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -183,8 +184,8 @@ pub async fn open_agent(
             let source = ProviderSource::with_unsaved(provider.clone(), setup.turns);
             let navigation = crate::agent_navigation::ServerNavigation::new(provider);
             (
-                Some(Arc::new(source) as Arc<dyn lode_agent::diagnostics::DiagnosticsSource>),
-                Some(Arc::new(navigation) as Arc<dyn lode_agent::navigation::NavigationSource>),
+                Some(Arc::new(source) as Arc<dyn lode_tools::diagnostics::DiagnosticsSource>),
+                Some(Arc::new(navigation) as Arc<dyn lode_tools::navigation::NavigationSource>),
             )
         }
         Err(error) => {
@@ -668,7 +669,7 @@ impl SessionHost for ActionHost {
 
     async fn request_permission(&self, request: PermissionRequest) -> PermissionAnswer {
         // Edits are captured, not written, so the editor decides; nothing else is allowed.
-        if lode_agent::tools::FILE_EDIT_TOOLS.contains(&request.tool.as_str()) {
+        if lode_tools::FILE_EDIT_TOOLS.contains(&request.tool.as_str()) {
             PermissionAnswer::AllowOnce
         } else {
             PermissionAnswer::RejectOnce
@@ -825,7 +826,7 @@ mod tests {
             subjects: Vec::new(),
             subject_kind: Default::default(),
         };
-        for tool in lode_agent::tools::FILE_EDIT_TOOLS {
+        for tool in lode_tools::FILE_EDIT_TOOLS {
             assert_eq!(
                 host.request_permission(question(tool)).await,
                 PermissionAnswer::AllowOnce,
@@ -838,17 +839,17 @@ mod tests {
         );
 
         let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap();
-        let context = lode_agent::tools::ToolContext {
+        let context = lode_tools::ToolContext {
             roots: vec![root.clone()],
             index: Arc::new(index),
-            host: host.clone(),
+            host: lode_agent::host::tool_host(host.clone()),
             call_id: "call".into(),
             cancel: CancellationToken::new(),
             sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands")),
             network: false,
             sources: Default::default(),
         };
-        let tool = lode_agent::tools::default_tools()
+        let tool = lode_tools::default_tools()
             .get("replace_symbol_body")
             .unwrap();
         tool.run(

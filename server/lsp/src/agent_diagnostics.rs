@@ -1,5 +1,5 @@
 //! The downstream diagnostics ([`crate::downstream`]) as the agent's
-//! [`lode_agent::diagnostics::DiagnosticsSource`]. `lode chat`, `run` and `acp` check the files as
+//! [`lode_tools::diagnostics::DiagnosticsSource`]. `lode chat`, `run` and `acp` check the files as
 //! saved; the agent behind `lode lsp`'s code actions never writes the disk, so its source checks
 //! the text the agent sees instead ([`UnsavedTexts`]: its captured edits, then the editor's
 //! buffers).
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_agent::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
+use lode_tools::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
 
 use crate::downstream::{self, DiagnosticsProvider};
 

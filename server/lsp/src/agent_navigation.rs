@@ -1,5 +1,5 @@
 //! The downstream language servers ([`crate::downstream`]) as the agent's
-//! [`lode_agent::navigation::NavigationSource`]: `textDocument/hover`, `…/definition`,
+//! [`lode_tools::navigation::NavigationSource`]: `textDocument/hover`, `…/definition`,
 //! `…/references`, the call hierarchy (`…/prepareCallHierarchy`, then
 //! `callHierarchy/incomingCalls` or `…/outgoingCalls`) and `…/rename` (after
 //! `…/prepareRename` when the server offers it) asked of the warm server a [`DiagnosticsProvider`] keeps per language, so
@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_agent::navigation::{
+use lode_tools::navigation::{
     CallDirection, CallItem, FileEdit, NavLocation, NavPoint, NavPosition, NavigationError,
     NavigationSource, Resolved, TextEdit,
 };

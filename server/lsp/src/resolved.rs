@@ -20,7 +20,7 @@ use tower_lsp_server::lsp_types::{GotoDefinitionResponse, Location, Position};
 
 use crate::agent_navigation::ServerNavigation;
 use crate::downstream::{DiagnosticsProvider, language_id};
-use lode_agent::navigation::NavigationError;
+use lode_tools::navigation::NavigationError;
 
 /// The position requests answered by type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

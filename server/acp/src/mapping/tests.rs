@@ -12,8 +12,8 @@ use lode_agent::event::{
     ToolCallUpdate, ToolContent, ToolKind, ToolStatus,
 };
 use lode_agent::host::{PermissionAnswer, PermissionRequest};
-use lode_agent::llm::ModelInfo;
-use lode_agent::permission::SubjectKind;
+use lode_llm::ModelInfo;
+use lode_policy::SubjectKind;
 use serde_json::{Value, json};
 
 use super::*;

@@ -102,7 +102,7 @@ impl AgentBackend for Fake {
         &self,
         _session_id: Option<&str>,
         path: PathBuf,
-        _diagnostics: Vec<lode_agent::diagnostics::Diagnostic>,
+        _diagnostics: Vec<lode_tools::diagnostics::Diagnostic>,
     ) -> bool {
         self.pushed.lock().push(path);
         true

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::pushed_diagnostics::PushedLimits;
+use lode_tools::pushed_diagnostics::PushedLimits;
 
 /// `[lsp]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

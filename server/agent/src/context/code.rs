@@ -31,7 +31,7 @@ impl RetrievedChunk {
         if let Some(symbol) = &self.symbol {
             attributes.push(("symbol", symbol.as_str()));
         }
-        let mut out = crate::untrusted::wrap("code", &attributes, self.text.trim_end());
+        let mut out = lode_tools::untrusted::wrap("code", &attributes, self.text.trim_end());
         out.push('\n');
         out
     }

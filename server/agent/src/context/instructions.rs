@@ -156,7 +156,7 @@ pub fn render_instruction_files_within(files: &[InstructionFile], max_tokens: us
             out.push_str(&block);
             continue;
         }
-        if let Some(cut) = crate::untrusted::wrap_within(
+        if let Some(cut) = super::wrap_within(
             "instructions",
             &[("path", file.path.as_str())],
             file.content.trim_end(),
@@ -171,7 +171,7 @@ pub fn render_instruction_files_within(files: &[InstructionFile], max_tokens: us
 }
 
 fn render_file(file: &InstructionFile) -> String {
-    crate::untrusted::wrap(
+    lode_tools::untrusted::wrap(
         "instructions",
         &[("path", file.path.as_str())],
         file.content.trim_end(),

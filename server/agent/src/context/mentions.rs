@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::llm::{ContentPart, Message};
+use lode_llm::{ContentPart, Message};
 
 /// How many of the most recent messages are looked at.
 pub const RECENT_MESSAGES: usize = 12;

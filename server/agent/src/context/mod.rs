@@ -22,7 +22,7 @@
 //! [`TokenBreakdown`].
 //!
 //! Instruction files, the repo map and retrieved code come from the workspace: each reaches the
-//! model inside an `<untrusted_content>` block (see `crate::untrusted`), counted in its share; the
+//! model inside an `<untrusted_content>` block (see `lode_tools::untrusted`), counted in its share; the
 //! memory and skill texts arrive already marked, and [`base_instructions`] says what the blocks
 //! mean.
 //!
@@ -50,8 +50,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::{ChatRequest, ContentPart, Message, ModelInfo, Role, ToolSpec};
-use crate::permission::Mode;
+use lode_llm::{ChatRequest, ContentPart, Message, ModelInfo, Role, ToolSpec};
+use lode_policy::Mode;
 
 pub use code::{
     CodeContext, CodeContextError, MAX_CHUNK_LINES, NoCode, PrecomputedCode, RETRIEVAL_CANDIDATES,
@@ -70,7 +70,7 @@ pub use prompts::base_instructions;
 pub use tokens::{
     IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, count_tokens, count_tokens_joined,
     count_tokens_uncached, message_tokens, messages_tokens, part_tokens, tools_tokens,
-    truncate_to_tokens,
+    truncate_to_tokens, wrap_within,
 };
 
 /// How the input budget is shared (`[agent.context]` in the config). Each piece gets
@@ -358,7 +358,7 @@ pub(crate) fn assemble_counted(
             .repo_map(&mentions.files, &mentions.identifiers, map_budget)
         {
             Ok(map) if !map.trim().is_empty() => {
-                if let Some(map) = crate::untrusted::wrap_within("repo_map", &[], &map, map_budget)
+                if let Some(map) = wrap_within("repo_map", &[], &map, map_budget)
                 {
                     breakdown.repo_map = count_tokens(&map);
                     sections.push(Section::from(format!(

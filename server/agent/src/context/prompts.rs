@@ -1,7 +1,7 @@
 //! The base instructions: the fixed part of the system prompt, one per mode. They say who the
 //! agent is, how to use lode's tools well, and what the mode allows.
 
-use crate::permission::Mode;
+use lode_policy::Mode;
 
 const COMMON: &str = "\
 You are lode, a coding agent working inside the user's editor on the workspace described below. \
@@ -60,5 +60,5 @@ pub fn base_instructions(mode: Mode) -> String {
         Mode::Code => CODE,
         Mode::Architect => ARCHITECT,
     };
-    format!("{COMMON}\n{}\n\n{mode_text}", crate::untrusted::SYSTEM_NOTE)
+    format!("{COMMON}\n{}\n\n{mode_text}", lode_tools::untrusted::SYSTEM_NOTE)
 }

@@ -1,7 +1,7 @@
 //! Token counting for budgets: the cl100k tokenizer lode's index already ships, applied to text
 //! and to whole messages (parts plus a small per-message framing overhead).
 
-use crate::llm::{ContentPart, Message, ToolSpec};
+use lode_llm::{ContentPart, Message, ToolSpec};
 
 /// What a message costs beyond its parts (role markers, separators), as providers frame them.
 pub const MESSAGE_OVERHEAD_TOKENS: usize = 4;
@@ -195,4 +195,26 @@ pub(crate) fn floor_char_boundary(text: &str, index: usize) -> usize {
         index -= 1;
     }
     index
+}
+
+/// [`lode_tools::untrusted::wrap`] within `max_tokens` (cl100k), cutting the content (never the
+/// closing tag) with a marker when it does not fit; `None` when not even the empty block fits.
+pub fn wrap_within(
+    source: &str,
+    attributes: &[(&str, &str)],
+    text: &str,
+    max_tokens: usize,
+) -> Option<String> {
+    use lode_tools::untrusted::wrap;
+    let overhead = count_tokens(&wrap(source, attributes, ""));
+    let mut room = max_tokens.checked_sub(overhead)?;
+    loop {
+        let wrapped = wrap(source, attributes, &truncate_to_tokens(text, room));
+        let tokens = count_tokens(&wrapped);
+        if tokens <= max_tokens {
+            return Some(wrapped);
+        }
+        // Token counts are not quite additive across the seams; give back the difference.
+        room = room.checked_sub((tokens - max_tokens).max(1))?;
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::config::McpServerConfig;
 use super::connection::McpConnection;
 use super::tool::{McpTool, exposed_tool_name};
-use crate::tools::Tool;
+use lode_tools::Tool;
 
 /// A server that could not be used, with a message for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! to those an ACP client passes in `session/new`, and offers their tools to the model.
 //!
 //! This module owns server configuration (`config`), one live connection per server
-//! (`connection`, on rmcp), the adapter that makes each remote tool a [`crate::tools::Tool`]
+//! (`connection`, on rmcp), the adapter that makes each remote tool a [`lode_tools::Tool`]
 //! (`tool`), and the per-session set of connections (`manager`). Remote tools are never
 //! read-only, go through the permission policy as `Other` (default ask), and their output is
 //! capped and marked untrusted. A server that fails to start is returned as an

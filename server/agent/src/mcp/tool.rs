@@ -10,8 +10,8 @@ use serde_json::json;
 
 use super::connection::McpConnection;
 use crate::event::ToolKind;
-use crate::llm::ToolSpec;
-use crate::tools::{
+use lode_llm::ToolSpec;
+use lode_tools::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 
@@ -63,9 +63,9 @@ fn xxhash_suffix(text: &str) -> String {
     digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Wraps external output so the model treats it as data (see [`crate::untrusted`]).
+/// Wraps external output so the model treats it as data (see [`lode_tools::untrusted`]).
 pub fn wrap_untrusted(server: &str, tool: &str, text: &str) -> String {
-    crate::untrusted::wrap_mcp_output(server, tool, text)
+    lode_tools::untrusted::wrap_mcp_output(server, tool, text)
 }
 
 /// Cuts `text` to `max` characters, saying how much was left out.

@@ -2,7 +2,7 @@
 //! fact to weigh, not an instruction). Only what the user typed themselves (`/remember`) is shown
 //! as a plain `<memory>`; every other memory (saved by the model, a session summary, one stored by
 //! an older lode) is shown inside an `<untrusted_content source="memory">` block (see
-//! [`crate::untrusted`]) naming the provenance lode recorded.
+//! [`lode_tools::untrusted`]) naming the provenance lode recorded.
 
 use super::store::{Memory, MemoryKind};
 
@@ -39,7 +39,7 @@ pub fn render_memory(memory: &Memory) -> String {
     let id = memory.id.to_string();
     let label = memory.source.label();
     if memory.source.is_untrusted() {
-        crate::untrusted::wrap(
+        lode_tools::untrusted::wrap(
             "memory",
             &[
                 ("id", &id),
@@ -53,7 +53,7 @@ pub fn render_memory(memory: &Memory) -> String {
         format!(
             "<memory id=\"{id}\" source=\"{}\" kind=\"{kind}\" saved=\"{date}\">\n{}\n</memory>",
             escape_attribute(&label),
-            crate::untrusted::neutralise(&memory.text).replace("</memory", "<\\/memory")
+            lode_tools::untrusted::neutralise(&memory.text).replace("</memory", "<\\/memory")
         )
     }
 }

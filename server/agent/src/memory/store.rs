@@ -54,7 +54,7 @@ pub enum MemorySource {
     File { path: String },
     /// Saved by the model during a turn in which untrusted content entered its context: what
     /// lode saw enter it (`tool:read_file`, `file:notes.md`, `context:repo_map`, …; see
-    /// [`crate::untrusted::TurnSources`]).
+    /// [`lode_tools::untrusted::TurnSources`]).
     Observed { sources: Vec<String> },
     /// Stored by a version of lode that took the source from the model's arguments: `claim` is
     /// what the model said (`user`), kept for display and never trusted.

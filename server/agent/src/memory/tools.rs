@@ -15,8 +15,8 @@ use serde_json::json;
 use super::render::render_memory;
 use super::store::{MemoryError, MemoryScope, MemorySource, MemoryStore, NewMemory};
 use crate::event::ToolKind;
-use crate::llm::ToolSpec;
-use crate::tools::{
+use lode_llm::ToolSpec;
+use lode_tools::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 

@@ -1,6 +1,6 @@
 //! How skills are shown to the model: trusted bodies verbatim inside `<skill>` tags; untrusted
 //! or changed ones after a line that says they are reference text, not instructions, inside an
-//! `<untrusted_content source="skill">` block (see [`crate::untrusted`]); and a one-line
+//! `<untrusted_content source="skill">` block (see [`lode_tools::untrusted`]); and a one-line
 //! catalogue of the skills not selected, whose untrusted entries sit in a block of their own.
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ pub fn render_skill(skill: &Skill) -> String {
             "<skill name=\"{}\" source=\"{}\">\n{}\n</skill>",
             skill.name,
             skill.source.label(),
-            neutralise(&crate::untrusted::neutralise(&skill.body), "skill")
+            neutralise(&lode_tools::untrusted::neutralise(&skill.body), "skill")
         )
     } else {
         quoted(
@@ -35,7 +35,7 @@ pub fn render_skill_file(skill: &Skill, file: &str, content: &str) -> String {
         format!(
             "<skill_file skill=\"{}\" path=\"{file}\">\n{}\n</skill_file>",
             skill.name,
-            neutralise(&crate::untrusted::neutralise(content), "skill_file")
+            neutralise(&lode_tools::untrusted::neutralise(content), "skill_file")
         )
     } else {
         quoted(
@@ -64,7 +64,7 @@ fn quoted(skill: &Skill, text: &str, what: &str, file: Option<&str>) -> String {
     }
     format!(
         "{preamble}\n{}",
-        crate::untrusted::wrap("skill", &attributes, text)
+        lode_tools::untrusted::wrap("skill", &attributes, text)
     )
 }
 
@@ -109,7 +109,7 @@ pub(super) fn prompt_texts(selected: &[SelectedSkill], all: &[Arc<Skill>]) -> Ve
         }
         if !untrusted.is_empty() {
             // Names and descriptions of skills the user has not trusted are the workspace's words.
-            catalogue.push_str(&crate::untrusted::wrap(
+            catalogue.push_str(&lode_tools::untrusted::wrap(
                 "skill_catalogue",
                 &[("status", "untrusted")],
                 &untrusted,

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::{SkillSet, render_skill, render_skill_file};
 use crate::event::ToolKind;
-use crate::llm::ToolSpec;
-use crate::tools::{
+use lode_llm::ToolSpec;
+use lode_tools::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 

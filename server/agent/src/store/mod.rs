@@ -44,7 +44,7 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
 use crate::event::{Location, ToolCallStart, ToolContent, ToolStatus};
-use crate::llm::{ContentPart, Message, Role};
+use lode_llm::{ContentPart, Message, Role};
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lode_agent::config::{Config, ConfigError, LoadedConfig};
-use lode_agent::llm::{ProviderConfig, ProviderConfigError, ProviderKind};
+use lode_llm::{ProviderConfig, ProviderConfigError, ProviderKind};
 
 use super::Check;
 use crate::commands::WorkspaceArgs;
@@ -105,7 +105,7 @@ pub fn check(args: &WorkspaceArgs, root: &Path, checks: &mut Vec<Check>) -> Opti
         } else {
             entry.name.clone()
         };
-        match lode_agent::llm::build_provider(entry) {
+        match lode_llm::build_provider(entry) {
             Err(ProviderConfigError::MissingApiKey { variable, .. }) => {
                 checks.push(Check::fail(
                     "credentials",

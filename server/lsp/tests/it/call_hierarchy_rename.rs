@@ -10,14 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
-use lode_agent::navigation::NavigationSource;
-use lode_agent::tools::call_hierarchy::CallHierarchyTool;
-use lode_agent::tools::rename::RenameTool;
-use lode_agent::tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 use lode_lsp::agent_navigation::ServerNavigation;
 use lode_lsp::downstream::{ClientSettings, DiagnosticsConfig, DiagnosticsProvider};
+use lode_tools::call_hierarchy::CallHierarchyTool;
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::navigation::NavigationSource;
+use lode_tools::rename::RenameTool;
+use lode_tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -85,8 +84,8 @@ def report(c: Circle, s: Square) -> str:
 
 struct Host;
 
-impl SessionHost for Host {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for Host {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 struct Fixture {

@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lode_agent::event::AgentEvent;
-use lode_agent::host::SessionHost;
-use lode_agent::navigation::NavigationSource;
-use lode_agent::tools::navigate::{NavigateTool, Question};
-use lode_agent::tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 use lode_lsp::agent_navigation::ServerNavigation;
 use lode_lsp::downstream::{ClientSettings, DiagnosticsConfig, DiagnosticsProvider};
+use lode_tools::host::{ToolEvent, ToolHost};
+use lode_tools::navigate::{NavigateTool, Question};
+use lode_tools::navigation::NavigationSource;
+use lode_tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -69,8 +68,8 @@ def circles() -> float:
 
 struct Host;
 
-impl SessionHost for Host {
-    fn emit(&self, _event: AgentEvent) {}
+impl ToolHost for Host {
+    fn emit(&self, _event: ToolEvent) {}
 }
 
 struct Fixture {

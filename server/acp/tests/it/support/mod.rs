@@ -11,8 +11,9 @@ use lode_acp::{
 use lode_agent::event::{
     AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolKind, ToolStatus,
 };
-use lode_agent::host::{PermissionRequest, SessionHost, TerminalCommand};
-use lode_agent::llm::ModelInfo;
+use lode_agent::host::{PermissionRequest, SessionHost};
+use lode_llm::ModelInfo;
+use lode_tools::host::TerminalCommand;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -185,7 +186,7 @@ impl AgentBackend for ScriptedBackend {
                         must_ask: false,
                         reason: "commands ask by default".into(),
                         subjects: vec!["ls".into()],
-                        subject_kind: lode_agent::permission::SubjectKind::Command,
+                        subject_kind: lode_policy::SubjectKind::Command,
                     })
                     .await;
                 let answer = serde_json::to_value(answer)

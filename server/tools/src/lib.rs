@@ -1,26 +1,38 @@
-//! The agent's tools. Each tool is a [`Tool`]: a spec the model sees, a presentation (title, kind,
-//! locations) the front end shows, a permission target the policy judges, and `run`.
+//! lode-tools: what a tool is and the tools lode ships.
 //!
-//! Tools never ask for permission themselves and never talk to a protocol: the loop checks the
-//! policy (see `permission`) before `run`, and tools reach the editor only through
-//! [`ToolContext::host`].
+//! Owns the [`Tool`] trait (a spec the model sees, a presentation (title, kind, locations) the
+//! front end shows, a permission target the policy judges, and `run`), the built-in tools, the
+//! path door that confines them to the workspace ([`paths`]), the doors they reach the editor
+//! through ([`host::ToolHost`], [`navigation`], [`editor_lsp`], [`diagnostics`]), and the
+//! `<untrusted_content>` frame their output reaches the model in ([`untrusted`]).
+//!
+//! It must not know about the agent: turns, sessions, the store, providers' clients, permission
+//! questions or protocols. Tools never ask for permission themselves: the loop checks the policy
+//! before `run`, and tools reach the front end only through [`ToolContext::host`].
 
 pub mod args;
 pub mod call_hierarchy;
+pub mod cargo_check;
 pub mod code;
 pub mod command;
 pub mod diagnostics;
 pub mod edit;
+pub mod editor_lsp;
+pub mod event;
 pub mod files;
 pub mod grep;
+pub mod host;
 pub mod navigate;
+pub mod navigation;
 pub mod output;
 pub mod paths;
 pub mod plan;
+pub mod pushed_diagnostics;
 pub mod read;
 pub mod registry;
 pub mod rename;
 pub mod symbol_edit;
+pub mod untrusted;
 
 pub use output::{CappedText, DEFAULT_OUTPUT_CAP, cap_output};
 pub use paths::{ResolvedPath, display_path, resolve_path};
@@ -33,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Location, ToolContent, ToolKind};
-use crate::host::SessionHost;
-use crate::llm::ToolSpec;
+use crate::host::ToolHost;
+use lode_llm::ToolSpec;
 
 /// The built-in tools that change one file: the diagnostics after an edit, the LSP code actions'
 /// capture and anything else that follows edits know them by these names.
@@ -142,7 +154,7 @@ pub struct ToolContext {
     pub roots: Vec<PathBuf>,
     /// The shared code index of the primary root.
     pub index: Arc<lode_index::Workspace>,
-    pub host: Arc<dyn SessionHost>,
+    pub host: Arc<dyn ToolHost>,
     pub call_id: String,
     pub cancel: CancellationToken,
     /// Confines the commands tools run (`run_command`, checkers).

@@ -12,7 +12,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// Lines `read_file` returns when no limit is given.
 pub const DEFAULT_READ_LINES: usize = 2000;

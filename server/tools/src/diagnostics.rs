@@ -21,17 +21,17 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::event::{Location, ToolKind};
-use crate::llm::{ToolCall, ToolResult, ToolSpec};
-use crate::tools::diagnostics::DiagnosticsTool;
-use crate::tools::paths::{display_path, resolve_path};
-use crate::tools::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
+use lode_llm::{ToolCall, ToolResult, ToolSpec};
+use crate::cargo_check::DiagnosticsTool;
+use crate::paths::{display_path, resolve_path};
+use crate::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
 
 /// Most diagnostics shown for one file in an injected block.
 pub const MAX_PER_FILE: usize = 10;
 /// Most characters of one injected block (about 500 tokens).
 pub const MAX_BLOCK_CHARS: usize = 2_000;
 /// The tools whose successful calls trigger a diagnostics block.
-pub const EDITING_TOOLS: [&str; 5] = crate::tools::FILE_EDIT_TOOLS;
+pub const EDITING_TOOLS: [&str; 5] = crate::FILE_EDIT_TOOLS;
 
 /// How serious a diagnostic is; the order is the display order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -194,7 +194,7 @@ fn count(diagnostics: &[Diagnostic], severity: Severity) -> usize {
 
 /// The file an editing tool call touches, absolute, when the call is one.
 fn edited_path(root: &Path, call: &ToolCall) -> Option<PathBuf> {
-    let raw = crate::tools::edited_file(&call.name, &call.arguments)?;
+    let raw = crate::edited_file(&call.name, &call.arguments)?;
     resolve_path(&[root.to_path_buf()], raw)
         .ok()
         .map(|resolved| resolved.absolute)

@@ -18,9 +18,9 @@ use super::paths::resolve_path;
 use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
-use crate::event::{AgentEvent, Location, ToolCallUpdate, ToolContent, ToolKind, ToolStatus};
-use crate::host::{ClientTerminals, TerminalCommand};
-use crate::llm::ToolSpec;
+use crate::event::{Location, ToolCallUpdate, ToolContent, ToolKind, ToolStatus};
+use crate::host::{ClientTerminals, TerminalCommand, ToolEvent};
+use lode_llm::ToolSpec;
 
 /// Limits for `run_command`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,7 +435,7 @@ async fn run_in_terminal(
     }];
     context
         .host
-        .emit(AgentEvent::ToolCallUpdated(ToolCallUpdate {
+        .emit(ToolEvent::Updated(ToolCallUpdate {
             id: context.call_id.clone(),
             status: ToolStatus::InProgress,
             title: None,

@@ -48,35 +48,13 @@ pub fn wrap_tool_output(tool: &str, text: &str) -> String {
 
 /// A tool's own error, as the model sees it: lode's `<tool_error>` frame around the tool's
 /// message, which is wrapped (a failing command's output, a parse error quoting a file).
-pub fn wrap_tool_error(tool: &str, error: &crate::tools::ToolError) -> String {
+pub fn wrap_tool_error(tool: &str, error: &crate::ToolError) -> String {
     error.frame(&wrap_tool_output(tool, &error.message))
 }
 
 /// Output of the tool `tool` of the MCP server `server`.
 pub fn wrap_mcp_output(server: &str, tool: &str, text: &str) -> String {
     wrap("mcp", &[("server", server), ("tool", tool)], text)
-}
-
-/// [`wrap`] within `max_tokens` (cl100k), cutting the content (never the closing tag) with a
-/// marker when it does not fit; `None` when not even the empty block fits.
-pub fn wrap_within(
-    source: &str,
-    attributes: &[(&str, &str)],
-    text: &str,
-    max_tokens: usize,
-) -> Option<String> {
-    use crate::context::{count_tokens, truncate_to_tokens};
-    let overhead = count_tokens(&wrap(source, attributes, ""));
-    let mut room = max_tokens.checked_sub(overhead)?;
-    loop {
-        let wrapped = wrap(source, attributes, &truncate_to_tokens(text, room));
-        let tokens = count_tokens(&wrapped);
-        if tokens <= max_tokens {
-            return Some(wrapped);
-        }
-        // Token counts are not quite additive across the seams; give back the difference.
-        room = room.checked_sub((tokens - max_tokens).max(1))?;
-    }
 }
 
 /// Makes every closing tag of the block inside `text` harmless: `</untrusted_content`, in any

@@ -530,7 +530,7 @@ fn stream_error(data: &Value) -> LlmError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCall, ToolResult, ToolSpec};
+    use crate::{ToolCall, ToolResult, ToolSpec};
 
     fn info() -> ModelInfo {
         ModelInfo {

@@ -471,7 +471,7 @@ fn stream_error(error: &Value, data: &str) -> LlmError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCall, ToolResult, ToolSpec};
+    use crate::{ToolCall, ToolResult, ToolSpec};
 
     fn info() -> ModelInfo {
         ModelInfo {

@@ -20,7 +20,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// The tools that name the file they change inside a `symbol` argument.
 pub const SYMBOL_EDIT_TOOLS: [&str; 3] = [

@@ -12,7 +12,7 @@ use super::output::{DEFAULT_OUTPUT_CAP, cap_output};
 use super::paths::resolve_path;
 use super::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// The one place the agent's code search calls the index: hybrid (lexical + semantic + symbol
 /// names) when the workspace has vectors, lexical BM25 otherwise or when the vectors cannot

@@ -6,8 +6,9 @@ use serde_json::json;
 
 use super::args::{invalid, parse_args};
 use super::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
-use crate::event::{AgentEvent, PlanEntry, PlanPriority, PlanStatus, ToolKind};
-use crate::llm::ToolSpec;
+use crate::event::{PlanEntry, PlanPriority, PlanStatus, ToolKind};
+use crate::host::ToolEvent;
+use lode_llm::ToolSpec;
 
 /// Most entries a plan may have.
 const MAX_ENTRIES: usize = 50;
@@ -110,7 +111,7 @@ impl Tool for UpdatePlanTool {
             .filter(|e| e.status == PlanStatus::Completed)
             .count();
         let total = entries.len();
-        context.host.emit(AgentEvent::Plan { entries });
+        context.host.emit(ToolEvent::Plan(entries));
         Ok(ToolOutput {
             model_text: format!("Plan updated: {done} of {total} steps completed."),
             raw_output: Some(json!({"entries": total, "completed": done})),

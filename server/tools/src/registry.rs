@@ -6,7 +6,7 @@ use super::Tool;
 use super::call_hierarchy::CallHierarchyTool;
 use super::code::{FindReferencesTool, FindSymbolTool, RepoMapTool, SearchCodeTool};
 use super::command::{CommandLimits, RunCommandTool};
-use super::diagnostics::DiagnosticsTool;
+use crate::cargo_check::DiagnosticsTool;
 use super::edit::{EditFileTool, WriteFileTool};
 use super::grep::GrepTool;
 use super::navigate::{NavigateTool, Question};
@@ -14,8 +14,8 @@ use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
 use super::rename::RenameTool;
 use super::symbol_edit::SymbolEditTool;
-use crate::llm::ToolSpec;
-use crate::permission::Mode;
+use lode_llm::ToolSpec;
+use lode_policy::Mode;
 
 /// Tools by name, in registration order.
 #[derive(Clone, Default)]

@@ -172,7 +172,7 @@ pub(crate) fn join_values(values: &[Value]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ToolCall, ToolResult};
+    use crate::{ToolCall, ToolResult};
 
     #[test]
     fn different_contents_have_different_keys() {

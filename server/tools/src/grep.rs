@@ -11,7 +11,7 @@ use super::output::{DEFAULT_OUTPUT_CAP, cap_output};
 use super::paths::{display_path, resolve_path};
 use super::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// Matching lines returned when no limit is given.
 const DEFAULT_MATCHES: usize = 100;

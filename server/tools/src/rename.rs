@@ -33,7 +33,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolContent, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 use crate::navigation::{FileEdit, NavPosition, NavigationError, NavigationSource};
 
 /// The tool's name.

@@ -14,7 +14,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolContent, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// A unified diff of `old` → `new` with three lines of context, headed `a/path` / `b/path`.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {

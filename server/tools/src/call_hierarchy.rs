@@ -27,7 +27,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 use crate::navigation::{CallDirection, CallItem, INDEX, NavLocation, NavigationSource};
 
 /// The tool's name.

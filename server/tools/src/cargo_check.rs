@@ -17,7 +17,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 
 /// The command the Rust source runs (also what the permission policy judges).
 pub const CARGO_CHECK: &str = "cargo check --message-format=json --all-targets";

@@ -26,7 +26,7 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use crate::llm::ToolSpec;
+use lode_llm::ToolSpec;
 use crate::navigation::{INDEX, NavLocation, NavPoint, NavigationSource, Resolved};
 
 /// The navigation tools' names.

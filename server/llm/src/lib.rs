@@ -1,9 +1,13 @@
-//! The language-model boundary: a provider-neutral conversation model ([`ChatRequest`],
-//! [`Message`], [`ContentPart`]), the stream of events a provider yields ([`StreamEvent`]), and the
-//! [`Provider`] trait that OpenAI-compatible and Anthropic clients implement.
+//! lode-llm: the language-model boundary.
 //!
-//! Nothing here knows about tools' behaviour, sessions or editors: a tool is a name, a description
-//! and a JSON schema; a tool call is an id, a name and JSON arguments.
+//! Owns a provider-neutral conversation model ([`ChatRequest`], [`Message`], [`ContentPart`]), the
+//! stream of events a provider yields ([`StreamEvent`]), the [`Provider`] trait that the
+//! OpenAI-compatible and Anthropic clients implement, their SSE parsing, retries, provider
+//! configuration and detection from the environment.
+//!
+//! It must not know about tools' behaviour, sessions, permissions or editors: a tool is a name, a
+//! description and a JSON schema ([`ToolSpec`]); a tool call is an id, a name and JSON arguments.
+//! The agent (`lode-agent`) drives providers; tools (`lode-tools`) only name their specs.
 
 pub mod anthropic;
 pub mod collect;
