@@ -11,15 +11,18 @@
 # 4. distill.py -> bench/out/embeddings/distilled.bin (MiniLM -> static table);
 # 5. `cargo vendor` of scripts/embeddings/train-corpus (a second set of pinned crates, for more
 #    training pairs) -> bench/corpus/train-vendor;
-# 6. train.py -> assets/embeddings/static-minilm.{bin,vocab.txt} (contrastive training on
-#    doc-sentence/function pairs of crates outside both retrieval benchmarks).
+# 6. train.py -> bench/out/embeddings/rust.bin (contrastive training on doc-sentence/function
+#    pairs of crates outside both retrieval benchmarks and bench/multilang's Rust sets);
+# 7. train.py --languages (all five) from that table -> assets/embeddings/static-minilm.{bin,
+#    vocab.txt}: pairs of the packages of bench/multilang/packages.txt's `table` split too
+#    (fetched from PyPI, npm and Debian by bench/multilang/build.py's own fetcher).
 # Slow steps cache their results under bench/out/embeddings/ (delete it to start over).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 VENV="${LODE_EMBED_VENV:-$ROOT/target/embed-venv}"
 [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q -r scripts/embeddings/requirements.txt
+"$VENV/bin/pip" install -q -r scripts/embeddings/requirements.txt -r bench/multilang/requirements.txt
 bench/corpus.sh --no-mixed
 cargo build --release -p lode
 [[ -f bench/corpus/rust-vendor/.lode/index/catalog.sqlite ]] \
@@ -32,4 +35,7 @@ if [[ ! -d $TRAIN_VENDOR ]]; then
   mv "$TRAIN_VENDOR.tmp" "$TRAIN_VENDOR"
 fi
 "$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/distilled.bin \
-  --out assets/embeddings/static-minilm.bin
+  --out bench/out/embeddings/rust.bin
+"$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/rust.bin \
+  --out assets/embeddings/static-minilm.bin \
+  --languages rust,python,javascript,typescript,go --per-language 10000 --epochs 8
