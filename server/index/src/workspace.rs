@@ -4,6 +4,7 @@
 //! `remove_file`) and the place every reader (CLI, agent, ACP, LSP) queries. It is `Sync`:
 //! share it behind an `Arc`.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, content_hash};
+use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, FileRecord, content_hash};
 use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::embed::Embedder;
 use crate::error::IndexError;
@@ -530,15 +531,7 @@ impl Workspace {
         let known = catalog.files()?;
         let derived = self.derived_in_step(&catalog, known.is_empty())?;
         let fingerprint = self.scan_fingerprint();
-        let quick = match mode {
-            RefreshMode::Quick => self.quick_scan(&catalog, &known, &fingerprint)?,
-            RefreshMode::Full => None,
-        };
-        let walked = quick.is_none();
-        let found = match quick {
-            Some(found) => found,
-            None => scan(&self.root, &self.scan_options)?,
-        };
+        let (found, walked) = self.find_files(&catalog, mode, &known, &fingerprint)?;
         let mut stats = RefreshStats {
             walked,
             timings: RefreshTimings {
@@ -549,42 +542,71 @@ impl Workspace {
             skipped_too_large: found.skipped_too_large,
             ..RefreshStats::default()
         };
-
-        let on_disk: std::collections::HashSet<&str> =
-            found.files.iter().map(|f| f.rel_path.as_str()).collect();
-        let deleted: Vec<String> = known
-            .keys()
-            .filter(|path| !on_disk.contains(path.as_str()))
-            .cloned()
-            .collect();
-        let candidates: Vec<&ScannedFile> = found
-            .files
-            .iter()
-            .filter(|file| {
-                known.get(&file.rel_path).is_none_or(|record| {
-                    record.size != file.size
-                        || record.mtime_ns != file.mtime_ns
-                        || file.mtime_ns == 0
-                })
-            })
-            .collect();
+        let (deleted, candidates) = changed_files(&known, &found);
         stats.unchanged = found.files.len() - candidates.len();
         if deleted.is_empty() && candidates.is_empty() {
             if walked {
                 catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
             }
-            let embed_started = Instant::now();
-            if derived.vectors {
-                stats.vectors = self.sync_vectors(&catalog, progress)?;
-            }
-            stats.timings.embed = embed_started.elapsed();
-            stats.total_vectors = self.vector_count()?;
-            stats.set_totals(catalog.counts()?);
+            self.finish_vectors(&catalog, derived, None, &mut stats, progress)?;
             return Ok(stats);
         }
 
         // A cold build loads without the name indexes and builds them once at the end.
         let bulk_load = known.is_empty();
+        self.prepare_write(&catalog, bulk_load, derived)?;
+        let mut batch = catalog.begin()?;
+        self.remove_deleted(&mut batch, &deleted, derived, &mut stats)?;
+        let mut inline = self.inline_vectors(&catalog, derived)?;
+        let batch = self.parse_and_write(
+            &catalog,
+            batch,
+            candidates,
+            &known,
+            derived,
+            &mut inline,
+            &mut stats,
+            progress,
+        )?;
+        stats.timings.parse_and_write = started.elapsed() - stats.timings.scan;
+        self.commit_refresh(&catalog, batch, derived, bulk_load, &mut inline)?;
+        // Only now that the files it vouches for are committed.
+        if walked {
+            catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
+        }
+        stats.timings.commit =
+            started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
+        self.finish_vectors(&catalog, derived, inline.as_ref(), &mut stats, progress)?;
+        Ok(stats)
+    }
+
+    /// The files on disk, and whether a full walk found them: a quick refresh stats the known
+    /// files when no directory of the last walk changed, and walks otherwise.
+    fn find_files(
+        &self,
+        catalog: &Catalog,
+        mode: RefreshMode,
+        known: &HashMap<String, FileRecord>,
+        fingerprint: &str,
+    ) -> Result<(Scan, bool), IndexError> {
+        let quick = match mode {
+            RefreshMode::Quick => self.quick_scan(catalog, known, fingerprint)?,
+            RefreshMode::Full => None,
+        };
+        match quick {
+            Some(found) => Ok((found, false)),
+            None => Ok((scan(&self.root, &self.scan_options)?, true)),
+        }
+    }
+
+    /// Before the first write of a refresh: a cold build (`bulk_load`) drops the name indexes
+    /// and defers the lexical merges; an incremental one makes sure the indexes exist.
+    fn prepare_write(
+        &self,
+        catalog: &Catalog,
+        bulk_load: bool,
+        derived: Derived,
+    ) -> Result<(), IndexError> {
         if bulk_load {
             catalog.prepare_bulk_load()?;
             if derived.lexical {
@@ -593,23 +615,60 @@ impl Workspace {
         } else {
             catalog.create_indexes()?;
         }
-        let mut batch = Some(catalog.begin()?);
-        for path in &deleted {
-            let Some(batch) = batch.as_mut() else { break };
+        Ok(())
+    }
+
+    /// Drops the files no longer on disk from the batch and the lexical index.
+    fn remove_deleted(
+        &self,
+        batch: &mut CatalogBatch<'_>,
+        deleted: &[String],
+        derived: Derived,
+        stats: &mut RefreshStats,
+    ) -> Result<(), IndexError> {
+        for path in deleted {
             batch.remove_file(path)?;
             if derived.lexical {
                 self.lexical.delete_file(path)?;
             }
             stats.removed += 1;
         }
+        Ok(())
+    }
 
-        let mut inline = match (&self.embedder, derived.vectors) {
+    /// The vectors the parse workers embed themselves, when the embedder is cheap enough
+    /// (`vectors::inline`) and the vectors are kept in step.
+    fn inline_vectors(
+        &self,
+        catalog: &Catalog,
+        derived: Derived,
+    ) -> Result<Option<InlineVectors>, IndexError> {
+        match (&self.embedder, derived.vectors) {
             (Some(embedder), true) => match self.vector_store()? {
-                Some(store) => InlineVectors::prepare(embedder, &store, catalog.generation()?)?,
-                None => None,
+                Some(store) => InlineVectors::prepare(embedder, &store, catalog.generation()?),
+                None => Ok(None),
             },
-            _ => None,
-        };
+            _ => Ok(None),
+        }
+    }
+
+    /// Reads and parses `candidates` on the worker threads and writes each outcome here, in
+    /// the order they finish, committing a checkpoint every `checkpoint_files` files or
+    /// `CHECKPOINT_INTERVAL`. Returns the batch still open (none when a checkpoint failed to
+    /// open the next).
+    #[allow(clippy::too_many_arguments)]
+    fn parse_and_write<'c>(
+        &self,
+        catalog: &'c Catalog,
+        batch: CatalogBatch<'c>,
+        candidates: Vec<&ScannedFile>,
+        known: &HashMap<String, FileRecord>,
+        derived: Derived,
+        inline: &mut Option<InlineVectors>,
+        stats: &mut RefreshStats,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<Option<CatalogBatch<'c>>, IndexError> {
+        let mut batch = Some(batch);
         let worker_embedder = inline.as_ref().map(InlineVectors::embedder);
         let total = candidates.len();
         let max_bytes = self.scan_options.max_file_bytes;
@@ -639,7 +698,7 @@ impl Workspace {
                         outcome,
                         derived.lexical,
                         inline.as_mut(),
-                        &mut stats,
+                        stats,
                     ),
                     None => Ok(()),
                 };
@@ -657,15 +716,7 @@ impl Workspace {
                     || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
                     && let Some(open) = batch.take()
                 {
-                    let checkpoint = open
-                        .commit()
-                        .and_then(|generation| self.commit_lexical(derived, generation))
-                        .and_then(|()| match inline.as_mut() {
-                            Some(inline) => inline.committed(false),
-                            None => Ok(()),
-                        })
-                        .and_then(|()| catalog.begin());
-                    match checkpoint {
+                    match self.checkpoint(catalog, open, derived, inline) {
                         Ok(next) => batch = Some(next),
                         Err(error) => write_error = Some(error),
                     }
@@ -674,10 +725,39 @@ impl Workspace {
                 }
             }
         });
-        if let Some(error) = write_error {
-            return Err(error);
+        match write_error {
+            Some(error) => Err(error),
+            None => Ok(batch),
         }
-        stats.timings.parse_and_write = started.elapsed() - stats.timings.scan;
+    }
+
+    /// Commits `batch` mid-refresh (catalog, lexical index, the vectors held so far) and opens
+    /// the next.
+    fn checkpoint<'c>(
+        &self,
+        catalog: &'c Catalog,
+        batch: CatalogBatch<'c>,
+        derived: Derived,
+        inline: &mut Option<InlineVectors>,
+    ) -> Result<CatalogBatch<'c>, IndexError> {
+        let generation = batch.commit()?;
+        self.commit_lexical(derived, generation)?;
+        if let Some(inline) = inline.as_mut() {
+            inline.committed(false)?;
+        }
+        catalog.begin()
+    }
+
+    /// Commits the last batch (and, after a cold build, merges the lexical segments and builds
+    /// the catalog's name indexes).
+    fn commit_refresh(
+        &self,
+        catalog: &Catalog,
+        batch: Option<CatalogBatch<'_>>,
+        derived: Derived,
+        bulk_load: bool,
+        inline: &mut Option<InlineVectors>,
+    ) -> Result<(), IndexError> {
         if let Some(open) = batch {
             let generation = open.commit()?;
             self.commit_lexical(derived, generation)?;
@@ -692,24 +772,31 @@ impl Workspace {
             // After the commit, so SQLite builds them while the lexical merges run.
             catalog.create_indexes()?;
         }
-        // Only now that the files it vouches for are committed.
-        if walked {
-            catalog.set_walk_stamps(&fingerprint, &found.dirs)?;
-        }
-        stats.timings.commit =
-            started.elapsed() - stats.timings.scan - stats.timings.parse_and_write;
+        Ok(())
+    }
+
+    /// Ends a refresh: brings the vectors in step (counting what the parse workers embedded)
+    /// and records the totals.
+    fn finish_vectors(
+        &self,
+        catalog: &Catalog,
+        derived: Derived,
+        inline: Option<&InlineVectors>,
+        stats: &mut RefreshStats,
+        progress: &(dyn Fn(RefreshProgress) + Sync),
+    ) -> Result<(), IndexError> {
         let embed_started = Instant::now();
         if derived.vectors {
-            stats.vectors = self.sync_vectors(&catalog, progress)?;
+            stats.vectors = self.sync_vectors(catalog, progress)?;
         }
-        if let Some(inline) = &inline {
+        if let Some(inline) = inline {
             stats.vectors.embedded += inline.embedded();
             stats.vectors.reset |= inline.reset();
         }
         stats.timings.embed = embed_started.elapsed();
         stats.total_vectors = self.vector_count()?;
         stats.set_totals(catalog.counts()?);
-        Ok(stats)
+        Ok(())
     }
 
     pub(crate) fn commit_lexical(
@@ -729,6 +816,31 @@ impl Workspace {
 pub(crate) struct Derived {
     pub(crate) lexical: bool,
     pub(crate) vectors: bool,
+}
+
+/// The known files gone from disk, and the found files that are new or whose size or mtime
+/// changed (an mtime of 0 is never trusted).
+fn changed_files<'f>(
+    known: &HashMap<String, FileRecord>,
+    found: &'f Scan,
+) -> (Vec<String>, Vec<&'f ScannedFile>) {
+    let on_disk: std::collections::HashSet<&str> =
+        found.files.iter().map(|f| f.rel_path.as_str()).collect();
+    let deleted: Vec<String> = known
+        .keys()
+        .filter(|path| !on_disk.contains(path.as_str()))
+        .cloned()
+        .collect();
+    let candidates: Vec<&ScannedFile> = found
+        .files
+        .iter()
+        .filter(|file| {
+            known.get(&file.rel_path).is_none_or(|record| {
+                record.size != file.size || record.mtime_ns != file.mtime_ns || file.mtime_ns == 0
+            })
+        })
+        .collect();
+    (deleted, candidates)
 }
 
 impl Workspace {
