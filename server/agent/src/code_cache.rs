@@ -12,9 +12,9 @@
 //! When the generation cannot be read, nothing is reused.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use crate::context::RetrievedChunk;
@@ -60,13 +60,6 @@ impl CodeCache {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, CacheState> {
-        // Entries are added whole; a panic elsewhere cannot leave one half-made.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// The index's catalog generation now; `None` when it cannot be read. Read it before making
     /// anything from the index: what is made is then at least as new as the generation it is
     /// kept under, so a later change always shows as a new generation.
@@ -107,7 +100,7 @@ fn cached<K: Clone + PartialEq, V: Clone, E>(
         return make();
     };
     {
-        let mut state = cache.lock();
+        let mut state = cache.state.lock();
         if state.generation != Some(generation) {
             // Another generation: nothing kept is current any more.
             *state = CacheState {
@@ -121,7 +114,7 @@ fn cached<K: Clone + PartialEq, V: Clone, E>(
     }
     // Made outside the lock: other sessions' turns go on meanwhile.
     let value = make()?;
-    let mut state = cache.lock();
+    let mut state = cache.state.lock();
     if state.generation == Some(generation) {
         let kept = entries(&mut state);
         if !kept.iter().any(|(other, _)| other == key) {
@@ -159,7 +152,7 @@ impl GenerationProbe {
     fn read(&self) -> Option<u64> {
         let identity = file_identity(&self.path)?;
         // Only this probe uses the connection; a panic while reading leaves nothing half-done.
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut open = self.open.lock();
         if open.as_ref().map(|(seen, _)| *seen) != Some(identity) {
             *open = None;
             let connection = Connection::open_with_flags(

@@ -4,9 +4,10 @@
 //! Search scores every memory in scope exactly: BM25 over the texts plus cosine similarity.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use lode_index::embed::Embedder;
+use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::redact::{execute_redacted, redact_stored_text, redact_text};
@@ -318,13 +319,6 @@ impl MemoryStore {
         &self.path
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves the connection usable; keep using it.
-        self.connection
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn error(&self, source: rusqlite::Error) -> MemoryError {
         MemoryError::Sqlite {
             path: self.path.clone(),
@@ -396,7 +390,7 @@ impl MemoryStore {
             let vector = embedder.embed_batch(&[text.as_str()]).ok()?.pop()?;
             Some((vector_to_blob(&vector), embedder.identity().to_string()))
         });
-        let connection = self.lock();
+        let connection = self.connection.lock();
         // What the user typed is never folded into an untrusted memory with the same text.
         let existing: Option<i64> = connection
             .query_row(
@@ -448,7 +442,7 @@ impl MemoryStore {
     }
 
     pub fn get(&self, id: i64) -> Result<Option<Memory>, MemoryError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         connection
             .query_row(
                 &format!("SELECT {COLUMNS} FROM memories WHERE id = ?1"),
@@ -462,7 +456,7 @@ impl MemoryStore {
     /// Deletes a memory; returns whether it existed.
     pub fn delete(&self, id: i64) -> Result<bool, MemoryError> {
         let removed = execute_redacted(
-            &self.lock(),
+            &self.connection.lock(),
             "DELETE FROM memories WHERE id = ?1",
             params![id],
         )
@@ -483,7 +477,7 @@ impl MemoryStore {
     }
 
     fn load_scope(&self, scope: &MemoryScope) -> Result<Vec<StoredRow>, MemoryError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         let (filter, workspace): (&str, Option<String>) = match scope {
             MemoryScope::Workspace(root) => (
                 "WHERE workspace IS NULL OR workspace = ?1",

@@ -21,9 +21,10 @@ pub mod trust;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use lode_index::embed::Embedder;
+use parking_lot::Mutex;
 
 pub use catalog::{RESOURCE_DIRS, SkillProblem, SkillSource};
 pub use parse::{SkillDocument, SkillParseError};
@@ -280,16 +281,9 @@ impl SkillSet {
         &self.config
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves plain data behind; keep using it.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Re-reads skills whose files changed (by size and mtime) and re-reads trust decisions.
     pub fn refresh(&self) -> RefreshReport {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state)
     }
 
@@ -418,14 +412,14 @@ impl SkillSet {
 
     /// Every usable skill, by name.
     pub fn skills(&self) -> Vec<Arc<Skill>> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         state.skills.clone()
     }
 
     /// Every invalid skill found by the last scan (reported or not).
     pub fn problems(&self) -> Vec<SkillProblem> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         let mut problems = state.discovery.problems.clone();
         problems.extend(state.trust_problem.clone());
@@ -435,7 +429,7 @@ impl SkillSet {
     /// Skills hidden by a same-named skill of higher precedence: (hidden skill's source and
     /// folder, the source that won).
     pub fn shadowed(&self) -> Vec<(String, SkillSource, Option<PathBuf>, SkillSource)> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         state
             .discovery
@@ -454,7 +448,7 @@ impl SkillSet {
 
     /// The skill called `name`, fresh from disk.
     pub fn get(&self, name: &str) -> Option<Arc<Skill>> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         state
             .skills
@@ -465,7 +459,7 @@ impl SkillSet {
 
     /// Records the user's trust in the workspace skill `name` with its current content.
     pub fn trust(&self, name: &str) -> Result<Arc<Skill>, SkillError> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         let skill = state
             .skills
@@ -501,7 +495,7 @@ impl SkillSet {
 
     /// Withdraws trust from a workspace skill; returns whether it was trusted.
     pub fn revoke(&self, name: &str) -> Result<bool, SkillError> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let path = self
             .config
             .trust_db
@@ -521,7 +515,7 @@ impl SkillSet {
     /// The `k` skills that best match `message` (hybrid of BM25 and embedding similarity over
     /// each skill's name and description), best first; skills with no evidence are left out.
     pub fn select(&self, message: &str, k: usize) -> Vec<SelectedSkill> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         self.refresh_locked(&mut state);
         select_locked(&state, self.embedder.as_deref(), message, k)
     }
@@ -529,7 +523,7 @@ impl SkillSet {
     /// Everything the loop needs for one turn: rescans (hot reload), selects the top
     /// `config.top_k` skills for the user's message and renders the prompt section.
     pub fn prepare_turn(&self, user_message: &str) -> SkillsForTurn {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let report = self.refresh_locked(&mut state);
         let selected = select_locked(
             &state,

@@ -35,10 +35,10 @@ mod schema;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use parking_lot::{Mutex, MutexGuard};
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
@@ -377,20 +377,10 @@ impl SessionStore {
         &self.path
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite half-written (every write is a
-        // transaction that rolls back on drop), so a poisoned lock is safe to reuse.
-        self.connection
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn views(&self) -> MutexGuard<'_, ModelViews> {
         // Views are replaced or dropped whole; one left behind by a panic is dropped by the
         // next `data_version` check at worst, and is otherwise a complete earlier state.
-        self.views
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.views.lock()
     }
 
     /// Creates a session with a fresh UUID v7 id.
@@ -407,7 +397,7 @@ impl SessionStore {
             closed: false,
         };
         write(
-            &self.lock(),
+            &self.connection.lock(),
             "INSERT INTO sessions (id, cwd, title, mode, model, created_at, updated_at, closed)
              VALUES (?1, ?2, NULL, ?3, ?4, ?5, ?5, 0)",
             params![
@@ -423,7 +413,7 @@ impl SessionStore {
 
     /// Sessions, most recently updated first; only those opened in `cwd` when given.
     pub fn list_sessions(&self, cwd: Option<&Path>) -> Result<Vec<SessionInfo>, StoreError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         let mut sessions = Vec::new();
         match cwd {
             Some(cwd) => {
@@ -451,12 +441,12 @@ impl SessionStore {
 
     /// One session's metadata, `None` if there is no such session.
     pub fn get_session(&self, id: &str) -> Result<Option<SessionInfo>, StoreError> {
-        get_session(&self.lock(), id)
+        get_session(&self.connection.lock(), id)
     }
 
     /// Everything stored for a session.
     pub fn load_history(&self, id: &str) -> Result<History, StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         // One read transaction: a consistent snapshot even while other connections write.
         let transaction = connection.transaction()?;
         let session =
@@ -501,7 +491,7 @@ impl SessionStore {
         id: &str,
         in_clear: &BTreeMap<u64, Message>,
     ) -> Result<Vec<Message>, StoreError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         let mut views = self.views();
         views.check(&connection)?;
         if views.touch(id).is_none() {
@@ -524,7 +514,7 @@ impl SessionStore {
 
     /// Lets go of the session's view kept in memory (an idle session); the next use loads it.
     pub fn forget_view(&self, id: &str) {
-        let _connection = self.lock();
+        let _connection = self.connection.lock();
         self.views().sessions.remove(id);
     }
 
@@ -535,7 +525,7 @@ impl SessionStore {
         message: &Message,
         visibility: Visibility,
     ) -> Result<u64, StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let seq = insert_message(&transaction, session_id, message, visibility, None)?;
         // Read back as stored (redacted), for the view in memory: exactly what a load gives.
@@ -562,7 +552,7 @@ impl SessionStore {
         message_seq: u64,
         call: &ToolCallStart,
     ) -> Result<(), StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_session(&transaction, session_id)?;
         let now = timestamp(Utc::now());
@@ -595,7 +585,7 @@ impl SessionStore {
         call_id: &str,
         finish: &ToolCallFinish,
     ) -> Result<(), StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = timestamp(Utc::now());
         let changed = if finish.locations.is_empty() {
@@ -654,7 +644,7 @@ impl SessionStore {
 
     /// Marks a session closed (it stays listed and loadable).
     pub fn close_session(&self, session_id: &str) -> Result<(), StoreError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         let changed = write(
             &connection,
             "UPDATE sessions SET closed = 1, updated_at = ?2 WHERE id = ?1",
@@ -668,7 +658,7 @@ impl SessionStore {
 
     /// Deletes a session with its messages and tool calls. Returns whether it existed.
     pub fn delete_session(&self, session_id: &str) -> Result<bool, StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         write(
             &transaction,
@@ -701,7 +691,7 @@ impl SessionStore {
         up_to_seq: u64,
         summary: &Message,
     ) -> Result<u64, StoreError> {
-        let mut connection = self.lock();
+        let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         require_session(&transaction, session_id)?;
         let exists: Option<i64> = transaction
@@ -755,7 +745,7 @@ impl SessionStore {
         column: &'static str,
         value: Option<&str>,
     ) -> Result<(), StoreError> {
-        let connection = self.lock();
+        let connection = self.connection.lock();
         // `column` is one of a fixed set of names chosen by the callers above, never user input.
         let changed = write(
             &connection,
