@@ -165,9 +165,9 @@ impl ConnectionState {
         }
         for (id, idle) in released {
             if self.backend.release_session(&id) {
-                eprintln!(
-                    "lode acp: released idle session {id} from memory after {}s without activity; \
-                     its next request picks it up again",
+                tracing::info!(
+                    "released idle session {id} from memory after {}s without activity; its next \
+                     request picks it up again",
                     idle.as_secs()
                 );
             }
@@ -673,15 +673,12 @@ fn announce_commands(state: &ConnectionState, cx: &ConnectionTo<Client>, session
 }
 
 /// `_lode/diagnostics`: a notification, so nothing is answered; what cannot be used is logged to
-/// stderr (never stdout, which carries the protocol) and dropped.
+/// the log (never stdout, which carries the protocol) and dropped.
 fn receive_diagnostics(state: &ConnectionState, params: &serde_json::Value) {
     let file = match ext_diagnostics::parse_params(params) {
         Ok(file) => file,
         Err(why) => {
-            eprintln!(
-                "lode acp: ignored a malformed {}: {why}",
-                ext_diagnostics::METHOD
-            );
+            tracing::warn!(error = %why, "ignored a malformed {}", ext_diagnostics::METHOD);
             return;
         }
     };
@@ -690,9 +687,9 @@ fn receive_diagnostics(state: &ConnectionState, params: &serde_json::Value) {
         .backend
         .push_diagnostics(file.session_id.as_deref(), file.path, file.diagnostics)
     {
-        eprintln!(
-            "lode acp: ignored {} for {shown}: not a file in an open workspace (a session whose \
-             cwd is in the project opens it)",
+        tracing::warn!(
+            "ignored {} for {shown}: not a file in an open workspace (a session whose cwd is in \
+             the project opens it)",
             ext_diagnostics::METHOD
         );
     }

@@ -20,9 +20,9 @@ pub fn negotiate(state: &ConnectionState, request: &InitializeRequest) -> bool {
     let offered = ext_lsp::client_offers(&request.client_capabilities);
     let on = offered && state.lsp.enabled;
     if offered && !on {
-        eprintln!(
-            "lode acp: the client offers the LSP extension, but [acp.lsp] enabled = false: \
-             navigation uses lode's own language servers and index"
+        tracing::info!(
+            "the client offers the LSP extension, but [acp.lsp] enabled = false: navigation \
+             uses lode's own language servers and index"
         );
     }
     state.lsp_negotiated.store(on, Ordering::SeqCst);
@@ -61,16 +61,16 @@ pub fn receive(
 ) {
     let method = notification.method.as_str();
     if method != PUBLISH_DIAGNOSTICS && method != DID_SAVE {
-        eprintln!(
-            "lode acp: ignored the unknown notification {method}; lode accepts \
-             {PUBLISH_DIAGNOSTICS} and {DID_SAVE}"
+        tracing::warn!(
+            "ignored the unknown notification {method}; lode accepts {PUBLISH_DIAGNOSTICS} and \
+             {DID_SAVE}"
         );
         return;
     }
     if !negotiated(state) {
-        eprintln!(
-            "lode acp: ignored {method}: the LSP extension was not negotiated (it needs an \
-             initialize whose clientCapabilities._meta.lsp is true, and [acp.lsp] enabled)"
+        tracing::warn!(
+            "ignored {method}: the LSP extension was not negotiated (it needs an initialize \
+             whose clientCapabilities._meta.lsp is true, and [acp.lsp] enabled)"
         );
         return;
     }
@@ -85,7 +85,7 @@ fn publish(state: &ConnectionState, params: &serde_json::Value) {
     let file = match ext_lsp::parse_publish(params, state.lsp.max_diagnostics_per_file) {
         Ok(file) => file,
         Err(why) => {
-            eprintln!("lode acp: ignored a malformed {PUBLISH_DIAGNOSTICS}: {why}");
+            tracing::warn!(error = %why, "ignored a malformed {PUBLISH_DIAGNOSTICS}");
             return;
         }
     };
@@ -94,9 +94,9 @@ fn publish(state: &ConnectionState, params: &serde_json::Value) {
         .backend
         .push_diagnostics(None, file.path, file.diagnostics)
     {
-        eprintln!(
-            "lode acp: ignored {PUBLISH_DIAGNOSTICS} for {shown}: not a file in an open \
-             workspace (a session whose cwd is in the project opens it)"
+        tracing::warn!(
+            "ignored {PUBLISH_DIAGNOSTICS} for {shown}: not a file in an open workspace (a \
+             session whose cwd is in the project opens it)"
         );
     }
 }
@@ -107,7 +107,7 @@ fn saved(state: &Arc<ConnectionState>, params: &serde_json::Value, cx: &Connecti
     let path = match ext_lsp::parse_did_save(params) {
         Ok(path) => path,
         Err(why) => {
-            eprintln!("lode acp: ignored a malformed {DID_SAVE}: {why}");
+            tracing::warn!(error = %why, "ignored a malformed {DID_SAVE}");
             return;
         }
     };
@@ -122,8 +122,8 @@ fn saved(state: &Arc<ConnectionState>, params: &serde_json::Value, cx: &Connecti
                 .unwrap_or(false)
         };
         if !indexed {
-            eprintln!(
-                "lode acp: {DID_SAVE} for {}: not a file lode indexes in an open workspace",
+            tracing::warn!(
+                "{DID_SAVE} for {}: not a file lode indexes in an open workspace",
                 path.display()
             );
             return Ok(());
@@ -132,7 +132,7 @@ fn saved(state: &Arc<ConnectionState>, params: &serde_json::Value, cx: &Connecti
             Ok(found) => {
                 state.backend.push_diagnostics(None, path, found.value);
             }
-            Err(why) => eprintln!("lode acp: after {DID_SAVE}: {why}"),
+            Err(why) => tracing::warn!(error = %why, "after {DID_SAVE}"),
         }
         Ok(())
     });

@@ -252,10 +252,11 @@ fn cors_headers(headers: &mut HeaderMap, origin: &HeaderValue) {
     headers.append(header::VARY, HeaderValue::from_static("origin"));
 }
 
-/// A refusal: the status, `reason` as a plain-text body, and one line on stderr.
+/// A refusal: the status, `reason` as a plain-text body, and one warning in the log.
 fn refuse(request: &Request, status: StatusCode, reason: String) -> Response {
-    eprintln!(
-        "lode acp: refused {} {}: {reason}",
+    tracing::warn!(
+        error = %reason,
+        "refused {} {}",
         request.method(),
         request.uri().path()
     );

@@ -292,7 +292,7 @@ async fn serve_websocket(
                         } else {
                             (CLOSE_PROTOCOL_ERROR, error)
                         };
-                        eprintln!("lode acp: closing a WebSocket connection: {reason}");
+                        tracing::warn!(error = %reason, "closing a WebSocket connection");
                         let _ = closer.unbounded_send(WsMessage::Close(Some(CloseFrame {
                             code,
                             reason: reason.into(),
@@ -322,7 +322,7 @@ async fn serve_websocket(
     };
     let (outcome, ()) = tokio::join!(connection, writer);
     if let Err(error) = outcome {
-        eprintln!("lode acp: a WebSocket connection failed: {error}");
+        tracing::warn!(%error, "a WebSocket connection failed");
     }
 }
 

@@ -517,8 +517,8 @@ impl Agent {
                     tokio::task::spawn_blocking(move || index.bring_up_to_date(&|_| {})).await;
                 match outcome {
                     Ok(Ok(_)) => {}
-                    Ok(Err(error)) => eprintln!("lode: indexing failed: {error}"),
-                    Err(error) => eprintln!("lode: indexing stopped: {error}"),
+                    Ok(Err(error)) => tracing::error!(%error, "indexing failed"),
+                    Err(error) => tracing::error!(%error, "indexing stopped"),
                 }
             })
             .await;

@@ -202,7 +202,7 @@ impl Extensions {
             && self.memory_settings.session_summaries
             && let Err(error) = memory.save_session_summary(&self.root, session_id, summary)
         {
-            eprintln!("lode: could not store the session summary: {error}");
+            tracing::warn!(%error, "could not store the session summary");
         }
     }
 

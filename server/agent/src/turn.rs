@@ -955,7 +955,7 @@ async fn run_tool_call(
                     .record_tool_call_finish(session_id, &call.id, &finish)
             })
         {
-            eprintln!("lode: could not record tool call {}: {error}", call.id);
+            tracing::warn!(%error, "could not record tool call {}", call.id);
         }
         if let Err(error) = shared.audit.record(
             session_id,
@@ -964,7 +964,7 @@ async fn run_tool_call(
             "unknown_tool",
             &update,
         ) {
-            eprintln!("lode: could not write the audit log: {error}");
+            tracing::error!(%error, "could not write the audit log");
         }
         return ToolResult {
             call_id: call.id.clone(),
@@ -986,7 +986,7 @@ async fn run_tool_call(
         .store
         .record_tool_call_start(session_id, message_seq, &start)
     {
-        eprintln!("lode: could not record tool call {}: {error}", call.id);
+        tracing::warn!(%error, "could not record tool call {}", call.id);
     }
 
     let target = tool.permission_target(&call.arguments);
@@ -1169,10 +1169,7 @@ async fn run_tool_call(
         .store
         .record_tool_call_finish(session_id, &call.id, &finish)
     {
-        eprintln!(
-            "lode: could not record the result of tool call {}: {error}",
-            call.id
-        );
+        tracing::warn!(%error, "could not record the result of tool call {}", call.id);
     }
     if let Err(error) = shared.audit.record(
         session_id,
@@ -1181,7 +1178,7 @@ async fn run_tool_call(
         &decision_text,
         &update,
     ) {
-        eprintln!("lode: could not write the audit log: {error}");
+        tracing::error!(%error, "could not write the audit log");
     }
     result
 }
@@ -1209,7 +1206,7 @@ async fn release_terminals(host: &dyn SessionHost, content: &[ToolContent]) {
         if let ToolContent::Terminal { terminal_id } = item
             && let Err(error) = terminals.release(terminal_id).await
         {
-            eprintln!("lode: could not release terminal {terminal_id}: {error}");
+            tracing::warn!(%error, "could not release terminal {terminal_id}");
         }
     }
 }

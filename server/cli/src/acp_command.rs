@@ -18,6 +18,7 @@ use lode_acp::{
 };
 
 use crate::commands::WorkspaceArgs;
+use crate::render::say;
 
 /// Options of `lode acp`.
 #[derive(Debug, Args)]
@@ -67,14 +68,13 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
             Some((root, options))
         }
         Start::Outside(why) => {
-            eprintln!(
-                "lode acp: {why}, so no workspace is opened now; each session opens the one its \
-                 cwd names"
+            tracing::info!(
+                "{why}, so no workspace is opened now; each session opens the one its cwd names"
             );
             if workspace.index_dir.is_some() {
-                eprintln!(
-                    "lode acp: --index-dir ($LODE_INDEX_DIR) is not used: it is the starting \
-                     workspace's, and there is none (--root gives one)"
+                tracing::warn!(
+                    "--index-dir ($LODE_INDEX_DIR) is not used: it is the starting workspace's, \
+                     and there is none (--root gives one)"
                 );
             }
             None
@@ -107,9 +107,9 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
                 crate::agent_cli::announce_detected_provider(&agent);
                 let connection = acp_settings(&agent.config().acp);
                 if agent.models().is_empty() {
-                    eprintln!(
-                        "lode acp: no LLM provider is configured; prompts are refused until one \
-                         is (`lode config` shows where lode looks)"
+                    tracing::warn!(
+                        "no LLM provider is configured; prompts are refused until one is \
+                         (`lode config` shows where lode looks)"
                     );
                 }
                 let default = opener.serve(agent);
@@ -127,16 +127,16 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
                 // Zero-config models: the provider the environment offers when none is
                 // configured (a workspace's agent detects again when it opens).
                 if let Some(detected) = loaded.detect_provider(&|name| std::env::var(name).ok()) {
-                    eprintln!("lode: {}", detected.notice());
+                    tracing::info!("{}", detected.notice());
                 }
                 opener.models = lode_agent::configured_models(&loaded)
                     .context("cannot use the configured LLM providers")?;
                 let connection = acp_settings(&loaded.config.acp);
                 if opener.models.is_empty() {
-                    eprintln!(
-                        "lode acp: no LLM provider is configured outside the workspaces; prompts \
-                         are refused until one is, but for a workspace whose own \
-                         .lode/config.toml adds one (`lode config` shows where lode looks)"
+                    tracing::warn!(
+                        "no LLM provider is configured outside the workspaces; prompts are \
+                         refused until one is, but for a workspace whose own .lode/config.toml \
+                         adds one (`lode config` shows where lode looks)"
                     );
                 }
                 (
@@ -161,11 +161,9 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
                     .local_addr()
                     .context("cannot read the bound address")?;
                 if args.print_token {
-                    eprintln!("lode acp: bearer token: {}", options.token);
+                    say!("lode acp: bearer token: {}", options.token);
                 }
-                eprintln!(
-                    "lode acp: listening on http://{bound}/acp (WebSocket: ws://{bound}/acp)"
-                );
+                say!("lode acp: listening on http://{bound}/acp (WebSocket: ws://{bound}/acp)");
                 lode_acp::serve_http(backend, listener, options).await?;
             }
         }
@@ -263,7 +261,7 @@ impl Opener {
             ) {
                 Ok(watcher) => Some(watcher),
                 Err(error) => {
-                    eprintln!("lode acp: not watching {}: {error}", agent.root().display());
+                    tracing::warn!(%error, "not watching {}", agent.root().display());
                     None
                 }
             }
@@ -296,7 +294,7 @@ impl WorkspaceOpener for Opener {
         options.allow_no_provider = true;
         let agent =
             lode_agent::Agent::open(root, options).map_err(|error| refused(error.to_string()))?;
-        eprintln!("lode acp: opened the workspace {}", root.display());
+        tracing::info!("opened the workspace {}", root.display());
         crate::agent_cli::announce_detected_provider(&agent);
         Ok(self.serve(agent))
     }
@@ -320,7 +318,7 @@ fn http_token(given: Option<String>, root: Option<&Path>) -> anyhow::Result<(Str
     let path = lode_acp::token_file::default_token_path()
         .ok_or(lode_acp::token_file::TokenFileError::NoLocation)?;
     let (token, created) = lode_acp::token_file::load_or_create_token(&path, root)?;
-    eprintln!(
+    say!(
         "lode acp: bearer token {} {} (`lode ask` reads it; --print-token shows it)",
         if created { "saved in" } else { "read from" },
         path.display()

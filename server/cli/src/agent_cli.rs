@@ -15,6 +15,8 @@ use lode_agent::{Agent, UserInput};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::render::{ask, say};
+
 /// Exit code of `lode run` when the turn ended for another reason than finishing its answer.
 pub const EXIT_TURN_INCOMPLETE: u8 = 4;
 
@@ -90,11 +92,11 @@ impl TerminalHost {
                     text.ends_with('\n');
             }
             AgentEvent::ThoughtDelta { text } => {
-                eprint!("\x1b[2m{text}\x1b[0m");
+                ask!("\x1b[2m{text}\x1b[0m");
             }
             AgentEvent::ToolCallStarted(start) => {
                 self.finish_line();
-                eprintln!("● {}", start.title);
+                say!("● {}", start.title);
             }
             AgentEvent::ToolCallUpdated(update) => match update.status {
                 ToolStatus::Completed => {
@@ -106,7 +108,7 @@ impl TerminalHost {
                         } = content
                         {
                             let (added, removed) = line_changes(old_text.as_deref(), new_text);
-                            eprintln!("  ⎿ {} (+{added} −{removed})", path.display());
+                            say!("  ⎿ {} (+{added} −{removed})", path.display());
                         }
                     }
                 }
@@ -119,25 +121,25 @@ impl TerminalHost {
                             _ => None,
                         })
                         .unwrap_or("failed");
-                    eprintln!("  ⎿ ✗ {message}");
+                    say!("  ⎿ ✗ {message}");
                 }
                 ToolStatus::Pending | ToolStatus::InProgress => {}
             },
             AgentEvent::Plan { entries } => {
                 self.finish_line();
-                eprintln!("plan:");
+                say!("plan:");
                 for entry in entries {
                     let mark = match entry.status {
                         lode_agent::event::PlanStatus::Completed => "☒",
                         lode_agent::event::PlanStatus::InProgress => "◐",
                         lode_agent::event::PlanStatus::Pending => "☐",
                     };
-                    eprintln!("  {mark} {}", entry.content);
+                    say!("  {mark} {}", entry.content);
                 }
             }
             AgentEvent::Notice { message } => {
                 self.finish_line();
-                eprintln!("lode: {message}");
+                say!("lode: {message}");
             }
             AgentEvent::UserMessage { text } => {
                 self.finish_line();
@@ -196,17 +198,18 @@ impl SessionHost for TerminalHost {
                 }
                 if request.must_ask {
                     if !self.json {
-                        eprintln!(
+                        say!(
                             "lode: refused {}: only a person can approve this ({}); --yes-to \
                              cannot. Answer it with `lode run --ask`, in `lode chat` or in an \
                              editor.",
-                            request.title, request.reason
+                            request.title,
+                            request.reason
                         );
                     }
                     return PermissionAnswer::RejectOnce;
                 }
                 if !self.json {
-                    eprintln!(
+                    say!(
                         "lode: denied {} (not allowed by policy; rerun with --yes-to '{}' to allow)",
                         request.title,
                         suggested_pattern(&request)
@@ -230,14 +233,13 @@ impl TerminalHost {
         };
         let always = request.offers_always();
         if request.must_ask && !request.reason.is_empty() {
-            eprintln!(
+            say!(
                 "lode: this needs your decision each time: {}",
                 request.reason
             );
         }
         let choices = if always { " / [a]lways / ne[v]er" } else { "" };
-        eprint!("Allow {}? [y]es{network} / [n]o{choices}: ", request.title);
-        let _ = std::io::stderr().flush();
+        ask!("Allow {}? [y]es{network} / [n]o{choices}: ", request.title);
         let answer = lines.lock().await.recv().await;
         match answer.as_deref().map(str::trim) {
             Some("y" | "yes") => PermissionAnswer::AllowOnce,
@@ -313,7 +315,7 @@ pub fn run(
             .await?;
         host.finish_line();
         if !json && stop != StopReason::EndTurn {
-            eprintln!("lode: the turn ended: {}", stop_reason_text(stop));
+            say!("lode: the turn ended: {}", stop_reason_text(stop));
         }
         Ok(if stop == StopReason::EndTurn {
             ExitCode::SUCCESS
@@ -326,7 +328,7 @@ pub fn run(
 /// Says on stderr which provider lode took from the environment, and why (zero-config models).
 pub fn announce_detected_provider(agent: &Agent) {
     if let Some(detected) = agent.detected_provider() {
-        eprintln!("lode: {}", detected.notice());
+        say!("lode: {}", detected.notice());
     }
 }
 
@@ -367,13 +369,12 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
         };
         let interactive = std::io::stdin().is_terminal();
         if interactive {
-            eprintln!("lode chat: session {session}. /help for commands, Ctrl-D to leave.");
-            eprintln!("lode chat: {}", agent.sandbox().status().describe());
+            say!("lode chat: session {session}. /help for commands, Ctrl-D to leave.");
+            say!("lode chat: {}", agent.sandbox().status().describe());
         }
         loop {
             if interactive {
-                eprint!("› ");
-                let _ = std::io::stderr().flush();
+                ask!("› ");
             }
             let Some(line) = lines.lock().await.recv().await else {
                 break;
@@ -387,7 +388,7 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
             }
             if line == "/clear" {
                 session = start_session(&agent, &args)?;
-                eprintln!("lode: new session {session}");
+                say!("lode: new session {session}");
                 continue;
             }
             let cancel = CancellationToken::new();
@@ -404,8 +405,8 @@ pub fn chat(args: AgentArgs, resume: Option<String>) -> anyhow::Result<ExitCode>
             host.finish_line();
             match outcome {
                 Ok(StopReason::EndTurn) => {}
-                Ok(stop) => eprintln!("lode: the turn ended: {}", stop_reason_text(stop)),
-                Err(error) => eprintln!("lode: {error}"),
+                Ok(stop) => say!("lode: the turn ended: {}", stop_reason_text(stop)),
+                Err(error) => say!("lode: {error}"),
             }
         }
         Ok(ExitCode::SUCCESS)

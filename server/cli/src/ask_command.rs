@@ -28,6 +28,7 @@ use lode_policy::{HeadlessGrants, SubjectKind};
 use serde::{Deserialize, Serialize};
 
 use crate::commands::WorkspaceArgs;
+use crate::render::say;
 
 /// Stdin context larger than this is refused: the server refuses messages over 1 MiB.
 const MAX_STDIN_BYTES: usize = 768 * 1024;
@@ -158,7 +159,7 @@ impl Policy {
         let title = question.tool_call.fields.title.clone().unwrap_or_default();
         let judged = Judged::of(question);
         let wanted = if judged.must_ask {
-            eprintln!(
+            say!(
                 "lode: refused {title}: only a person can approve this ({}); --yes-to cannot",
                 judged.reason
             );
@@ -181,9 +182,7 @@ impl Policy {
                     .unwrap_or_default()
                     .to_string(),
             };
-            eprintln!(
-                "lode: denied {title} (not allowed; rerun with --yes-to '{pattern}' to allow)"
-            );
+            say!("lode: denied {title} (not allowed; rerun with --yes-to '{pattern}' to allow)");
             PermissionOptionKind::RejectOnce
         };
         match question.options.iter().find(|option| option.kind == wanted) {
@@ -213,13 +212,13 @@ fn render(update: &SessionUpdate, at_line_start: &mut bool) {
         }
         SessionUpdate::ToolCall(call) => {
             finish_line(at_line_start);
-            eprintln!("● {}", call.title);
+            say!("● {}", call.title);
         }
         SessionUpdate::ToolCallUpdate(update) => match update.fields.status {
             Some(ToolCallStatus::Completed) => {
                 for content in update.fields.content.iter().flatten() {
                     if let ToolCallContent::Diff(diff) = content {
-                        eprintln!("  ⎿ edited {}", diff.path.display());
+                        say!("  ⎿ edited {}", diff.path.display());
                     }
                 }
             }
@@ -241,7 +240,7 @@ fn render(update: &SessionUpdate, at_line_start: &mut bool) {
                         _ => None,
                     })
                     .unwrap_or_else(|| "failed".to_string());
-                eprintln!("  ⎿ ✗ {message}");
+                say!("  ⎿ ✗ {message}");
             }
             _ => {}
         },
@@ -484,7 +483,7 @@ pub fn run_ask(workspace: &WorkspaceArgs, args: AskArgs) -> anyhow::Result<ExitC
     Ok(match stop {
         StopReason::EndTurn => ExitCode::SUCCESS,
         other => {
-            eprintln!("lode: the turn ended: {}", stop_reason_text(other));
+            say!("lode: the turn ended: {}", stop_reason_text(other));
             ExitCode::from(crate::agent_cli::EXIT_TURN_INCOMPLETE)
         }
     })

@@ -17,6 +17,7 @@ use lode_index::{
 };
 
 use crate::output::progress_bar;
+use crate::render::say;
 use crate::root::discover_root;
 
 /// lode: an editor-native coding agent with a live model of your code.
@@ -30,6 +31,8 @@ use crate::root::discover_root;
 pub struct Cli {
     #[command(flatten)]
     pub workspace: WorkspaceArgs,
+    #[command(flatten)]
+    pub log: crate::logging::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -303,10 +306,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let workspace = open(&args, path.as_deref())?;
             let started = Instant::now();
             let stats = refresh(&workspace, RefreshMode::Full)?;
-            eprintln!("{}", summary(&stats, started.elapsed().as_secs_f64()));
+            say!("{}", summary(&stats, started.elapsed().as_secs_f64()));
             if verbose {
                 let t = stats.timings;
-                eprintln!(
+                say!(
                     "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",
                     t.scan.as_secs_f64(),
                     t.parse_and_write.as_secs_f64(),
@@ -314,12 +317,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     t.embed.as_secs_f64(),
                     t.close.as_secs_f64()
                 );
-                eprintln!(
+                say!(
                     "lexical index: {} segment(s)",
                     workspace.lexical_segment_count()
                 );
                 let v = stats.vectors;
-                eprintln!(
+                say!(
                     "vectors: {} in the index; {} embedded, {} reused, {} dropped{}",
                     stats.total_vectors,
                     v.embedded,
@@ -575,17 +578,23 @@ fn open_for(
     {
         options.checkpoint_files = files;
     }
+    tracing::debug!(
+        root = %root.display(),
+        index_dir = ?options.index_dir,
+        embedder = ?options.embedder.as_ref().map(|embedder| embedder.identity()),
+        "opening the index"
+    );
     let workspace = Workspace::open(options)
         .with_context(|| format!("cannot open the index of {}", root.display()))?;
     report_repairs(&workspace);
     Ok(workspace)
 }
 
-/// Prints what the workspace repaired since the last call: `open` checks the catalog and the
+/// Logs what the workspace repaired since the last call: `open` checks the catalog and the
 /// lexical index, the vector store is checked when a command first uses it.
 pub(crate) fn report_repairs(workspace: &Workspace) {
     for repair in workspace.take_repairs() {
-        eprintln!("lode: repaired the index: {repair}");
+        tracing::warn!("repaired the index: {repair}");
     }
 }
 
@@ -601,20 +610,20 @@ pub(crate) fn open_fresh(
     let workspace = open_for(args, None, needs, embedder)?;
     if query.no_refresh {
         if query.verbose {
-            eprintln!("lode: freshness: not checked (--no-refresh)");
+            say!("lode: freshness: not checked (--no-refresh)");
         }
         return Ok((workspace, None));
     }
     let started = Instant::now();
     let freshness = with_progress_bar(&workspace, |progress| workspace.bring_up_to_date(progress))?;
     match &freshness {
-        Freshness::Watched(flushed) if query.verbose => eprintln!(
+        Freshness::Watched(flushed) if query.verbose => say!(
             "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
             flushed.watcher_pid,
             flushed.applied,
             flushed.elapsed.as_secs_f64() * 1000.0
         ),
-        Freshness::Checked { not_watched, stats } if query.verbose => eprintln!(
+        Freshness::Checked { not_watched, stats } if query.verbose => say!(
             "lode: freshness: quick check ({not_watched}); {} files checked{}, {} parsed, {} removed in {:.1} ms",
             stats.files,
             if stats.walked { " by a full walk" } else { "" },
@@ -624,9 +633,9 @@ pub(crate) fn open_fresh(
         ),
         // Another lode is writing: answer from the index as it stands.
         Freshness::Locked { not_watched } => {
-            eprintln!("lode: another process is updating the index; searching it as it is");
+            say!("lode: another process is updating the index; searching it as it is");
             if query.verbose {
-                eprintln!("lode: freshness: not checked ({not_watched}; the index is locked)");
+                say!("lode: freshness: not checked ({not_watched}; the index is locked)");
             }
         }
         _ => {}

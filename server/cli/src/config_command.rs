@@ -8,6 +8,7 @@ use clap::Args;
 use lode_agent::config::Config;
 
 use crate::commands::{WorkspaceArgs, resolve_root};
+use crate::render::say;
 
 /// Options of `lode config`.
 #[derive(Debug, Args)]
@@ -40,7 +41,7 @@ pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result
                 "# provider \"{}\" below is in no file: detected from the environment ({})",
                 detected.provider.name, detected.reason
             );
-            eprintln!("lode: {}", detected.notice());
+            say!("lode: {}", detected.notice());
         }
         print!("{}", loaded.describe());
         // Loud when commands would run unconfined (see `lode sandbox-check`).
@@ -48,13 +49,13 @@ pub fn run_config(workspace: &WorkspaceArgs, args: ConfigArgs) -> anyhow::Result
         println!("# {}", sandbox.status().describe());
     }
     for warning in &loaded.warnings {
-        eprintln!("lode: warning: {warning}");
+        say!("lode: warning: {warning}");
     }
     if let Err(error) = loaded.provider(None) {
         if args.check {
             return Err(error.into());
         }
-        eprintln!("lode: note: {error}");
+        say!("lode: note: {error}");
     }
     Ok(ExitCode::SUCCESS)
 }

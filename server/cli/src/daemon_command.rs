@@ -6,7 +6,6 @@
 //! `[index] daemon = "never"` (or `LODE_DAEMON=never`) keeps queries in their own process.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
@@ -18,6 +17,7 @@ use lode_index::watch::lease;
 use lode_index::watch::{LeaseError, NotWatched, WatchError, WatchOptions, Watcher, WorkspaceSink};
 
 use crate::commands::WorkspaceArgs;
+use crate::render::say;
 use lode_agent::config::DaemonMode;
 
 /// The index's catalog: a daemon whose catalog is deleted has nothing left to serve.
@@ -119,7 +119,7 @@ pub fn run(args: &WorkspaceArgs, daemon: DaemonArgs) -> anyhow::Result<ExitCode>
 
 fn start(args: &WorkspaceArgs, root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
     if let Ok((_, holder)) = lease::status(index_dir) {
-        eprintln!(
+        say!(
             "lode daemon: the index of {} is already kept by `lode {}` (pid {})",
             root.display(),
             holder.holder,
@@ -133,7 +133,7 @@ fn start(args: &WorkspaceArgs, root: &Path, index_dir: &Path) -> anyhow::Result<
     loop {
         match lease::status(index_dir) {
             Ok((_, holder)) => {
-                eprintln!(
+                say!(
                     "lode daemon: started (pid {}) for {}; it exits after {} idle (`lode daemon stop` stops it; log: {})",
                     holder.pid,
                     root.display(),
@@ -207,7 +207,7 @@ fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
     let pid = match lease::stop(index_dir) {
         Ok(pid) => pid,
         Err(NotWatched::NoWatcher | NotWatched::Gone(_)) => {
-            eprintln!("lode daemon: no daemon runs for {}", root.display());
+            say!("lode daemon: no daemon runs for {}", root.display());
             return Ok(ExitCode::from(crate::EXIT_NO_RESULTS));
         }
         Err(reason) => bail!("cannot stop the daemon of {}: {reason}", root.display()),
@@ -220,7 +220,7 @@ fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    eprintln!("lode daemon: stopped (pid {pid})");
+    say!("lode daemon: stopped (pid {pid})");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -231,7 +231,7 @@ pub fn maybe_start_for_queries(args: &WorkspaceArgs, root: &Path, index_dir: &Pa
     let settings = match DaemonSettings::load(args, root) {
         Ok(settings) => settings,
         Err(error) => {
-            eprintln!("lode: not starting a background daemon: {error:#}");
+            say!("lode: not starting a background daemon: {error:#}");
             return;
         }
     };
@@ -243,13 +243,13 @@ pub fn maybe_start_for_queries(args: &WorkspaceArgs, root: &Path, index_dir: &Pa
             let marker = index_dir.join(NOTICE_MARKER);
             if !marker.exists() {
                 let _ = std::fs::write(&marker, b"");
-                eprintln!(
+                say!(
                     "lode: started a background daemon (pid {pid}) that keeps this index current and answers the next queries in milliseconds; it exits after {} idle. `lode daemon stop` stops it; [index] daemon = \"never\" or LODE_DAEMON=never turns this off.",
                     describe(settings.idle)
                 );
             }
         }
-        Err(error) => eprintln!("lode: could not start a background daemon: {error:#}"),
+        Err(error) => say!("lode: could not start a background daemon: {error:#}"),
     }
 }
 
@@ -365,7 +365,7 @@ fn serve(args: &WorkspaceArgs, root: &Path) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .send("lode daemon stop");
     }));
-    options.log = Box::new(|event| crate::watch_command::log_event("lode daemon", false, event));
+    options.log = Box::new(|event| crate::watch_command::log_event(false, event));
     let watcher = match Watcher::start(options, Box::new(WorkspaceSink(workspace.clone()))) {
         Ok(watcher) => watcher,
         Err(WatchError::Lease(LeaseError::AlreadyWatched { pid, .. })) => {
@@ -435,8 +435,7 @@ fn spawn_signal_listener(stop: std::sync::mpsc::Sender<&'static str>) -> anyhow:
     Ok(())
 }
 
+/// One line of the daemon's log (its stderr is the log file, see `spawn`).
 fn log(message: &str) {
-    let stderr = std::io::stderr();
-    let mut out = stderr.lock();
-    let _ = writeln!(out, "lode daemon: {message}");
+    tracing::info!("{message}");
 }

@@ -18,6 +18,8 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 
+use crate::render::say;
+
 /// The full binary's file name, next to this one.
 const FULL_BINARY: &str = "lode-full";
 
@@ -33,7 +35,7 @@ fn main() -> ExitCode {
         return match render::print_answer(&answer, json) {
             Ok(code) => code,
             Err(error) => {
-                eprintln!("lode: {error}");
+                say!("lode: {error}");
                 ExitCode::from(EXIT_FAILURE)
             }
         };
@@ -46,7 +48,7 @@ fn run_full(args: &[OsString]) -> ExitCode {
     let full = match std::env::current_exe() {
         Ok(exe) => exe.with_file_name(FULL_BINARY),
         Err(error) => {
-            eprintln!("lode: cannot find where lode is installed: {error}");
+            say!("lode: cannot find where lode is installed: {error}");
             return ExitCode::from(CANNOT_RUN);
         }
     };
@@ -59,7 +61,7 @@ fn run_full(args: &[OsString]) -> ExitCode {
         .arg0(name)
         .args(args.iter().skip(1))
         .exec();
-    eprintln!(
+    say!(
         "lode: cannot run {}: {error} (it is installed with lode, beside this binary; \
          `cargo install --path server/cli` or `cargo build -p lode` puts both in place)",
         full.display()

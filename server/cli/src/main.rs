@@ -13,6 +13,7 @@ mod daemon_command;
 mod diagnostics_adapter;
 mod doctor;
 mod llm_script_command;
+mod logging;
 mod lsp_command;
 mod mcp_command;
 mod mcp_navigation;
@@ -38,6 +39,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::commands::Cli;
+use crate::render::say;
 
 // Indexing allocates many small strings on several threads at once; mimalloc measurably beats
 // the system allocator there (see bench/README.md).
@@ -52,7 +54,7 @@ pub const EXIT_FAILURE: u8 = 3;
 /// or started (exit 125; 126 when it cannot be executed, 127 when it is not found, like a shell).
 fn sandbox_exec(args: &[std::ffi::OsString]) -> ExitCode {
     let error = lode_sandbox::launcher_main(args);
-    eprintln!("lode sandbox: {error}");
+    say!("lode sandbox: {error}");
     let code = match &error {
         lode_sandbox::SandboxError::Exec { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => 127,
@@ -107,17 +109,23 @@ fn main() -> ExitCode {
         use_mimalloc_for_tree_sitter();
     }
     let cli = Cli::parse();
+    // The one log subscriber, before anything can log (see logging.rs).
+    if let Err(error) = logging::init(logging::prefix(&cli.command), &cli.log) {
+        return fail(&error);
+    }
     match commands::run(cli) {
         Ok(code) => code,
-        Err(error) => {
-            // One line: the error and its causes, joined.
-            let message = error
-                .chain()
-                .map(|cause| cause.to_string())
-                .collect::<Vec<_>>()
-                .join(": ");
-            eprintln!("lode: {message}");
-            ExitCode::from(EXIT_FAILURE)
-        }
+        Err(error) => fail(&error),
     }
+}
+
+/// Reports a command's failure on one line (the error and its causes, joined); exit code 3.
+fn fail(error: &anyhow::Error) -> ExitCode {
+    let message = error
+        .chain()
+        .map(|cause| cause.to_string())
+        .collect::<Vec<_>>()
+        .join(": ");
+    say!("lode: {message}");
+    ExitCode::from(EXIT_FAILURE)
 }

@@ -32,13 +32,13 @@ pub struct McpArgs {
 pub fn run_mcp(workspace: &WorkspaceArgs, args: McpArgs) -> anyhow::Result<ExitCode> {
     let opened = Arc::new(crate::commands::open(workspace, None)?);
     let root = opened.root().to_path_buf();
-    eprintln!("lode mcp: serving {} on stdio", root.display());
+    tracing::info!("serving {} on stdio", root.display());
     // The language servers of `[lsp.diagnostics]`, started when a file of their language is
     // first asked about; a section that cannot be read leaves the index to answer.
     let source = match crate::diagnostics_adapter::sources_for(&root, workspace.config.as_deref()) {
         Ok(sources) => sources.map(|sources| sources.navigation),
         Err(error) => {
-            eprintln!("lode mcp: navigation answers from the index only: {error:#}");
+            tracing::warn!("navigation answers from the index only: {error:#}");
             None
         }
     };

@@ -11,6 +11,7 @@ use lode_sandbox::{Capabilities, Sandbox, SandboxStatus};
 use serde_json::json;
 
 use crate::commands::{WorkspaceArgs, resolve_root};
+use crate::render::say;
 
 /// The program commands are confined through: this `lode` binary.
 pub fn launcher() -> Option<PathBuf> {
@@ -155,7 +156,7 @@ pub fn run(workspace: &WorkspaceArgs, args: SandboxCheckArgs) -> anyhow::Result<
         }
     }
     for warning in &loaded.warnings {
-        eprintln!("lode: warning: {warning}");
+        say!("lode: warning: {warning}");
     }
     Ok(match sandbox.status() {
         SandboxStatus::Confined(_) if enforced => ExitCode::SUCCESS,

@@ -69,7 +69,7 @@ pub fn embedder(args: &EmbedderArgs) -> anyhow::Result<Option<Arc<dyn Embedder>>
                 .map(|cause| cause.to_string())
                 .collect::<Vec<_>>()
                 .join(": ");
-            eprintln!("lode: semantic search is off for this run: {message}");
+            tracing::warn!("semantic search is off for this run: {message}");
             Ok(None)
         }
         Err(error) => Err(error),

@@ -13,6 +13,7 @@ use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
 use lode_index::watch::{Freshness, NotWatched};
 
 use crate::commands::{Needs, QueryArgs, WorkspaceArgs};
+use crate::render::say;
 
 /// The index directory of a canonical `root` under these arguments, as `Workspace::open`
 /// derives it.
@@ -57,7 +58,7 @@ pub fn answer(
                     ),
                     None => "not checked (--no-refresh)".to_owned(),
                 };
-                eprintln!(
+                say!(
                     "lode: freshness: served by lode {} (pid {}): {freshness}; query {:.1} ms; {:.1} ms in all; 0 files checked",
                     served.holder,
                     served.holder_pid,
@@ -70,7 +71,7 @@ pub fn answer(
         Err(reason) => reason,
     };
     if common.verbose && !matches!(not_served, NotWatched::NoWatcher) {
-        eprintln!("lode: not served by a lease holder ({not_served}); answering here");
+        say!("lode: not served by a lease holder ({not_served}); answering here");
     }
     let (workspace, freshness) = crate::commands::open_fresh(args, common, needs, Some(embedder))?;
     let answer = workspace.answer(&query)?;

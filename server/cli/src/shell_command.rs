@@ -8,6 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 use clap::CommandFactory;
 
+use crate::render::say;
+
 /// Prints the completion script of `shell` for `lode`.
 pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     let mut command = crate::commands::Cli::command();
@@ -47,7 +49,7 @@ pub fn man(dir: Option<&Path>) -> anyhow::Result<()> {
         .filter(|name| name.starts_with("lode") && name.ends_with(".1"))
         .collect();
     pages.sort();
-    eprintln!(
+    say!(
         "lode: wrote {} manual pages into {} ({})",
         pages.len(),
         dir.display(),

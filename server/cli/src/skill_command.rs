@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::commands::{WorkspaceArgs, resolve_root};
 use crate::output::print_json_lines;
+use crate::render::say;
 
 /// Options of `lode skill`.
 #[derive(Debug, Args)]
@@ -68,13 +69,13 @@ pub fn run_skill(workspace: &WorkspaceArgs, args: SkillArgs) -> anyhow::Result<E
         SkillCommand::List { json } => {
             let skills = set.skills();
             for problem in set.problems() {
-                eprintln!("lode: warning: {problem}");
+                say!("lode: warning: {problem}");
             }
             for (name, source, dir, winner) in set.shadowed() {
                 let place = dir
                     .map(|d| format!(" ({})", d.display()))
                     .unwrap_or_default();
-                eprintln!(
+                say!(
                     "lode: note: the {} skill {name}{place} is hidden by the {} one",
                     source.label(),
                     winner.label()
@@ -102,7 +103,7 @@ pub fn run_skill(workspace: &WorkspaceArgs, args: SkillArgs) -> anyhow::Result<E
                 }
                 let untrusted = skills.iter().filter(|s| !s.trust.is_trusted()).count();
                 if untrusted > 0 {
-                    eprintln!(
+                    say!(
                         "lode: {untrusted} workspace skill(s) are untrusted: the model sees them only as quoted text. Review with `lode skill show NAME`, then `lode skill trust NAME`."
                     );
                 }

@@ -10,8 +10,10 @@ use lode_index::Workspace;
 use lode_index::watch::{LeaseError, WatchError, WatchEvent, WatchOptions, Watcher, WorkspaceSink};
 
 use crate::commands::WorkspaceArgs;
+use crate::render::say;
 
-/// Starts a watcher keeping `workspace` current, logging to stderr under `who`.
+/// Starts a watcher keeping `workspace` current, holding the lease as `who` and logging what
+/// it does (verbose: every batch and flush at `info`, else at `debug`).
 pub fn start_watcher(
     workspace: Arc<Workspace>,
     who: &'static str,
@@ -22,11 +24,11 @@ pub fn start_watcher(
     options.require_lease = require_lease;
     options.holder = who.strip_prefix("lode ").unwrap_or(who);
     options.queries = Some(workspace.clone());
-    options.log = Box::new(move |event| log_event(who, verbose, event));
+    options.log = Box::new(move |event| log_event(verbose, event));
     Watcher::start(options, Box::new(WorkspaceSink(workspace)))
 }
 
-pub(crate) fn log_event(who: &str, verbose: bool, event: WatchEvent) {
+pub(crate) fn log_event(verbose: bool, event: WatchEvent) {
     match event {
         WatchEvent::Applied {
             paths,
@@ -43,26 +45,32 @@ pub(crate) fn log_event(who: &str, verbose: bool, event: WatchEvent) {
             } else {
                 "updated"
             };
+            let line = format!(
+                "{how}: {paths} changed paths, {} parsed, {} removed, {} unchanged, {} ignored in {:.1} ms",
+                stats.parsed,
+                stats.removed,
+                stats.unchanged,
+                report.ignored,
+                elapsed.as_secs_f64() * 1000.0
+            );
             if verbose || stats.parsed + stats.removed > 0 || report.rescanned {
-                eprintln!(
-                    "{who}: {how}: {paths} changed paths, {} parsed, {} removed, {} unchanged, {} ignored in {:.1} ms",
-                    stats.parsed,
-                    stats.removed,
-                    stats.unchanged,
-                    report.ignored,
-                    elapsed.as_secs_f64() * 1000.0
-                );
+                tracing::info!("{line}");
+            } else {
+                tracing::debug!("{line}");
             }
         }
         WatchEvent::Flushed { applied, elapsed } => {
+            let line = format!(
+                "answered a flush ({applied} paths applied) in {:.1} ms",
+                elapsed.as_secs_f64() * 1000.0
+            );
             if verbose {
-                eprintln!(
-                    "{who}: answered a flush ({applied} paths applied) in {:.1} ms",
-                    elapsed.as_secs_f64() * 1000.0
-                );
+                tracing::info!("{line}");
+            } else {
+                tracing::debug!("{line}");
             }
         }
-        WatchEvent::Error(message) => eprintln!("{who}: {message}"),
+        WatchEvent::Error(message) => tracing::warn!("{message}"),
     }
 }
 
@@ -80,7 +88,7 @@ pub fn run_watch(
         }
         Err(error) => return Err(error).context(format!("cannot watch {root}")),
     };
-    eprintln!(
+    say!(
         "lode watch: keeping the index of {root} current (socket {}); Ctrl-C to stop",
         watcher
             .socket()
@@ -101,6 +109,6 @@ pub fn run_watch(
         anyhow::Ok(())
     })?;
     drop(watcher);
-    eprintln!("lode watch: stopped");
+    say!("lode watch: stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -189,7 +189,7 @@ pub async fn open_agent(
             )
         }
         Err(error) => {
-            eprintln!("lode lsp: code actions are off: {error}");
+            tracing::warn!(%error, "code actions are off");
             return None;
         }
     };
@@ -204,11 +204,11 @@ pub async fn open_agent(
     match tokio::task::spawn_blocking(move || Agent::open(&root, options)).await {
         Ok(Ok(agent)) => Some(agent),
         Ok(Err(error)) => {
-            eprintln!("lode lsp: code actions are off: {error}");
+            tracing::warn!(%error, "code actions are off");
             None
         }
         Err(error) => {
-            eprintln!("lode lsp: code actions are off: {error}");
+            tracing::warn!(%error, "code actions are off");
             None
         }
     }

@@ -143,9 +143,7 @@ impl Buffers {
 
     fn send(&self, message: Message) {
         if self.messages.send(message).is_err() {
-            eprintln!(
-                "lode lsp: the buffer analysis thread stopped; outlines no longer follow edits"
-            );
+            tracing::error!("the buffer analysis thread stopped; outlines no longer follow edits");
         }
     }
 }
@@ -262,7 +260,7 @@ fn update(buffer: &mut Buffer, parse_limit: usize) -> Analysis {
         buffer.syntax = match Syntax::parse(language, document.text()) {
             Ok(syntax) => syntax,
             Err(error) => {
-                eprintln!("lode lsp: cannot parse a buffer: {error}");
+                tracing::warn!(%error, "cannot parse a buffer");
                 None
             }
         };

@@ -261,15 +261,15 @@ impl LiveIndex {
 
     fn send(&self, command: Command) {
         if self.inner.commands.send(command).is_err() {
-            eprintln!("lode lsp: the index writer stopped; the index no longer follows edits");
+            tracing::error!("the index writer stopped; the index no longer follows edits");
         }
     }
 }
 
-/// Logs what the writer's handle repaired since the last call (stderr: stdout is the protocol's).
+/// Logs what the writer's handle repaired since the last call.
 fn report_repairs(workspace: &Workspace) {
     for repair in workspace.take_repairs() {
-        eprintln!("lode lsp: repaired the index: {repair}");
+        tracing::warn!("repaired the index: {repair}");
     }
 }
 
@@ -397,9 +397,7 @@ impl WriterThread {
                         });
                     }
                     if let Err(error) = result {
-                        eprintln!(
-                            "lode lsp: cannot update the index after changes on disk: {error}"
-                        );
+                        tracing::warn!(%error, "cannot update the index after changes on disk");
                     }
                     for command in deferred {
                         self.run_one(command);
@@ -434,8 +432,9 @@ impl WriterThread {
                     }
                     None => {
                         if let Err(error) = result {
-                            eprintln!(
-                                "lode lsp: cannot update the index after changes on disk: {error}"
+                            tracing::warn!(
+                                %error,
+                                "cannot update the index after changes on disk"
                             );
                         }
                     }
@@ -534,7 +533,7 @@ impl WriterThread {
             Ok(()) => self.reload_reader(),
             // Files outside the workspace (a library the editor jumped into) are not indexed.
             Err(IndexError::OutsideRoot { .. }) => {}
-            Err(error) => eprintln!("lode lsp: cannot index {}: {error}", path.display()),
+            Err(error) => tracing::warn!(%error, "cannot index {}", path.display()),
         }
     }
 
@@ -555,7 +554,7 @@ impl WriterThread {
 
     fn reload_reader(&self) {
         if let Err(error) = self.reader.reload() {
-            eprintln!("lode lsp: cannot reload the index for searches: {error}");
+            tracing::warn!(%error, "cannot reload the index for searches");
         }
     }
 }

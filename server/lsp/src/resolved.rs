@@ -86,8 +86,8 @@ impl TypeResolved {
             Ok((value, by)) => {
                 let found = parse_locations(question, value);
                 if found.is_empty() {
-                    eprintln!(
-                        "lode lsp: {by} found nothing for {} at {}:{}:{}; answering by name",
+                    tracing::info!(
+                        "{by} found nothing for {} at {}:{}:{}; answering by name",
                         question.method(),
                         path.display(),
                         position.line + 1,
@@ -104,8 +104,9 @@ impl TypeResolved {
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .insert(reason.clone());
                 if told {
-                    eprintln!(
-                        "lode lsp: definitions and references by name for {}: {reason}",
+                    tracing::warn!(
+                        error = %reason,
+                        "definitions and references by name for {}",
                         path.extension()
                             .map_or_else(String::new, |ext| format!(".{}", ext.to_string_lossy()))
                     );
@@ -113,9 +114,9 @@ impl TypeResolved {
                 None
             }
             Err(failed) => {
-                let reason = failed.to_string();
-                eprintln!(
-                    "lode lsp: {} by name, the language server failed: {reason}",
+                tracing::warn!(
+                    error = %failed,
+                    "{} by name, the language server failed",
                     question.method()
                 );
                 None

@@ -123,8 +123,8 @@ impl LodeServer {
             .actions()
             .is_some_and(|actions| actions.cancel_progress(&params.token));
         if !cancelled {
-            eprintln!(
-                "lode lsp: no running action has the progress token {:?}",
+            tracing::info!(
+                "no running action has the progress token {:?}",
                 params.token
             );
         }
@@ -203,7 +203,7 @@ impl LodeServer {
             if let Some(reason) = &analysis.skipped
                 && self.told_too_large.lock().insert(uri.clone())
             {
-                eprintln!("lode lsp: {} — {reason}", uri.as_str());
+                tracing::warn!("{} — {reason}", uri.as_str());
                 self.client
                     .log_message(MessageType::WARNING, reason.clone())
                     .await;
@@ -385,7 +385,10 @@ impl IndexingTask {
             ),
             Err(error) => format!("indexing failed: {error}"),
         };
-        eprintln!("lode lsp: {summary}");
+        match &result {
+            Ok(_) => tracing::info!("{summary}"),
+            Err(_) => tracing::error!("{summary}"),
+        }
         if let Some(progress) = progress {
             progress.finish_with_message(summary.clone()).await;
         }
@@ -398,7 +401,7 @@ impl IndexingTask {
             match watch_disk(index.root(), index.clone()) {
                 Ok(disk_watcher) => *watcher.lock() = Some(disk_watcher),
                 Err(error) => {
-                    eprintln!("lode lsp: cannot watch the workspace for changes: {error}")
+                    tracing::warn!(%error, "cannot watch the workspace for changes")
                 }
             }
         }
@@ -529,7 +532,7 @@ impl LanguageServer for LodeServer {
                     root.display()
                 ))
             })?;
-        eprintln!("lode lsp: workspace {}", index.root().display());
+        tracing::info!("workspace {}", index.root().display());
         let turns = Arc::new(crate::actions::RunningTurns::default());
         // One set of warm language servers checks the code actions' edits and answers both
         // the agent's navigation and this server's definition and references.
@@ -542,7 +545,7 @@ impl LanguageServer for LodeServer {
                 Some(Arc::new(TypeResolved::new(provider.clone(), deadline)))
             }
             (Err(error), Some(_)) => {
-                eprintln!("lode lsp: definitions and references by name only: {error}");
+                tracing::warn!(%error, "definitions and references by name only");
                 None
             }
             _ => None,
@@ -680,7 +683,7 @@ impl LanguageServer for LodeServer {
                 }
             }
             Err(message) => {
-                eprintln!("lode lsp: {message}");
+                tracing::warn!("{message}");
                 self.client.log_message(MessageType::WARNING, message).await;
             }
         }
@@ -944,7 +947,7 @@ impl LanguageServer for LodeServer {
                 .run(&params.command, params.arguments, buffers, cancel)
                 .await
             {
-                eprintln!("lode lsp: {}: {error}", params.command);
+                tracing::warn!(%error, "{}", params.command);
                 client
                     .show_message(MessageType::ERROR, format!("lode: {error}"))
                     .await;

@@ -42,6 +42,9 @@ struct LspGate {
 
 impl Gate for LspGate {
     async fn incoming(&self, frame: Frame, doors: &Doors) -> ControlFlow<()> {
+        if let Frame::Message(body) = &frame {
+            tracing::trace!(bytes = body.len(), "a message from the client");
+        }
         match frame {
             Frame::Message(body) => match check_message(&body) {
                 Ok(message) => {
@@ -65,7 +68,7 @@ impl Gate for LspGate {
                 // The protocol library stops reading after a message it cannot decode:
                 // answer those here and keep the connection.
                 Err((id, code, message)) => {
-                    eprintln!("lode lsp: {message}");
+                    tracing::warn!("{message}");
                     doors.answer(error_response(id, code, &message));
                 }
             },
@@ -74,12 +77,12 @@ impl Gate for LspGate {
                     "message of {length} bytes is larger than the limit of {} bytes; it was discarded",
                     self.max_message_bytes
                 );
-                eprintln!("lode lsp: {message}");
+                tracing::warn!("{message}");
                 let id = request_id_in(&head).unwrap_or(serde_json::Value::Null);
                 doors.answer(error_response(id, -32600, &message));
             }
             Frame::BadHeader(problem) => {
-                eprintln!("lode lsp: unreadable message header: {problem}");
+                tracing::warn!("unreadable message header: {problem}");
                 let message = format!("unreadable message header: {problem}");
                 doors.answer(error_response(serde_json::Value::Null, -32700, &message));
             }
@@ -88,7 +91,7 @@ impl Gate for LspGate {
     }
 
     fn input_failed(&self, error: &std::io::Error) {
-        eprintln!("lode lsp: input ended: {error}");
+        tracing::warn!(%error, "input ended");
     }
 }
 

@@ -68,7 +68,7 @@ pub async fn ask(
         Ok(Some(item)) => item.title,
         Ok(None) => return None,
         Err(error) => {
-            eprintln!("lode lsp: the editor did not answer the trust question: {error}");
+            tracing::warn!(%error, "the editor did not answer the trust question");
             return None;
         }
     };

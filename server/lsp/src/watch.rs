@@ -39,7 +39,7 @@ pub fn watch_disk(root: &Path, index: LiveIndex) -> Result<DiskWatcher, WatchErr
     options.queries = Some(reader.clone());
     options.log = Box::new(|event| {
         if let WatchEvent::Error(message) = event {
-            eprintln!("lode lsp: {message}");
+            tracing::warn!("{message}");
         }
     });
     let watcher = Watcher::start(options, Box::new(LiveSink(index)))?;

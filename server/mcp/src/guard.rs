@@ -176,7 +176,7 @@ impl Gate for McpGate {
                     "invalid request: the message is larger than {} bytes; it was discarded",
                     self.max_message_bytes
                 );
-                eprintln!("lode mcp: {message}");
+                tracing::warn!("{message}");
                 doors.answer(
                     error_response(Value::Null, -32600, &message)
                         .to_string()
@@ -186,6 +186,7 @@ impl Gate for McpGate {
             }
         };
         let started = self.lifecycle.lock().started;
+        tracing::trace!(bytes = line.len(), started, "a message from the client");
         match judge(&line, started) {
             Verdict::Forward { request } => {
                 let opening = match (request, started) {
@@ -213,13 +214,13 @@ impl Gate for McpGate {
             }
             Verdict::Answer(response) => {
                 if let Some(message) = response.pointer("/error/message").and_then(Value::as_str) {
-                    eprintln!("lode mcp: {message}");
+                    tracing::warn!("{message}");
                 }
                 doors.answer(response.to_string().into_bytes());
             }
             Verdict::Drop(why) => {
                 if why != "empty line" {
-                    eprintln!("lode mcp: ignored a message: {why}");
+                    tracing::warn!("ignored a message: {why}");
                 }
             }
         }
@@ -233,7 +234,7 @@ impl Gate for McpGate {
     }
 
     fn input_failed(&self, error: &std::io::Error) {
-        eprintln!("lode mcp: input ended: {error}");
+        tracing::warn!(%error, "input ended");
     }
 }
 

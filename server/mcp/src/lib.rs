@@ -175,7 +175,7 @@ where
     let warm = tools.clone();
     let warming = tokio::task::spawn_blocking(move || {
         if let Err(error) = warm.refresh() {
-            eprintln!("lode mcp: cannot update the index: {error}");
+            tracing::warn!(%error, "cannot update the index");
         }
     });
     let pipes = guard::guard(input, output, options.max_message_bytes);

@@ -391,9 +391,7 @@ impl CodeTools {
             Freshness::Watched(flushed) => flushed.applied > 0,
             Freshness::Checked { stats, .. } => stats.parsed + stats.removed > 0,
             Freshness::Locked { .. } => {
-                eprintln!(
-                    "lode mcp: another process is updating the index; answering from it as it is"
-                );
+                tracing::info!("another process is updating the index; answering from it as it is");
                 true
             }
         })

@@ -162,11 +162,11 @@ impl DiagnosticsProvider {
                 }
                 Err(DiagnosticsError::Exited { .. }) if restarts_left > 0 => {
                     restarts_left -= 1;
-                    eprintln!("lode: diagnostics server for {family} exited; starting it again");
+                    tracing::warn!("diagnostics server for {family} exited; starting it again");
                     self.servers.lock().await.remove(family);
                 }
                 Err(error) => {
-                    eprintln!("lode: diagnostics server for {family}: {error}");
+                    tracing::warn!(%error, "diagnostics server for {family}");
                     server_problem = Some(error.to_string());
                     self.servers
                         .lock()
@@ -294,7 +294,7 @@ impl DiagnosticsProvider {
                 Some(client)
             }
             Err(error) => {
-                eprintln!("lode: cannot use {program} for {family} diagnostics: {error}");
+                tracing::warn!(%error, "cannot use {program} for {family} diagnostics");
                 servers.insert(family, Slot::Unavailable(error.to_string()));
                 None
             }
