@@ -74,17 +74,9 @@ struct WirePosition {
     character: u32,
 }
 
-fn file_uri(path: &Path) -> String {
-    let mut uri = String::from("file://");
-    for byte in path.to_string_lossy().bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
-                uri.push(byte as char)
-            }
-            other => uri.push_str(&format!("%{other:02X}")),
-        }
-    }
-    uri
+fn file_uri(path: &Path) -> Result<String, NavigationError> {
+    lode_tools::paths::path_to_file_uri(path)
+        .map_err(|error| NavigationError::Failed(error.to_string()))
 }
 
 fn uri_path(uri: &str) -> Result<PathBuf, String> {
@@ -666,7 +658,7 @@ impl AcpEditorLsp {
         extra: Option<(&str, Value)>,
     ) -> Result<Value, NavigationError> {
         let mut params = json!({
-            "uri": file_uri(&at.path),
+            "uri": file_uri(&at.path)?,
             "line": at.line,
             "character": at.column,
         });
@@ -716,7 +708,7 @@ impl EditorLanguageServer for AcpEditorLsp {
         path: &Path,
     ) -> Result<Resolved<Vec<EditorSymbol>>, NavigationError> {
         let answer = self
-            .ask("lsp/documentSymbols", json!({"uri": file_uri(path)}))
+            .ask("lsp/documentSymbols", json!({"uri": file_uri(path)?}))
             .await?;
         parse_document_symbols(path, &answer)
             .map_err(|why| Self::malformed("lsp/documentSymbols", why))
@@ -739,7 +731,7 @@ impl EditorLanguageServer for AcpEditorLsp {
         diagnostics: &[Diagnostic],
     ) -> Result<Resolved<Vec<EditorCodeAction>>, NavigationError> {
         let params = json!({
-            "uri": file_uri(path),
+            "uri": file_uri(path)?,
             "range": wire_range(range),
             "diagnostics": diagnostics.iter().map(wire_diagnostic).collect::<Vec<_>>(),
         });
@@ -749,7 +741,7 @@ impl EditorLanguageServer for AcpEditorLsp {
 
     async fn diagnostics(&self, path: &Path) -> Result<Resolved<Vec<Diagnostic>>, NavigationError> {
         let answer = self
-            .ask("lsp/diagnostics", json!({"uri": file_uri(path)}))
+            .ask("lsp/diagnostics", json!({"uri": file_uri(path)?}))
             .await?;
         parse_diagnostics(&answer, self.per_file)
             .map_err(|why| Self::malformed("lsp/diagnostics", why))
@@ -907,9 +899,12 @@ mod tests {
 
     #[test]
     fn uris_are_percent_encoded() {
-        assert_eq!(file_uri(Path::new("/w/a b#.py")), "file:///w/a%20b%23.py");
         assert_eq!(
-            uri_path(&file_uri(Path::new("/w/é.py"))).unwrap(),
+            file_uri(Path::new("/w/a b#.py")).unwrap(),
+            "file:///w/a%20b%23.py"
+        );
+        assert_eq!(
+            uri_path(&file_uri(Path::new("/w/é.py")).unwrap()).unwrap(),
             PathBuf::from("/w/é.py")
         );
     }
