@@ -131,7 +131,13 @@ mod tests {
 
     #[test]
     fn only_local_file_uris_name_paths() {
-        for uri in ["http://example.com/a.rs", "untitled:Untitled-1", "a.rs", "/a.rs", ""] {
+        for uri in [
+            "http://example.com/a.rs",
+            "untitled:Untitled-1",
+            "a.rs",
+            "/a.rs",
+            "",
+        ] {
             assert!(
                 matches!(file_uri_to_path(uri), Err(FileUriError::NotFile(_))),
                 "{uri}"

@@ -16,9 +16,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics};
@@ -113,19 +114,11 @@ impl PushedDiagnostics {
         PushedDiagnostics::default()
     }
 
-    /// Every critical section is a few map operations that leave the maps consistent, so a
-    /// panic elsewhere while holding the lock cannot corrupt them: poisoning is ignored.
-    fn lock(&self) -> MutexGuard<'_, StoreState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Replaces the diagnostics of `path` (absolute) with what the editor just sent (an empty
     /// list means the file is clean) and wakes anyone waiting for it.
     pub fn push(&self, path: PathBuf, mut diagnostics: Vec<Diagnostic>) {
         {
-            let mut state = self.lock();
+            let mut state = self.state.lock();
             let limits = state.limits;
             diagnostics.truncate(limits.per_file.min(limits.total));
             let sequence = state.take_sequence();
@@ -163,25 +156,25 @@ impl PushedDiagnostics {
     /// Changes what is kept from the next push on (what is kept now stays until pushed again
     /// or evicted).
     pub fn set_limits(&self, limits: PushedLimits) {
-        self.lock().limits = limits;
+        self.state.lock().limits = limits;
     }
 
     /// How many files and diagnostics are kept now.
     pub fn kept(&self) -> (usize, usize) {
-        let state = self.lock();
+        let state = self.state.lock();
         (state.pushed.len(), state.kept)
     }
 
     /// Records that the agent is changing `path` now: what was pushed for it before is stale.
     pub fn file_changing(&self, path: &Path) {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let sequence = state.take_sequence();
         state.changed.insert(path.to_path_buf(), sequence);
     }
 
     /// The last pushed set for `path`, if the editor ever pushed one.
     pub fn snapshot(&self, path: &Path) -> Option<PushedSnapshot> {
-        self.lock().snapshot(path)
+        self.state.lock().snapshot(path)
     }
 
     /// Waits up to `patience` for a fresh set for `path`; `None` when none arrived in time.
@@ -338,7 +331,7 @@ mod tests {
     #[async_trait::async_trait]
     impl DiagnosticsSource for CountingChecker {
         async fn diagnostics_for(&self, paths: &[PathBuf]) -> Vec<FileDiagnostics> {
-            *self.calls.lock().unwrap() += 1;
+            *self.calls.lock() += 1;
             paths
                 .iter()
                 .map(|path| FileDiagnostics {
@@ -376,7 +369,7 @@ mod tests {
         let files = source.diagnostics_for(std::slice::from_ref(&path)).await;
         assert_eq!(messages(&files), ["from the editor"]);
         assert_eq!(files[0].checked_by.as_deref(), Some(EDITOR_CHECKER));
-        assert_eq!(*checker.calls.lock().unwrap(), 0);
+        assert_eq!(*checker.calls.lock(), 0);
     }
 
     #[tokio::test]
@@ -387,7 +380,7 @@ mod tests {
         source.file_changing(&path);
         let files = source.diagnostics_for(std::slice::from_ref(&path)).await;
         assert_eq!(messages(&files), ["from the checker"]);
-        assert_eq!(*checker.calls.lock().unwrap(), 1);
+        assert_eq!(*checker.calls.lock(), 1);
     }
 
     #[tokio::test]
@@ -409,7 +402,7 @@ mod tests {
         let files = source.diagnostics_for(std::slice::from_ref(&path)).await;
         pusher.await.unwrap();
         assert_eq!(messages(&files), ["after the edit"]);
-        assert_eq!(*checker.calls.lock().unwrap(), 0);
+        assert_eq!(*checker.calls.lock(), 0);
     }
 
     #[tokio::test]
@@ -431,7 +424,7 @@ mod tests {
         source.file_changing(&path);
         let files = source.diagnostics_for(std::slice::from_ref(&path)).await;
         assert_eq!(messages(&files), ["from the checker"]);
-        assert_eq!(*checker.calls.lock().unwrap(), 1);
+        assert_eq!(*checker.calls.lock(), 1);
     }
 
     #[tokio::test]
