@@ -294,20 +294,7 @@ pub fn agent_connection(
                 async move |request: InitializeRequest,
                             responder: Responder<InitializeResponse>,
                             _cx: ConnectionTo<Client>| {
-                    let lsp = crate::ext_lsp_handlers::negotiate(&state, &request);
-                    *state.client.lock() = request.client_capabilities;
-                    responder.respond(
-                        InitializeResponse::new(ProtocolVersion::V1)
-                            .agent_capabilities(crate::ext_lsp_handlers::advertise(
-                                state.capabilities(),
-                                lsp,
-                            ))
-                            .auth_methods(crate::auth::auth_methods())
-                            .agent_info(
-                                Implementation::new("lode", env!("CARGO_PKG_VERSION"))
-                                    .title("lode"),
-                            ),
-                    )
+                    initialize(&state, request, responder)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -315,14 +302,7 @@ pub fn agent_connection(
         .on_receive_request(
             async move |request: AuthenticateRequest,
                         responder: Responder<AuthenticateResponse>,
-                        _cx: ConnectionTo<Client>| {
-                // The SDK refuses `authenticate` before `initialize` (-32600).
-                let env = |name: &str| std::env::var(name).ok();
-                match crate::auth::authenticate(&request.method_id.0, &env) {
-                    Ok(_) => responder.respond(AuthenticateResponse::new()),
-                    Err(error) => responder.respond_with_error(crate::auth::acp_error(&error)),
-                }
-            },
+                        _cx: ConnectionTo<Client>| { authenticate(request, responder) },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
@@ -331,34 +311,7 @@ pub fn agent_connection(
                 async move |request: NewSessionRequest,
                             responder: Responder<NewSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    if !request.cwd.is_absolute() {
-                        return responder.respond_with_error(invalid_params(format!(
-                            "cwd must be an absolute path, got {}",
-                            request.cwd.display()
-                        )));
-                    }
-                    let servers = match mapping::mcp_server_specs(request.mcp_servers) {
-                        Ok(servers) => servers,
-                        Err(message) => {
-                            return responder.respond_with_error(invalid_params(message));
-                        }
-                    };
-                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
-                        return responder.respond_with_error(error);
-                    }
-                    let session = match state.backend.new_session(request.cwd, servers) {
-                        Ok(session) => session,
-                        Err(error) => return responder.respond_with_error(backend_error(error)),
-                    };
-                    state.remember(session.clone());
-                    let options = state.config_options(&session);
-                    responder.respond(
-                        NewSessionResponse::new(session.id.clone())
-                            .modes(mapping::mode_state(&session.mode))
-                            .config_options(options),
-                    )?;
-                    announce_commands(&state, &cx, &session.id);
-                    Ok(())
+                    new_session(&state, request, responder, &cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -369,37 +322,7 @@ pub fn agent_connection(
                 async move |request: LoadSessionRequest,
                             responder: Responder<LoadSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
-                        Ok(servers) => servers,
-                        Err(message) => {
-                            return responder.respond_with_error(invalid_params(message));
-                        }
-                    };
-                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
-                        return responder.respond_with_error(error);
-                    }
-                    let loaded = state
-                        .backend
-                        .load_session(&request.session_id.0, &request.cwd);
-                    let (session, history) = match loaded {
-                        Ok(loaded) => loaded,
-                        Err(error) => return responder.respond_with_error(backend_error(error)),
-                    };
-                    let notices = state.notices_supported();
-                    for event in &history {
-                        send_event(&cx, &request.session_id, event, notices);
-                    }
-                    let (modes, options) = match reopen(&state, &session, servers) {
-                        Ok(answer) => answer,
-                        Err(error) => return responder.respond_with_error(error),
-                    };
-                    responder.respond(
-                        LoadSessionResponse::new()
-                            .modes(modes)
-                            .config_options(options),
-                    )?;
-                    announce_commands(&state, &cx, &session.id);
-                    Ok(())
+                    load_session(&state, request, responder, &cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -410,33 +333,7 @@ pub fn agent_connection(
                 async move |request: ResumeSessionRequest,
                             responder: Responder<ResumeSessionResponse>,
                             cx: ConnectionTo<Client>| {
-                    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
-                        Ok(servers) => servers,
-                        Err(message) => {
-                            return responder.respond_with_error(invalid_params(message));
-                        }
-                    };
-                    if let Err(error) = remote_servers_allowed(&state, &servers, &request.cwd) {
-                        return responder.respond_with_error(error);
-                    }
-                    let resumed = state
-                        .backend
-                        .resume_session(&request.session_id.0, &request.cwd);
-                    let session = match resumed {
-                        Ok(session) => session,
-                        Err(error) => return responder.respond_with_error(backend_error(error)),
-                    };
-                    let (modes, options) = match reopen(&state, &session, servers) {
-                        Ok(answer) => answer,
-                        Err(error) => return responder.respond_with_error(error),
-                    };
-                    responder.respond(
-                        ResumeSessionResponse::new()
-                            .modes(modes)
-                            .config_options(options),
-                    )?;
-                    announce_commands(&state, &cx, &session.id);
-                    Ok(())
+                    resume_session(&state, request, responder, &cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -447,18 +344,7 @@ pub fn agent_connection(
                 async move |request: ListSessionsRequest,
                             responder: Responder<ListSessionsResponse>,
                             _cx: ConnectionTo<Client>| {
-                    let sessions = match state.backend.list_sessions(request.cwd.as_deref()) {
-                        Ok(sessions) => sessions,
-                        Err(error) => return responder.respond_with_error(backend_error(error)),
-                    };
-                    let listed = sessions
-                        .iter()
-                        .filter(|session| {
-                            request.cwd.as_ref().is_none_or(|cwd| &session.cwd == cwd)
-                        })
-                        .map(mapping::session_info)
-                        .collect();
-                    responder.respond(ListSessionsResponse::new(listed))
+                    list_sessions(&state, request, responder)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -469,12 +355,7 @@ pub fn agent_connection(
                 async move |request: CloseSessionRequest,
                             responder: Responder<CloseSessionResponse>,
                             _cx: ConnectionTo<Client>| {
-                    state.cancel_turn(&request.session_id.0);
-                    state.forget(&request.session_id.0);
-                    match state.backend.close_session(&request.session_id.0) {
-                        Ok(()) => responder.respond(CloseSessionResponse::new()),
-                        Err(error) => responder.respond_with_error(backend_error(error)),
-                    }
+                    close_session(&state, request, responder)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -485,12 +366,7 @@ pub fn agent_connection(
                 async move |request: DeleteSessionRequest,
                             responder: Responder<DeleteSessionResponse>,
                             _cx: ConnectionTo<Client>| {
-                    state.cancel_turn(&request.session_id.0);
-                    state.forget(&request.session_id.0);
-                    match state.backend.delete_session(&request.session_id.0) {
-                        Ok(()) => responder.respond(DeleteSessionResponse::new()),
-                        Err(error) => responder.respond_with_error(backend_error(error)),
-                    }
+                    delete_session(&state, request, responder)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -501,19 +377,7 @@ pub fn agent_connection(
                 async move |request: SetSessionModeRequest,
                             responder: Responder<SetSessionModeResponse>,
                             cx: ConnectionTo<Client>| {
-                    match set_mode(&state, &request.session_id, &request.mode_id.0) {
-                        Ok(session) => {
-                            let options = state.config_options(&session);
-                            notify(
-                                &cx,
-                                &session.id,
-                                mapping::current_mode_update(&session.mode),
-                            );
-                            notify(&cx, &session.id, mapping::config_option_update(options));
-                            responder.respond(SetSessionModeResponse::new())
-                        }
-                        Err(error) => responder.respond_with_error(error),
-                    }
+                    set_session_mode(&state, request, responder, &cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -524,36 +388,7 @@ pub fn agent_connection(
                 async move |request: SetSessionConfigOptionRequest,
                             responder: Responder<SetSessionConfigOptionResponse>,
                             cx: ConnectionTo<Client>| {
-                    let Some(value) = request.value.as_value_id().map(|value| value.0.to_string())
-                    else {
-                        return responder.respond_with_error(invalid_params(
-                            "config option values are select values",
-                        ));
-                    };
-                    let result = match &*request.config_id.0 {
-                        mapping::MODE_OPTION_ID => set_mode(&state, &request.session_id, &value),
-                        mapping::MODEL_OPTION_ID => set_model(&state, &request.session_id, &value),
-                        other => Err(invalid_params(format!("unknown config option {other:?}"))),
-                    };
-                    match result {
-                        Ok(session) => {
-                            let options = state.config_options(&session);
-                            if &*request.config_id.0 == mapping::MODE_OPTION_ID {
-                                notify(
-                                    &cx,
-                                    &session.id,
-                                    mapping::current_mode_update(&session.mode),
-                                );
-                            }
-                            notify(
-                                &cx,
-                                &session.id,
-                                mapping::config_option_update(options.clone()),
-                            );
-                            responder.respond(SetSessionConfigOptionResponse::new(options))
-                        }
-                        Err(error) => responder.respond_with_error(error),
-                    }
+                    set_config_option(&state, request, responder, &cx)
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -611,6 +446,250 @@ pub fn agent_connection(
             },
             agent_client_protocol::on_receive_request!(),
         )
+}
+
+/// `initialize`: negotiates the `lsp/*` extension, keeps the client's capabilities and answers
+/// with lode's.
+fn initialize(
+    state: &ConnectionState,
+    request: InitializeRequest,
+    responder: Responder<InitializeResponse>,
+) -> Result<(), Error> {
+    let lsp = crate::ext_lsp_handlers::negotiate(state, &request);
+    *state.client.lock() = request.client_capabilities;
+    responder.respond(
+        InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(crate::ext_lsp_handlers::advertise(
+                state.capabilities(),
+                lsp,
+            ))
+            .auth_methods(crate::auth::auth_methods())
+            .agent_info(Implementation::new("lode", env!("CARGO_PKG_VERSION")).title("lode")),
+    )
+}
+
+/// `authenticate`: checks that the chosen method's API-key variable is set.
+fn authenticate(
+    request: AuthenticateRequest,
+    responder: Responder<AuthenticateResponse>,
+) -> Result<(), Error> {
+    // The SDK refuses `authenticate` before `initialize` (-32600).
+    let env = |name: &str| std::env::var(name).ok();
+    match crate::auth::authenticate(&request.method_id.0, &env) {
+        Ok(_) => responder.respond(AuthenticateResponse::new()),
+        Err(error) => responder.respond_with_error(crate::auth::acp_error(&error)),
+    }
+}
+
+/// `session/new`: an absolute cwd, the client's MCP servers (command ones from a remote client
+/// only in a trusted workspace), then the new session's modes, options and commands.
+fn new_session(
+    state: &ConnectionState,
+    request: NewSessionRequest,
+    responder: Responder<NewSessionResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    if !request.cwd.is_absolute() {
+        return responder.respond_with_error(invalid_params(format!(
+            "cwd must be an absolute path, got {}",
+            request.cwd.display()
+        )));
+    }
+    let servers = match mapping::mcp_server_specs(request.mcp_servers) {
+        Ok(servers) => servers,
+        Err(message) => {
+            return responder.respond_with_error(invalid_params(message));
+        }
+    };
+    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
+        return responder.respond_with_error(error);
+    }
+    let session = match state.backend.new_session(request.cwd, servers) {
+        Ok(session) => session,
+        Err(error) => return responder.respond_with_error(backend_error(error)),
+    };
+    state.remember(session.clone());
+    let options = state.config_options(&session);
+    responder.respond(
+        NewSessionResponse::new(session.id.clone())
+            .modes(mapping::mode_state(&session.mode))
+            .config_options(options),
+    )?;
+    announce_commands(state, cx, &session.id);
+    Ok(())
+}
+
+/// `session/load`: replays the stored history as updates, then reopens the session.
+fn load_session(
+    state: &ConnectionState,
+    request: LoadSessionRequest,
+    responder: Responder<LoadSessionResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+        Ok(servers) => servers,
+        Err(message) => {
+            return responder.respond_with_error(invalid_params(message));
+        }
+    };
+    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
+        return responder.respond_with_error(error);
+    }
+    let loaded = state
+        .backend
+        .load_session(&request.session_id.0, &request.cwd);
+    let (session, history) = match loaded {
+        Ok(loaded) => loaded,
+        Err(error) => return responder.respond_with_error(backend_error(error)),
+    };
+    let notices = state.notices_supported();
+    for event in &history {
+        send_event(cx, &request.session_id, event, notices);
+    }
+    let (modes, options) = match reopen(state, &session, servers) {
+        Ok(answer) => answer,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    responder.respond(
+        LoadSessionResponse::new()
+            .modes(modes)
+            .config_options(options),
+    )?;
+    announce_commands(state, cx, &session.id);
+    Ok(())
+}
+
+/// `session/resume`: reopens the session without replaying its history.
+fn resume_session(
+    state: &ConnectionState,
+    request: ResumeSessionRequest,
+    responder: Responder<ResumeSessionResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+        Ok(servers) => servers,
+        Err(message) => {
+            return responder.respond_with_error(invalid_params(message));
+        }
+    };
+    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
+        return responder.respond_with_error(error);
+    }
+    let resumed = state
+        .backend
+        .resume_session(&request.session_id.0, &request.cwd);
+    let session = match resumed {
+        Ok(session) => session,
+        Err(error) => return responder.respond_with_error(backend_error(error)),
+    };
+    let (modes, options) = match reopen(state, &session, servers) {
+        Ok(answer) => answer,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    responder.respond(
+        ResumeSessionResponse::new()
+            .modes(modes)
+            .config_options(options),
+    )?;
+    announce_commands(state, cx, &session.id);
+    Ok(())
+}
+
+/// `session/list`: the stored sessions, those of `cwd` when one is given.
+fn list_sessions(
+    state: &ConnectionState,
+    request: ListSessionsRequest,
+    responder: Responder<ListSessionsResponse>,
+) -> Result<(), Error> {
+    let sessions = match state.backend.list_sessions(request.cwd.as_deref()) {
+        Ok(sessions) => sessions,
+        Err(error) => return responder.respond_with_error(backend_error(error)),
+    };
+    let listed = sessions
+        .iter()
+        .filter(|session| request.cwd.as_ref().is_none_or(|cwd| &session.cwd == cwd))
+        .map(mapping::session_info)
+        .collect();
+    responder.respond(ListSessionsResponse::new(listed))
+}
+
+/// `session/close`: cancels its turn and lets the session go (it stays stored).
+fn close_session(
+    state: &ConnectionState,
+    request: CloseSessionRequest,
+    responder: Responder<CloseSessionResponse>,
+) -> Result<(), Error> {
+    state.cancel_turn(&request.session_id.0);
+    state.forget(&request.session_id.0);
+    match state.backend.close_session(&request.session_id.0) {
+        Ok(()) => responder.respond(CloseSessionResponse::new()),
+        Err(error) => responder.respond_with_error(backend_error(error)),
+    }
+}
+
+/// `session/delete`: cancels its turn and deletes the session.
+fn delete_session(
+    state: &ConnectionState,
+    request: DeleteSessionRequest,
+    responder: Responder<DeleteSessionResponse>,
+) -> Result<(), Error> {
+    state.cancel_turn(&request.session_id.0);
+    state.forget(&request.session_id.0);
+    match state.backend.delete_session(&request.session_id.0) {
+        Ok(()) => responder.respond(DeleteSessionResponse::new()),
+        Err(error) => responder.respond_with_error(backend_error(error)),
+    }
+}
+
+/// `session/set_mode`: switches the mode and tells the client the new mode and options.
+fn set_session_mode(
+    state: &ConnectionState,
+    request: SetSessionModeRequest,
+    responder: Responder<SetSessionModeResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    match set_mode(state, &request.session_id, &request.mode_id.0) {
+        Ok(session) => {
+            let options = state.config_options(&session);
+            notify(cx, &session.id, mapping::current_mode_update(&session.mode));
+            notify(cx, &session.id, mapping::config_option_update(options));
+            responder.respond(SetSessionModeResponse::new())
+        }
+        Err(error) => responder.respond_with_error(error),
+    }
+}
+
+/// `session/set_config_option`: the mode or the model, by select value.
+fn set_config_option(
+    state: &ConnectionState,
+    request: SetSessionConfigOptionRequest,
+    responder: Responder<SetSessionConfigOptionResponse>,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let Some(value) = request.value.as_value_id().map(|value| value.0.to_string()) else {
+        return responder
+            .respond_with_error(invalid_params("config option values are select values"));
+    };
+    let result = match &*request.config_id.0 {
+        mapping::MODE_OPTION_ID => set_mode(state, &request.session_id, &value),
+        mapping::MODEL_OPTION_ID => set_model(state, &request.session_id, &value),
+        other => Err(invalid_params(format!("unknown config option {other:?}"))),
+    };
+    match result {
+        Ok(session) => {
+            let options = state.config_options(&session);
+            if &*request.config_id.0 == mapping::MODE_OPTION_ID {
+                notify(cx, &session.id, mapping::current_mode_update(&session.mode));
+            }
+            notify(
+                cx,
+                &session.id,
+                mapping::config_option_update(options.clone()),
+            );
+            responder.respond(SetSessionConfigOptionResponse::new(options))
+        }
+        Err(error) => responder.respond_with_error(error),
+    }
 }
 
 /// Refuses command (stdio) MCP servers from a remote client unless the workspace of `cwd` is
