@@ -38,6 +38,7 @@ mod crash_safety;
 mod daemon;
 mod doctor;
 mod llm_script_command;
+mod logging;
 mod lsp_actions;
 mod lsp_live;
 mod lsp_navigation;
