@@ -3085,6 +3085,259 @@ fn navigation() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Class 12: one path door. The same escapes, given to each user of the door (the agent's tools
+// in `lode run`, `lode mcp`, an LSP code action), are refused the same way: "outside the
+// workspace", nothing read, nothing written.
+// ---------------------------------------------------------------------------------------------
+
+/// Paths that leave the workspace; `{outside}` is the directory outside it, which holds
+/// `target.rs`, and `outdir` is a link to that directory.
+const DOOR_CASES: &[(&str, &str)] = &[
+    ("a symlink pointing outside", "src/link.rs"),
+    ("..", "../outside/target.rs"),
+    ("an absolute path outside", "{outside}/target.rs"),
+    ("a path through a symlinked directory", "outdir/target.rs"),
+];
+
+/// What `{outside}/target.rs` holds; never in an answer or a request to the model.
+const DOOR_SECRET: &str = "RT-DOOR-SECRET";
+
+fn door_scene() -> (Scene, String) {
+    let scene = Scene::new("http://127.0.0.1:9/v1", "");
+    let outside_source =
+        format!("pub fn add(a: u32, b: u32) -> u32 {{\n    a + b\n}}\n// {DOOR_SECRET}\n");
+    std::fs::write(scene.outside().join("target.rs"), &outside_source).unwrap();
+    scene.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+    );
+    std::os::unix::fs::symlink(
+        scene.outside().join("target.rs"),
+        scene.root().join("src/link.rs"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(scene.outside(), scene.root().join("outdir")).unwrap();
+    (scene, outside_source)
+}
+
+/// Nothing outside changed or appeared.
+fn door_outside_untouched(scene: &Scene, outside_source: &str, door: &str) {
+    assert_eq!(
+        std::fs::read_to_string(scene.outside().join("target.rs")).unwrap(),
+        outside_source,
+        "{door}"
+    );
+    assert_eq!(
+        files_under(&scene.outside()).len(),
+        1,
+        "{door}: nothing created outside"
+    );
+}
+
+#[test]
+fn one_path_door_tool_calls() {
+    let (scene, outside_source) = door_scene();
+    let mut calls = Vec::new();
+    for (index, (_, path)) in DOOR_CASES.iter().enumerate() {
+        let path = fill(path, &scene);
+        calls.push((
+            format!("read_{index}"),
+            "read_file".to_owned(),
+            json!({"path": path}),
+        ));
+        calls.push((
+            format!("edit_{index}"),
+            "replace_symbol_body".to_owned(),
+            json!({"symbol": format!("{path}:add"), "text": "pub fn add() {}"}),
+        ));
+    }
+    calls.push((
+        "control_read".to_owned(),
+        "read_file".to_owned(),
+        json!({"path": "src/lib.rs"}),
+    ));
+    let llm = Llm::start(&attack_script("through the door", &calls));
+    scene.use_llm(&llm, "");
+    let (output, events) = scene.run(&["--yes-to", "**", "Please go through the door."]);
+    assert!(
+        llm.handle.requests().len() >= 2,
+        "the attack was not played: {}",
+        text(&output)
+    );
+    assert!(
+        matches!(call_result(&events, "control_read"), Some((status, _)) if status == "completed"),
+        "the control read must run: {}",
+        text(&output)
+    );
+    let mut verdicts = Verdicts::default();
+    for (index, (name, _)) in DOOR_CASES.iter().enumerate() {
+        for id in [format!("read_{index}"), format!("edit_{index}")] {
+            let problem = match call_result(&events, &id) {
+                Some((status, event))
+                    if status == "failed"
+                        && event.to_string().contains("outside the workspace") =>
+                {
+                    None
+                }
+                other => Some(format!(
+                    "expected a refusal (outside the workspace), got {other:?}"
+                )),
+            };
+            verdicts.record(&format!("tool {id}: {name}"), None, problem);
+        }
+    }
+    verdicts.finish("one path door: tool calls");
+    assert!(
+        !llm.seen().contains(DOOR_SECRET),
+        "the model saw the file outside"
+    );
+    door_outside_untouched(&scene, &outside_source, "tool calls");
+}
+
+#[test]
+fn one_path_door_mcp_calls() {
+    use rmcp::ServiceExt as _;
+    use rmcp::model::{CallToolRequestParams, CallToolResponse};
+
+    let (scene, outside_source) = door_scene();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let std_command = scene.command(&["mcp", "--allow-edits"]);
+        let mut command = tokio::process::Command::from(std_command);
+        command.stderr(std::process::Stdio::null());
+        let transport = rmcp::transport::TokioChildProcess::new(command).expect("start lode mcp");
+        let client = ().serve(transport).await.expect("MCP handshake with lode mcp");
+        let mut verdicts = Verdicts::default();
+        let mut attempts = Vec::new();
+        for (name, path) in DOOR_CASES {
+            let path = fill(path, &scene);
+            attempts.push((
+                format!("read_file: {name}"),
+                "read_file",
+                json!({"path": path}),
+            ));
+            attempts.push((
+                format!("replace_symbol_body: {name}"),
+                "replace_symbol_body",
+                json!({"symbol": format!("{path}:add"), "text": "pub fn add() {}"}),
+            ));
+        }
+        attempts.push((
+            "control".to_owned(),
+            "read_file",
+            json!({"path": "src/lib.rs"}),
+        ));
+        for (case, tool, arguments) in attempts {
+            let Value::Object(arguments) = arguments else {
+                unreachable!("arguments are objects");
+            };
+            let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+            let outcome = client.peer().call_tool_once(params).await;
+            let problem = match (case.as_str(), outcome) {
+                ("control", Ok(CallToolResponse::Complete(result))) => (result.is_error
+                    == Some(true))
+                .then(|| format!("the control failed: {result:?}")),
+                ("control", other) => Some(format!("the control failed: {other:?}")),
+                (_, Err(error)) if error.to_string().contains("outside the workspace") => {
+                    (error.to_string().contains(DOOR_SECRET)).then(|| "leaked".to_owned())
+                }
+                (_, other) => Some(format!(
+                    "expected a refusal (outside the workspace), got {other:?}"
+                )),
+            };
+            verdicts.record(&format!("mcp {case}"), None, problem);
+        }
+        verdicts.finish("one path door: MCP calls");
+        client.cancel().await.unwrap();
+    });
+    door_outside_untouched(&scene, &outside_source, "MCP calls");
+}
+
+#[test]
+fn one_path_door_lsp_code_actions() {
+    use crate::lsp_support::{LspClient, uri};
+
+    let (scene, outside_source) = door_scene();
+    // A model that is never reached: each action is refused before its turn starts.
+    let llm = Llm::start(&attack_script("never asked", &[]));
+    scene.use_llm(&llm, "[lsp.diagnostics]\nenabled = false\n");
+    let home = scene.home();
+    let config = home.join("config");
+    let data = scene.data();
+    let runtime_dir = home.join("runtime");
+    let mut client = LspClient::start_with_env(
+        &scene.root(),
+        &[],
+        &[
+            ("HOME", home.as_path()),
+            ("XDG_CONFIG_HOME", config.as_path()),
+            ("XDG_DATA_HOME", data.as_path()),
+            ("XDG_RUNTIME_DIR", runtime_dir.as_path()),
+        ],
+    );
+    client.initialize_and_wait_for_index();
+    let mut verdicts = Verdicts::default();
+    let mut targets: Vec<(String, String)> = DOOR_CASES
+        .iter()
+        .map(|(name, path)| {
+            let path = fill(path, &scene);
+            let target = if path.starts_with('/') {
+                format!("file://{path}")
+            } else {
+                format!("{}/{path}", uri(&scene.root()))
+            };
+            (name.to_string(), target)
+        })
+        .collect();
+    targets.push((
+        "an absolute path outside, by its own URI".to_owned(),
+        uri(&scene.outside().join("target.rs")),
+    ));
+    for (name, target) in targets {
+        for command in ["lode.explain", "lode.fix", "lode.review"] {
+            let result = client.request(
+                "workspace/executeCommand",
+                json!({
+                    "command": command,
+                    "arguments": [{
+                        "uri": target,
+                        "range": {"start": {"line": 0, "character": 0},
+                                  "end": {"line": 2, "character": 0}},
+                    }],
+                }),
+            );
+            let shown = client.wait_for("the refusal", |m| {
+                m["method"] == "window/showMessage" && m["params"]["type"] == 1
+            });
+            let said = shown["params"]["message"].as_str().unwrap_or("").to_owned();
+            let problem = if result.get("error").is_some() {
+                Some(format!("the command failed otherwise: {result}"))
+            } else if !said.contains("outside the workspace") {
+                Some(format!(
+                    "expected a refusal (outside the workspace), got {said:?}"
+                ))
+            } else {
+                None
+            };
+            verdicts.record(&format!("lsp {command}: {name}"), None, problem);
+        }
+    }
+    verdicts.finish("one path door: LSP code actions");
+    assert!(
+        llm.handle.requests().is_empty(),
+        "no turn may start: {}",
+        llm.seen()
+    );
+    client.call("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+    client.wait_for_exit();
+    door_outside_untouched(&scene, &outside_source, "LSP code actions");
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table of classes.
 // ---------------------------------------------------------------------------------------------
 
@@ -3150,6 +3403,9 @@ fn classes() -> Vec<(&'static str, usize, usize)> {
             NAVIGATION_CASES.len(),
             gaps(NAVIGATION_CASES, |case| case.known_gap.is_some()),
         ),
+        // Each escape through each user of the path door: two tool calls, two MCP calls and
+        // three code actions (one more URI for the LSP).
+        ("one path door", DOOR_CASES.len() * 7 + 3, 0),
     ]
 }
 
