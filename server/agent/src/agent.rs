@@ -9,10 +9,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
 use lode_index::scan::ScanOptions;
 use lode_index::{Workspace, WorkspaceOptions};
-use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -20,36 +18,14 @@ use crate::audit::AuditLog;
 use crate::config::{Config, ConfigError, LoadedConfig};
 use crate::event::{AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent};
 use crate::host::SessionHost;
-use lode_llm::{ContentPart, ModelInfo, Provider, Role};
 use crate::mcp::McpServerConfig;
-use lode_policy::{Mode, PermissionPolicy, PermissionStore};
+use crate::session::{
+    AgentError, NamedProviders, SessionInfo, Shared, SlashCommand, UserInput, parse_mode,
+};
 use crate::store::{NewSession, SessionStore, StoreError, Visibility};
+use lode_llm::{ContentPart, ModelInfo, Provider, Role};
+use lode_policy::{Mode, PermissionPolicy, PermissionStore};
 use lode_tools::ToolRegistry;
-
-/// Why an agent operation failed. Tool failures are not errors: they go back to the model.
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("cannot open the code index: {0}")]
-    Index(#[from] lode_index::IndexError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Provider(String),
-    /// No LLM provider is configured (an agent opened with
-    /// [`AgentOptions::allow_no_provider`]); the message says where and how to add one.
-    #[error("{0}")]
-    NoProvider(String),
-    #[error("no session with id {0}")]
-    NoSuchSession(String),
-    #[error("session {0} is already running a turn; cancel it or wait")]
-    Busy(String),
-    #[error("unknown model {name:?}; configured: {available}")]
-    UnknownModel { name: String, available: String },
-    #[error("{0}")]
-    Other(String),
-}
 
 /// How to open an agent.
 #[derive(Clone, Default)]
@@ -94,79 +70,6 @@ pub struct AgentOptions {
 
 /// A lookup of environment variables by name.
 pub type ProviderEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-/// A session as front ends list it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionInfo {
-    pub id: String,
-    pub title: Option<String>,
-    pub cwd: PathBuf,
-    pub mode: Mode,
-    /// The configured provider name the session uses.
-    pub model: String,
-    pub updated_at: DateTime<Utc>,
-}
-
-/// One piece of what the user sent.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UserInput {
-    Text(String),
-    Image {
-        mime_type: String,
-        data: String,
-    },
-    /// A link to a file or resource; `file://` links inside the workspace are read and included.
-    ResourceLink {
-        uri: String,
-        name: String,
-    },
-    /// Content the client embedded (an editor selection, an open buffer).
-    Resource {
-        uri: String,
-        text: Option<String>,
-        mime_type: Option<String>,
-    },
-}
-
-/// A command lode handles itself when a prompt starts with `/name`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SlashCommand {
-    pub name: String,
-    pub description: String,
-    pub input_hint: Option<String>,
-}
-
-/// Everything one workspace's sessions share.
-pub(crate) struct Shared {
-    pub root: PathBuf,
-    pub config: Config,
-    pub config_files: Vec<PathBuf>,
-    pub providers: NamedProviders,
-    /// Why `providers` is empty (only with [`AgentOptions::allow_no_provider`]).
-    pub no_provider: Option<String>,
-    /// The provider taken from the environment because none is configured.
-    pub detected: Option<lode_llm::DetectedProvider>,
-    pub index: Arc<Workspace>,
-    /// The repo maps and retrievals of the index's current generation (`crate::code_cache`).
-    pub code_cache: Arc<crate::code_cache::CodeCache>,
-    pub store: Arc<SessionStore>,
-    pub policy: PermissionPolicy,
-    pub audit: Arc<AuditLog>,
-    pub tools: Arc<ToolRegistry>,
-    /// Where edits' diagnostics come from: the editor's pushed ones first, then the configured
-    /// source (`lode_tools::pushed_diagnostics::PushedFirst`).
-    pub diagnostics: Option<Arc<dyn lode_tools::diagnostics::DiagnosticsSource>>,
-    /// Skills, long-term memory and MCP servers.
-    pub extensions: crate::extensions::Extensions,
-    /// MCP servers a client passed for a session (`session/new`), connected on its first turn.
-    pub mcp_servers: Arc<Mutex<HashMap<String, Vec<McpServerConfig>>>>,
-    /// How commands run: confined through the launcher, or (unavailable, off) asked about.
-    pub sandbox: Arc<lode_sandbox::Sandbox>,
-    /// Sessions already told that commands run unconfined.
-    pub told_unconfined: Arc<Mutex<std::collections::HashSet<String>>>,
-    /// Settings of the untrusted workspace config that are not applied (see `crate::trust`).
-    pub untrusted_ignored: Vec<String>,
-}
 
 /// What outlives a reload of the configuration: the index, the stores, and what sessions hold.
 struct Lasting {
@@ -859,7 +762,7 @@ impl Agent {
             }
             running.insert(id.to_owned(), cancel.clone());
         }
-        let outcome = crate::turn::run_turn(self, &info, input, host.clone(), cancel).await;
+        let outcome = self.run_prompt(&info, input, host.clone(), cancel).await;
         self.inner
             .lasting
             .running
@@ -869,6 +772,38 @@ impl Agent {
         let stop = outcome?;
         host.emit(AgentEvent::TurnFinished { stop_reason: stop });
         Ok(stop)
+    }
+
+    /// One prompt: lode's own slash command, or a turn with the model. Before a turn the
+    /// workspace's trust is settled (trusting it replaces the configuration, and may change the
+    /// session's model), then the turn runs on the configuration in effect.
+    async fn run_prompt(
+        &self,
+        info: &SessionInfo,
+        input: Vec<UserInput>,
+        host: Arc<dyn SessionHost>,
+        cancel: CancellationToken,
+    ) -> Result<StopReason, AgentError> {
+        if let [UserInput::Text(text)] = input.as_slice()
+            && let Some((command, argument)) = crate::slash::parse(text)
+        {
+            return crate::turn_commands::run(
+                self,
+                info,
+                command,
+                &argument,
+                host.as_ref(),
+                &cancel,
+            )
+            .await;
+        }
+        self.settle_workspace_trust(&info.id, host.as_ref(), &cancel)
+            .await;
+        let info = self.session(&info.id)?;
+        let shared = self.shared();
+        let provider = self.provider(&info.model)?;
+        self.ensure_index_ready().await;
+        crate::turn::run_turn(&shared, &info, provider, input, host, cancel).await
     }
 
     /// The user-visible messages of a session (for tests and front ends that show history).
@@ -884,6 +819,42 @@ impl Agent {
             })
             .map(|message| message.to_message())
             .collect())
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::turn_commands::Controls for Agent {
+    fn shared(&self) -> Arc<Shared> {
+        Agent::shared(self)
+    }
+
+    fn slash_commands(&self) -> Vec<SlashCommand> {
+        Agent::slash_commands(self)
+    }
+
+    fn models(&self) -> Vec<ModelInfo> {
+        Agent::models(self)
+    }
+
+    fn set_mode(&self, session_id: &str, mode: Mode) -> Result<(), AgentError> {
+        Agent::set_mode(self, session_id, mode)
+    }
+
+    fn set_model(&self, session_id: &str, provider_name: &str) -> Result<(), AgentError> {
+        Agent::set_model(self, session_id, provider_name)
+    }
+
+    fn provider(&self, name: &str) -> Result<Arc<dyn Provider>, AgentError> {
+        Agent::provider(self, name)
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionInfo>, AgentError> {
+        Agent::list_sessions(self)
+    }
+
+    async fn ready_index(&self) -> Arc<Workspace> {
+        self.ensure_index_ready().await;
+        self.index().clone()
     }
 }
 
@@ -963,7 +934,6 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
 }
 
 /// Configured providers by name, the default first.
-type NamedProviders = Vec<(String, Arc<dyn Provider>)>;
 
 /// The providers of `loaded`, their keys read through `env`.
 fn build_providers(
@@ -1006,13 +976,6 @@ pub fn configured_models(loaded: &LoadedConfig) -> Result<Vec<ModelInfo>, AgentE
     }
 }
 
-/// A mode by its exact name (`ask`, `code`, `architect`), surrounding whitespace ignored.
-pub(crate) fn parse_mode(text: &str) -> Option<Mode> {
-    Mode::ALL
-        .into_iter()
-        .find(|mode| mode.as_str() == text.trim())
-}
-
 /// The sandbox of an agent: through `launcher` with the user's `[sandbox]` settings, keeping
 /// every provider's key variable out of commands.
 pub fn sandbox_for(launcher: Option<PathBuf>, config: &Config) -> lode_sandbox::Sandbox {
@@ -1038,9 +1001,9 @@ fn tools_with_sources(
 ) -> ToolRegistry {
     let mut tools = lode_tools::default_tools();
     if let Some(source) = source {
-        tools.register(Arc::new(lode_tools::diagnostics::SourceDiagnosticsTool::new(
-            source,
-        )));
+        tools.register(Arc::new(
+            lode_tools::diagnostics::SourceDiagnosticsTool::new(source),
+        ));
     }
     if let Some(navigation) = navigation {
         for question in [

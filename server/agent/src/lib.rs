@@ -23,6 +23,7 @@ pub mod host;
 pub mod mcp;
 pub mod memory;
 pub mod redact;
+mod session;
 pub mod skills;
 pub mod slash;
 pub mod step;
@@ -31,7 +32,5 @@ pub mod trust;
 mod turn;
 mod turn_commands;
 
-pub use agent::{
-    Agent, AgentError, AgentOptions, ProviderEnv, SessionInfo, SlashCommand, UserInput,
-    configured_models, sandbox_for,
-};
+pub use agent::{Agent, AgentOptions, ProviderEnv, configured_models, sandbox_for};
+pub use session::{AgentError, SessionInfo, SlashCommand, UserInput};

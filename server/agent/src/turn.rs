@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentError, SessionInfo, Shared, UserInput};
 use crate::code_cache::{CodeCache, MapKey, RetrievalKey};
 use crate::compaction;
 use crate::context::{
@@ -23,13 +22,14 @@ use crate::event::{
     AgentEvent, StopReason, ToolCallStart, ToolCallUpdate, ToolContent, ToolStatus,
 };
 use crate::host::{PermissionAnswer, PermissionRequest, SessionHost};
+use crate::mcp::McpServerConfig;
+use crate::session::{AgentError, SessionInfo, Shared, UserInput};
+use crate::step::{StepResponse, collect_step};
+use crate::store::{SessionStore, ToolCallFinish, Visibility};
 use lode_llm::{
     ChatRequest, ContentPart, FinishReason, LlmError, Message, Provider, Role, ToolCall, ToolResult,
 };
-use crate::mcp::McpServerConfig;
 use lode_policy::{Decision, Mode};
-use crate::step::{StepResponse, collect_step};
-use crate::store::{SessionStore, ToolCallFinish, Visibility};
 use lode_tools::{ToolContext, ToolError, ToolErrorCategory, ToolOutput};
 
 /// Attempts per model step for errors a retry can fix (429, 5xx, timeouts, dropped streams).
@@ -93,213 +93,312 @@ pub(crate) fn remember_mcp_servers(
     sessions.insert(session_id.to_owned(), servers);
 }
 
-/// Runs one turn. Errors are failures of lode itself (store, provider after retries); tool
-/// failures go back to the model.
+/// Runs one turn of the session `info` with `provider` (the agent has settled the workspace's
+/// trust, picked the provider and readied the index). Errors are failures of lode itself (store,
+/// provider after retries); tool failures go back to the model.
 pub(crate) async fn run_turn(
-    agent: &Agent,
+    shared: &Shared,
     info: &SessionInfo,
+    provider: Arc<dyn Provider>,
     input: Vec<UserInput>,
     host: Arc<dyn SessionHost>,
     cancel: CancellationToken,
 ) -> Result<StopReason, AgentError> {
-    if let [UserInput::Text(text)] = input.as_slice()
-        && let Some((command, argument)) = crate::slash::parse(text)
-    {
-        return crate::turn_commands::run(agent, info, command, &argument, host.as_ref(), &cancel)
-            .await;
-    }
-    // Settled before the configuration is taken: trusting the workspace replaces it.
-    agent
-        .settle_workspace_trust(&info.id, host.as_ref(), &cancel)
-        .await;
-    // Trusting the workspace may have changed the session's model.
-    let info = &agent.session(&info.id)?;
-    let shared = &agent.shared();
-    let provider = agent.provider(&info.model)?;
-    agent.ensure_index_ready().await;
-
-    let sources = Arc::new(lode_tools::untrusted::TurnSources::new());
-    let user_message = user_message(shared, input, provider.info().supports_images, &sources);
-    let first_text = user_message.text();
-    // Loaded from the store once, with the user's message; what this turn appends is added in
-    // memory (and kept in clear: the store redacts secrets before writing).
-    let mut history = TurnHistory::start(&shared.store, &info.id, user_message)?;
-    if info.title.is_none() && !first_text.trim().is_empty() {
-        // Redacted before it is cut to length: a secret cut in half no longer matches a pattern.
-        let title = title_from(&crate::redact::redact_text(&first_text));
-        shared.store.set_title(&info.id, &title)?;
-        host.emit(AgentEvent::TitleChanged { title });
-    }
-
-    tell_if_unconfined(shared, &info.id, host.as_ref());
-    let mode = info.mode;
-    let budget = ContextBudget::for_model(provider.info());
-    let mut turn_context = prepare_turn_context(shared, history.messages(), budget).await?;
-    attach_extensions(
-        shared,
-        &info.id,
-        &first_text,
-        budget,
-        &mut turn_context,
-        host.as_ref(),
-    )
-    .await;
-    turn_context.sources = sources;
-    turn_context.record_context_sources();
-    let specs = turn_context.tools.specs(mode);
-
-    let mut doom = DoomLoopDetector::default();
-    let mut edit_diagnostics = shared
-        .diagnostics
-        .clone()
-        .map(|source| lode_tools::diagnostics::TurnDiagnostics::new(source, shared.root.clone()));
-    let mut loop_warnings = 0;
-    let mut compacted_for_overflow = false;
+    let mut turn = Turn::begin(shared, info, provider, input, host, cancel).await?;
     let max_steps = shared.config.agent.max_tool_iterations.max(1);
     for _ in 0..max_steps {
-        if cancel.is_cancelled() {
-            return Ok(StopReason::Cancelled);
+        if let Some(stop) = turn.step().await? {
+            return Ok(stop);
         }
-        if turn_context.code_stale {
+    }
+    turn.host.emit(AgentEvent::Notice {
+        message: format!(
+            "stopped after {max_steps} model requests in one turn ([agent] max_tool_iterations)"
+        ),
+    });
+    Ok(StopReason::MaxTurnRequests)
+}
+
+/// One running turn: what it keeps from one model request to the next.
+struct Turn<'a> {
+    shared: &'a Shared,
+    info: &'a SessionInfo,
+    provider: Arc<dyn Provider>,
+    host: Arc<dyn SessionHost>,
+    cancel: CancellationToken,
+    /// The session's messages, loaded once when the turn starts (see [`TurnHistory`]).
+    history: TurnHistory,
+    context: TurnContext,
+    /// The tools offered in the session's mode.
+    specs: Vec<lode_llm::ToolSpec>,
+    budget: ContextBudget,
+    doom: DoomLoopDetector,
+    /// The diagnostics of the files this turn edits, when a source is configured.
+    edit_diagnostics: Option<lode_tools::diagnostics::TurnDiagnostics>,
+    loop_warnings: u32,
+    compacted_for_overflow: bool,
+}
+
+/// What one model request came to.
+enum Asked {
+    Answer(StepResponse),
+    /// The turn ends here.
+    Stop(StopReason),
+    /// The context overflowed and was compacted: ask again.
+    Again,
+}
+
+impl<'a> Turn<'a> {
+    /// Stores the user's message, names an untitled session, and assembles what the turn's
+    /// requests share: context, extensions, tools.
+    async fn begin(
+        shared: &'a Shared,
+        info: &'a SessionInfo,
+        provider: Arc<dyn Provider>,
+        input: Vec<UserInput>,
+        host: Arc<dyn SessionHost>,
+        cancel: CancellationToken,
+    ) -> Result<Turn<'a>, AgentError> {
+        let sources = Arc::new(lode_tools::untrusted::TurnSources::new());
+        let user_message = user_message(shared, input, provider.info().supports_images, &sources);
+        let first_text = user_message.text();
+        // Loaded from the store once, with the user's message; what this turn appends is added
+        // in memory (and kept in clear: the store redacts secrets before writing).
+        let history = TurnHistory::start(&shared.store, &info.id, user_message)?;
+        if info.title.is_none() && !first_text.trim().is_empty() {
+            // Redacted before it is cut to length: a secret cut in half no longer matches.
+            let title = title_from(&crate::redact::redact_text(&first_text));
+            shared.store.set_title(&info.id, &title)?;
+            host.emit(AgentEvent::TitleChanged { title });
+        }
+
+        tell_if_unconfined(shared, &info.id, host.as_ref());
+        let budget = ContextBudget::for_model(provider.info());
+        let mut context = prepare_turn_context(shared, history.messages(), budget).await?;
+        attach_extensions(
+            shared,
+            &info.id,
+            &first_text,
+            budget,
+            &mut context,
+            host.as_ref(),
+        )
+        .await;
+        context.sources = sources;
+        context.record_context_sources();
+        let specs = context.tools.specs(info.mode);
+        let edit_diagnostics = shared.diagnostics.clone().map(|source| {
+            lode_tools::diagnostics::TurnDiagnostics::new(source, shared.root.clone())
+        });
+        Ok(Turn {
+            shared,
+            info,
+            provider,
+            host,
+            cancel,
+            history,
+            context,
+            specs,
+            budget,
+            doom: DoomLoopDetector::default(),
+            edit_diagnostics,
+            loop_warnings: 0,
+            compacted_for_overflow: false,
+        })
+    }
+
+    /// One model request and the tool calls it asks for; `Some` when the turn ends.
+    async fn step(&mut self) -> Result<Option<StopReason>, AgentError> {
+        if self.cancel.is_cancelled() {
+            return Ok(Some(StopReason::Cancelled));
+        }
+        if self.context.code_stale {
             // A tool may have changed files since the map and retrieval were made.
-            refresh_code(shared, &mut turn_context).await?;
+            refresh_code(self.shared, &mut self.context).await?;
         }
+        let response = match self.ask_model().await? {
+            Asked::Answer(response) => response,
+            Asked::Stop(stop) => return Ok(Some(stop)),
+            Asked::Again => return Ok(None),
+        };
+        self.report_usage(&response);
+        let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
+        if response.message.content.is_empty() {
+            // Nothing to store: an empty answer ends the turn as the model asked.
+            return Ok(Some(stop_reason_for(response.finish)));
+        }
+        let seq = self.append(response.message.clone())?;
+        if calls.is_empty() {
+            return self.end_unless_edits_broke(response.finish).await;
+        }
+        let looping = self.run_calls(seq, &calls).await?;
+        if self.cancel.is_cancelled() {
+            return Ok(Some(StopReason::Cancelled));
+        }
+        if looping {
+            self.loop_warnings += 1;
+        }
+        if self.loop_warnings >= 2 {
+            self.host.emit(AgentEvent::Notice {
+                message: "stopped: the model kept repeating the same tool call".to_owned(),
+            });
+            return Ok(Some(StopReason::MaxTurnRequests));
+        }
+        Ok(match response.finish {
+            FinishReason::Refusal => Some(StopReason::Refusal),
+            FinishReason::MaxTokens | FinishReason::ToolUse | FinishReason::EndTurn => None,
+        })
+    }
+
+    /// Assembles the request, streams the model's answer (retrying what a retry can fix), and
+    /// compacts once when the model says its context is full.
+    async fn ask_model(&mut self) -> Result<Asked, AgentError> {
+        let (shared, info) = (self.shared, self.info);
         let mut request = build_request(
             shared,
             &info.id,
-            &mut history,
-            mode,
-            &specs,
-            &turn_context,
-            budget,
-            provider.as_ref(),
-            host.as_ref(),
-            &cancel,
+            &mut self.history,
+            info.mode,
+            &self.specs,
+            &self.context,
+            self.budget,
+            self.provider.as_ref(),
+            self.host.as_ref(),
+            &self.cancel,
         )
         .await?;
-        let outcome = step_with_retries(provider.as_ref(), &request, host.as_ref(), &cancel).await;
+        let outcome = step_with_retries(
+            self.provider.as_ref(),
+            &request,
+            self.host.as_ref(),
+            &self.cancel,
+        )
+        .await;
         // The request may carry the history itself (lent, not copied): take it back.
-        history.restore(&mut request);
+        self.history.restore(&mut request);
         drop(request);
-        let response = match outcome {
-            Ok(response) => response,
-            Err(LlmError::Cancelled) => return Ok(StopReason::Cancelled),
-            Err(LlmError::ContextLength { message }) if !compacted_for_overflow => {
-                compacted_for_overflow = true;
-                host.emit(AgentEvent::Notice {
+        match outcome {
+            Ok(response) => Ok(Asked::Answer(response)),
+            Err(LlmError::Cancelled) => Ok(Asked::Stop(StopReason::Cancelled)),
+            Err(LlmError::ContextLength { message }) if !self.compacted_for_overflow => {
+                self.compacted_for_overflow = true;
+                self.host.emit(AgentEvent::Notice {
                     message: format!(
                         "the model's context is full ({message}); compacting and retrying"
                     ),
                 });
-                compact(shared, &info.id, provider.as_ref(), host.as_ref(), &cancel).await?;
-                history.reload(&shared.store, &info.id)?;
-                continue;
+                compact(
+                    shared,
+                    &info.id,
+                    self.provider.as_ref(),
+                    self.host.as_ref(),
+                    &self.cancel,
+                )
+                .await?;
+                self.history.reload(&shared.store, &info.id)?;
+                Ok(Asked::Again)
             }
-            Err(error) => return Err(AgentError::Provider(error.to_string())),
-        };
+            Err(error) => Err(AgentError::Provider(error.to_string())),
+        }
+    }
+
+    fn report_usage(&self, response: &StepResponse) {
         if let Some(usage) = response.usage {
-            host.emit(AgentEvent::Usage {
+            self.host.emit(AgentEvent::Usage {
                 used: usage.input_tokens + usage.output_tokens,
-                size: u64::from(provider.info().context_window),
+                size: u64::from(self.provider.info().context_window),
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
             });
         }
-        let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
-        if response.message.content.is_empty() {
-            // Nothing to store: an empty answer ends the turn as the model asked.
-            return Ok(stop_reason_for(response.finish));
-        }
-        let seq = history.append(&shared.store, &info.id, response.message.clone())?;
-        if calls.is_empty() {
-            if let Some(tracker) = edit_diagnostics.as_mut()
-                && !cancel.is_cancelled()
-                && let Some(note) = tracker.before_turn_ends().await
-            {
-                host.emit(AgentEvent::Notice {
-                    message: note.clone(),
-                });
-                let message = Message {
-                    role: Role::User,
-                    content: vec![ContentPart::Text { text: note }],
-                };
-                history.append(&shared.store, &info.id, message)?;
-                continue;
-            }
-            return Ok(stop_reason_for(response.finish));
-        }
+    }
 
+    /// Stores a message of this turn and keeps it in the turn's history.
+    fn append(&mut self, message: Message) -> Result<u64, AgentError> {
+        self.history
+            .append(&self.shared.store, &self.info.id, message)
+    }
+
+    /// The model answered without tool calls: the turn ends, unless files it edited now have
+    /// new errors, which go back to the model first.
+    async fn end_unless_edits_broke(
+        &mut self,
+        finish: FinishReason,
+    ) -> Result<Option<StopReason>, AgentError> {
+        if let Some(tracker) = self.edit_diagnostics.as_mut()
+            && !self.cancel.is_cancelled()
+            && let Some(note) = tracker.before_turn_ends().await
+        {
+            self.host.emit(AgentEvent::Notice {
+                message: note.clone(),
+            });
+            self.append(Message {
+                role: Role::User,
+                content: vec![ContentPart::Text { text: note }],
+            })?;
+            return Ok(None);
+        }
+        Ok(Some(stop_reason_for(finish)))
+    }
+
+    /// Runs the calls of the stored assistant message `seq` in order and stores their results;
+    /// `true` when the model is repeating itself.
+    async fn run_calls(&mut self, seq: u64, calls: &[ToolCall]) -> Result<bool, AgentError> {
         let mut results = Vec::with_capacity(calls.len());
         let mut looping = false;
-        for call in &calls {
-            let pending_edit = match edit_diagnostics.as_mut() {
-                Some(tracker) if !cancel.is_cancelled() => tracker.before_call(call).await,
+        for call in calls {
+            let pending_edit = match self.edit_diagnostics.as_mut() {
+                Some(tracker) if !self.cancel.is_cancelled() => tracker.before_call(call).await,
                 _ => None,
             };
-            let mut result = if cancel.is_cancelled() {
+            let mut result = if self.cancel.is_cancelled() {
                 cancelled_result(call)
             } else {
-                run_tool_call(
-                    shared,
-                    &turn_context,
-                    &info.id,
-                    seq,
-                    mode,
-                    call,
-                    host.clone(),
-                    &cancel,
-                )
-                .await
+                let scope = CallScope {
+                    shared: self.shared,
+                    turn: &self.context,
+                    session_id: &self.info.id,
+                    message_seq: seq,
+                    mode: self.info.mode,
+                    host: &self.host,
+                    cancel: &self.cancel,
+                };
+                run_tool_call(&scope, call).await
             };
-            if let (Some(tracker), Some(pending)) = (edit_diagnostics.as_mut(), pending_edit) {
+            if let (Some(tracker), Some(pending)) = (self.edit_diagnostics.as_mut(), pending_edit) {
                 tracker.after_call(pending, &mut result).await;
             }
             // A tool that may write (an edit, a command, an MCP tool) may have changed files.
-            if turn_context
+            if self
+                .context
                 .tools
                 .get(&call.name)
                 .is_some_and(|tool| !tool.read_only())
             {
-                turn_context.code_stale = true;
+                self.context.code_stale = true;
             }
-            if !cancel.is_cancelled() && doom.record(&call.name, &call.arguments, &result.content) {
+            if !self.cancel.is_cancelled()
+                && self
+                    .doom
+                    .record(&call.name, &call.arguments, &result.content)
+            {
                 looping = true;
             }
             results.push(ContentPart::ToolResult(result));
         }
         if looping {
-            loop_warnings += 1;
             results.push(ContentPart::Text {
                 text: "lode: the same tool call has now returned the same result three times. \
                        Stop repeating it: change approach, or finish and explain what blocks you."
                     .to_owned(),
             });
         }
-        let results = Message {
+        self.append(Message {
             role: Role::User,
             content: results,
-        };
-        history.append(&shared.store, &info.id, results)?;
-        if cancel.is_cancelled() {
-            return Ok(StopReason::Cancelled);
-        }
-        if loop_warnings >= 2 {
-            host.emit(AgentEvent::Notice {
-                message: "stopped: the model kept repeating the same tool call".to_owned(),
-            });
-            return Ok(StopReason::MaxTurnRequests);
-        }
-        match response.finish {
-            FinishReason::Refusal => return Ok(StopReason::Refusal),
-            FinishReason::MaxTokens | FinishReason::ToolUse | FinishReason::EndTurn => {}
-        }
+        })?;
+        Ok(looping)
     }
-    host.emit(AgentEvent::Notice {
-        message: format!(
-            "stopped after {max_steps} model requests in one turn ([agent] max_tool_iterations)"
-        ),
-    });
-    Ok(StopReason::MaxTurnRequests)
 }
 
 fn stop_reason_for(finish: FinishReason) -> StopReason {
@@ -889,122 +988,173 @@ fn cancelled_result(call: &ToolCall) -> ToolResult {
     }
 }
 
-/// Runs one tool call: presentation, policy, permission, the tool, events, storage, audit.
-#[allow(clippy::too_many_arguments)]
-async fn run_tool_call(
-    shared: &Shared,
-    turn: &TurnContext,
-    session_id: &str,
+/// What the tool calls of one model step share.
+struct CallScope<'a> {
+    shared: &'a Shared,
+    turn: &'a TurnContext,
+    session_id: &'a str,
+    /// The stored assistant message that asked for the calls.
     message_seq: u64,
     mode: Mode,
-    call: &ToolCall,
-    host: Arc<dyn SessionHost>,
-    cancel: &CancellationToken,
-) -> ToolResult {
-    let mut context = tool_context(shared, host.clone(), call.id.clone(), cancel.child_token());
-    context.sources = turn.sources.clone();
-    let Some(tool) = turn.tools.get(&call.name) else {
-        let error = ToolError::new(
-            ToolErrorCategory::InvalidArguments,
-            format!(
-                "there is no tool named {:?}; available tools: {}",
-                call.name,
-                turn.tools
-                    .specs(mode)
-                    .iter()
-                    .map(|spec| spec.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            true,
-        );
-        // Shown and stored like any failed call, so the user sees what the model tried.
-        let start = ToolCallStart {
+    host: &'a Arc<dyn SessionHost>,
+    cancel: &'a CancellationToken,
+}
+
+/// How the permission policy, and perhaps the user, judged a call.
+struct Verdict {
+    /// `Err(reason)` when the call may not run.
+    allowed: Result<(), String>,
+    /// What the audit log records: `allow`, `allow:skill`, `deny` or `ask:<answer>`.
+    audit: String,
+    /// The user granted this call network access ("allow once with network").
+    network: bool,
+}
+
+/// Runs one tool call: presentation, policy, permission, the tool, events, storage, audit.
+async fn run_tool_call(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
+    let Some(tool) = scope.turn.tools.get(&call.name) else {
+        return unknown_tool(scope, call);
+    };
+    let mut context = tool_context(
+        scope.shared,
+        scope.host.clone(),
+        call.id.clone(),
+        scope.cancel.child_token(),
+    );
+    context.sources = scope.turn.sources.clone();
+    let presentation = tool.present(&call.arguments, &context);
+    announce_call(
+        scope,
+        ToolCallStart {
             id: call.id.clone(),
             tool: call.name.clone(),
-            title: format!("Unknown tool `{}`", call.name),
-            kind: crate::event::ToolKind::Other,
-            locations: Vec::new(),
+            title: presentation.title.clone(),
+            kind: tool.kind(),
+            locations: presentation.locations.clone(),
             raw_input: call.arguments.clone(),
-        };
-        host.emit(AgentEvent::ToolCallStarted(start.clone()));
-        let text = error.to_model_text();
-        let update = ToolCallUpdate {
-            id: call.id.clone(),
-            status: ToolStatus::Failed,
-            title: None,
-            content: vec![ToolContent::Text {
-                text: error.message.clone(),
-            }],
-            locations: Vec::new(),
-            raw_output: serde_json::to_value(&error).ok(),
-        };
-        host.emit(AgentEvent::ToolCallUpdated(update.clone()));
-        let finish = ToolCallFinish {
-            status: ToolStatus::Failed,
-            output: text.clone(),
-            display: update.content.clone(),
-            locations: Vec::new(),
-        };
-        if let Err(error) = shared
-            .store
-            .record_tool_call_start(session_id, message_seq, &start)
-            .and_then(|()| {
-                shared
-                    .store
-                    .record_tool_call_finish(session_id, &call.id, &finish)
-            })
-        {
-            tracing::warn!(%error, "could not record tool call {}", call.id);
-        }
-        if let Err(error) = shared.audit.record(
-            session_id,
-            &call.name,
-            &call.arguments,
-            "unknown_tool",
-            &update,
-        ) {
-            tracing::error!(%error, "could not write the audit log");
-        }
-        return ToolResult {
-            call_id: call.id.clone(),
-            content: text,
-            is_error: true,
-        };
+        },
+    );
+    let verdict = judge_call(scope, call, tool.as_ref(), &presentation.title).await;
+    context.network = verdict.network;
+    let ran = verdict.allowed.is_ok();
+    let outcome = match verdict.allowed {
+        Err(reason) => Err(refusal(scope.cancel, reason)),
+        Ok(()) => execute(scope, call, tool.as_ref(), &context).await,
     };
-    let presentation = tool.present(&call.arguments, &context);
+    // What the tool itself produced (output or error) reaches the model as untrusted content;
+    // lode's own refusals do not.
+    let wrap = ran && !tool.marks_own_output();
+    let (result, update, finish) = settle(call, outcome, wrap);
+    finish_call(scope, call, &verdict.audit, update, &finish).await;
+    result
+}
+
+/// A call of a tool the session does not have: shown, stored and audited like any failed call,
+/// so the user sees what the model tried.
+fn unknown_tool(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
+    let error = ToolError::new(
+        ToolErrorCategory::InvalidArguments,
+        format!(
+            "there is no tool named {:?}; available tools: {}",
+            call.name,
+            scope
+                .turn
+                .tools
+                .specs(scope.mode)
+                .iter()
+                .map(|spec| spec.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        true,
+    );
     let start = ToolCallStart {
         id: call.id.clone(),
         tool: call.name.clone(),
-        title: presentation.title.clone(),
-        kind: tool.kind(),
-        locations: presentation.locations.clone(),
+        title: format!("Unknown tool `{}`", call.name),
+        kind: crate::event::ToolKind::Other,
+        locations: Vec::new(),
         raw_input: call.arguments.clone(),
     };
-    host.emit(AgentEvent::ToolCallStarted(start.clone()));
-    if let Err(error) = shared
-        .store
-        .record_tool_call_start(session_id, message_seq, &start)
+    scope.host.emit(AgentEvent::ToolCallStarted(start.clone()));
+    let text = error.to_model_text();
+    let update = ToolCallUpdate {
+        id: call.id.clone(),
+        status: ToolStatus::Failed,
+        title: None,
+        content: vec![ToolContent::Text {
+            text: error.message.clone(),
+        }],
+        locations: Vec::new(),
+        raw_output: serde_json::to_value(&error).ok(),
+    };
+    scope.host.emit(AgentEvent::ToolCallUpdated(update.clone()));
+    let finish = ToolCallFinish {
+        status: ToolStatus::Failed,
+        output: text.clone(),
+        display: update.content.clone(),
+        locations: Vec::new(),
+    };
+    let store = &scope.shared.store;
+    if let Err(error) = store
+        .record_tool_call_start(scope.session_id, scope.message_seq, &start)
+        .and_then(|()| store.record_tool_call_finish(scope.session_id, &call.id, &finish))
     {
         tracing::warn!(%error, "could not record tool call {}", call.id);
     }
+    audit(scope, call, "unknown_tool", &update);
+    ToolResult {
+        call_id: call.id.clone(),
+        content: text,
+        is_error: true,
+    }
+}
 
+/// Shows the call starting and stores it.
+fn announce_call(scope: &CallScope<'_>, start: ToolCallStart) {
+    scope.host.emit(AgentEvent::ToolCallStarted(start.clone()));
+    if let Err(error) =
+        scope
+            .shared
+            .store
+            .record_tool_call_start(scope.session_id, scope.message_seq, &start)
+    {
+        tracing::warn!(%error, "could not record tool call {}", start.id);
+    }
+}
+
+/// The policy's decision on a call; a question goes to the user through the host.
+async fn judge_call(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    tool: &dyn lode_tools::Tool,
+    title: &str,
+) -> Verdict {
+    let shared = scope.shared;
     let target = tool.permission_target(&call.arguments);
-    let decision = shared.policy.decide(&call.name, &target, mode);
-    let (allowed, decision_text) = match decision {
-        Decision::Allow => (Ok(()), "allow".to_owned()),
+    let decided = |allowed: Result<(), String>, audit: &str| Verdict {
+        allowed,
+        audit: audit.to_owned(),
+        network: false,
+    };
+    match shared.policy.decide(&call.name, &target, scope.mode) {
+        Decision::Allow => decided(Ok(()), "allow"),
         // A trusted skill selected for this turn pre-approved the tool (`allowed-tools`): that
         // only turns a plain ask into allow, never a must-ask. Never for a command when commands
         // run unconfined: then every command is the user's to approve.
         ref decision @ Decision::Ask { .. }
             if decision.is_plain_ask()
-                && turn.granted_tools.iter().any(|name| name == &call.name)
+                && scope
+                    .turn
+                    .granted_tools
+                    .iter()
+                    .any(|name| name == &call.name)
                 && (shared.sandbox.is_confined()
                     || !matches!(target, lode_tools::PermissionTarget::Command { .. })) =>
         {
-            (Ok(()), "allow:skill".to_owned())
+            decided(Ok(()), "allow:skill")
         }
-        Decision::Deny { reason } => (Err(reason), "deny".to_owned()),
+        Decision::Deny { reason } => decided(Err(reason), "deny"),
         Decision::Ask {
             always_pattern,
             offer_network,
@@ -1016,87 +1166,107 @@ async fn run_tool_call(
             let request = PermissionRequest {
                 tool_call_id: call.id.clone(),
                 tool: call.name.clone(),
-                title: presentation.title.clone(),
+                title: title.to_owned(),
                 kind: tool.kind(),
                 raw_input: call.arguments.clone(),
-                always_pattern: always_pattern.clone(),
+                always_pattern,
                 offer_network,
                 must_ask,
                 reason,
                 subjects,
                 subject_kind,
             };
-            let answer = tokio::select! {
-                _ = cancel.cancelled() => PermissionAnswer::Cancelled,
-                answer = host.request_permission(request) => answer,
-            };
-            // Network is granted only where it was offered, and only for this call.
-            context.network = offer_network && answer == PermissionAnswer::AllowOnceWithNetwork;
-            // "Allow always" was not offered for a must-ask; whatever a client sends, nothing
-            // is remembered that would never be consulted.
-            let remembered = if must_ask && answer == PermissionAnswer::AllowAlways {
-                PermissionAnswer::AllowOnce
-            } else {
-                answer
-            };
-            if let Err(error) = shared
-                .policy
-                .record_answer(&call.name, &always_pattern, remembered)
-            {
-                host.emit(AgentEvent::Notice {
-                    message: format!("could not remember the permission decision: {error}"),
-                });
-            }
-            let text = format!(
-                "ask:{}",
-                serde_json::to_value(answer)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            );
-            if answer.allows() {
-                (Ok(()), text)
-            } else if answer == PermissionAnswer::Cancelled {
-                (
-                    Err("the turn was cancelled before permission was given".to_owned()),
-                    text,
-                )
-            } else {
-                (Err("the user declined this tool call".to_owned()), text)
-            }
+            ask_user(scope, call, request).await
         }
-    };
+    }
+}
 
-    let ran = allowed.is_ok();
-    let outcome: Result<ToolOutput, ToolError> = match allowed {
-        Err(reason) => Err(ToolError::new(
-            if cancel.is_cancelled() {
-                ToolErrorCategory::Cancelled
-            } else {
-                ToolErrorCategory::PermissionDenied
-            },
-            reason,
-            false,
-        )),
-        Ok(()) => {
-            host.emit(AgentEvent::ToolCallUpdated(ToolCallUpdate {
-                id: call.id.clone(),
-                status: ToolStatus::InProgress,
-                title: None,
-                content: Vec::new(),
-                locations: Vec::new(),
-                raw_output: None,
-            }));
-            let outcome = tool.run(call.arguments.clone(), &context).await;
-            record_tool_sources(&turn.sources, &call.name, &call.arguments);
-            outcome
-        }
+/// Asks the user about a call and remembers an "always" answer.
+async fn ask_user(scope: &CallScope<'_>, call: &ToolCall, request: PermissionRequest) -> Verdict {
+    let (always_pattern, offer_network, must_ask) = (
+        request.always_pattern.clone(),
+        request.offer_network,
+        request.must_ask,
+    );
+    let answer = tokio::select! {
+        _ = scope.cancel.cancelled() => PermissionAnswer::Cancelled,
+        answer = scope.host.request_permission(request) => answer,
     };
-    // What the tool itself produced (output or error) reaches the model as untrusted content;
-    // lode's own refusals do not.
-    let wrap = ran && !tool.marks_own_output();
+    // "Allow always" was not offered for a must-ask; whatever a client sends, nothing is
+    // remembered that would never be consulted.
+    let remembered = if must_ask && answer == PermissionAnswer::AllowAlways {
+        PermissionAnswer::AllowOnce
+    } else {
+        answer
+    };
+    if let Err(error) = scope
+        .shared
+        .policy
+        .record_answer(&call.name, &always_pattern, remembered)
+    {
+        scope.host.emit(AgentEvent::Notice {
+            message: format!("could not remember the permission decision: {error}"),
+        });
+    }
+    let allowed = if answer.allows() {
+        Ok(())
+    } else if answer == PermissionAnswer::Cancelled {
+        Err("the turn was cancelled before permission was given".to_owned())
+    } else {
+        Err("the user declined this tool call".to_owned())
+    };
+    Verdict {
+        allowed,
+        audit: format!(
+            "ask:{}",
+            serde_json::to_value(answer)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ),
+        // Network is granted only where it was offered, and only for this call.
+        network: offer_network && answer == PermissionAnswer::AllowOnceWithNetwork,
+    }
+}
 
-    let (result, update, finish) = match outcome {
+/// The error a call the policy or the user refused gets.
+fn refusal(cancel: &CancellationToken, reason: String) -> ToolError {
+    let category = if cancel.is_cancelled() {
+        ToolErrorCategory::Cancelled
+    } else {
+        ToolErrorCategory::PermissionDenied
+    };
+    ToolError::new(category, reason, false)
+}
+
+/// Runs an allowed call, showing it in progress, and records what its result lets in.
+async fn execute(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    tool: &dyn lode_tools::Tool,
+    context: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    scope.host.emit(AgentEvent::ToolCallUpdated(ToolCallUpdate {
+        id: call.id.clone(),
+        status: ToolStatus::InProgress,
+        title: None,
+        content: Vec::new(),
+        locations: Vec::new(),
+        raw_output: None,
+    }));
+    let outcome = tool.run(call.arguments.clone(), context).await;
+    record_tool_sources(&scope.turn.sources, &call.name, &call.arguments);
+    outcome
+}
+
+/// A call's outcome as the model gets it, as the front end shows it, and as the store keeps it.
+/// `wrap`: the tool's own output or error goes inside an `<untrusted_content>` block.
+fn settle(
+    call: &ToolCall,
+    outcome: Result<ToolOutput, ToolError>,
+    wrap: bool,
+) -> (ToolResult, ToolCallUpdate, ToolCallFinish) {
+    match outcome {
         Ok(output) => {
             let display = if output.display.is_empty() {
                 vec![ToolContent::Text {
@@ -1162,25 +1332,40 @@ async fn run_tool_call(
                 },
             )
         }
-    };
-    host.emit(AgentEvent::ToolCallUpdated(update.clone()));
-    release_terminals(host.as_ref(), &update.content).await;
-    if let Err(error) = shared
-        .store
-        .record_tool_call_finish(session_id, &call.id, &finish)
+    }
+}
+
+/// Shows the call's final state, releases the terminals it showed, stores and audits it.
+async fn finish_call(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    decision: &str,
+    update: ToolCallUpdate,
+    finish: &ToolCallFinish,
+) {
+    scope.host.emit(AgentEvent::ToolCallUpdated(update.clone()));
+    release_terminals(scope.host.as_ref(), &update.content).await;
+    if let Err(error) =
+        scope
+            .shared
+            .store
+            .record_tool_call_finish(scope.session_id, &call.id, finish)
     {
         tracing::warn!(%error, "could not record the result of tool call {}", call.id);
     }
-    if let Err(error) = shared.audit.record(
-        session_id,
+    audit(scope, call, decision, &update);
+}
+
+fn audit(scope: &CallScope<'_>, call: &ToolCall, decision: &str, update: &ToolCallUpdate) {
+    if let Err(error) = scope.shared.audit.record(
+        scope.session_id,
         &call.name,
         &call.arguments,
-        &decision_text,
-        &update,
+        decision,
+        update,
     ) {
         tracing::error!(%error, "could not write the audit log");
     }
-    result
 }
 
 /// Records that a tool's result reached the model (and, for `read_file`, which file).
