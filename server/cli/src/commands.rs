@@ -302,41 +302,7 @@ pub struct QueryArgs {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let args = cli.workspace;
     match cli.command {
-        Command::Index { path, verbose } => {
-            let workspace = open(&args, path.as_deref())?;
-            let started = Instant::now();
-            let stats = refresh(&workspace, RefreshMode::Full)?;
-            say!("{}", summary(&stats, started.elapsed().as_secs_f64()));
-            if verbose {
-                let t = stats.timings;
-                say!(
-                    "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",
-                    t.scan.as_secs_f64(),
-                    t.parse_and_write.as_secs_f64(),
-                    t.commit.as_secs_f64(),
-                    t.embed.as_secs_f64(),
-                    t.close.as_secs_f64()
-                );
-                say!(
-                    "lexical index: {} segment(s)",
-                    workspace.lexical_segment_count()
-                );
-                let v = stats.vectors;
-                say!(
-                    "vectors: {} in the index; {} embedded, {} reused, {} dropped{}",
-                    stats.total_vectors,
-                    v.embedded,
-                    v.reused,
-                    v.deleted,
-                    if v.reset {
-                        " (every chunk: new index or new embedder)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Index { path, verbose } => index(&args, path.as_deref(), verbose),
         Command::Search {
             query,
             limit,
@@ -346,30 +312,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mode,
             fusion,
             common,
-        } => {
-            if let Some(name) = &lang
-                && Language::from_name(name).is_none()
-            {
-                bail!(
-                    "unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)"
-                );
-            }
-            if boosts.is_some() || fusion.is_some() {
-                // Benchmark knobs: always answered here, never by a lease holder.
-                return search_with_knobs(
-                    &args, &common, query, limit, path, lang, boosts, mode, fusion,
-                );
-            }
-            let query = Query::Search {
-                query,
-                limit,
-                path_glob: path,
-                language: lang,
-                mode: mode.map(|mode| mode.name().to_owned()),
-            };
-            let answer = crate::served::answer(&args, &common, query, Needs::Everything)?;
-            print_answer(&answer, common.json)
-        }
+        } => search(
+            &args, &common, query, limit, path, lang, boosts, mode, fusion,
+        ),
         Command::Symbols {
             name,
             limit,
@@ -393,20 +338,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             focus,
             mention,
             common,
-        } => {
-            let root = canonical_root(&args)?;
-            let focus_files = focus
-                .iter()
-                .map(|file| lode_index::workspace::relative_to_root(&root, file))
-                .collect::<Result<Vec<_>, _>>()?;
-            let query = Query::Map {
-                max_tokens: tokens,
-                focus_files,
-                mentions: mention,
-            };
-            let answer = crate::served::answer(&args, &common, query, Needs::CatalogOnly)?;
-            print_answer(&answer, common.json)
-        }
+        } => map(&args, &common, tokens, &focus, mention),
         Command::Chat { resume, agent } => {
             crate::agent_cli::chat(crate::agent_cli::agent_args(&args, agent)?, resume)
         }
@@ -444,15 +376,114 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trust(trust) => crate::trust_command::run_trust(&args, trust),
         Command::SandboxCheck(check) => crate::sandbox_command::run(&args, check),
         Command::Doctor(doctor) => crate::doctor::run(&args, doctor),
-        Command::ParseOnly { path, no_tags } => {
-            let root = resolve_root(&args, path.as_deref())?;
-            let report =
-                crate::parse_only::parse_everything(&root, &scan_options(&args), !no_tags)?;
-            println!("{report}");
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::ParseOnly { path, no_tags } => parse_only(&args, path.as_deref(), no_tags),
         Command::LlmScript { script, port } => crate::llm_script_command::run(&script, port),
     }
+}
+
+/// `lode index`: a full refresh, its summary, and with `--verbose` where the time went.
+fn index(args: &WorkspaceArgs, path: Option<&Path>, verbose: bool) -> anyhow::Result<ExitCode> {
+    let workspace = open(args, path)?;
+    let started = Instant::now();
+    let stats = refresh(&workspace, RefreshMode::Full)?;
+    say!("{}", summary(&stats, started.elapsed().as_secs_f64()));
+    if verbose {
+        let t = stats.timings;
+        say!(
+            "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",
+            t.scan.as_secs_f64(),
+            t.parse_and_write.as_secs_f64(),
+            t.commit.as_secs_f64(),
+            t.embed.as_secs_f64(),
+            t.close.as_secs_f64()
+        );
+        say!(
+            "lexical index: {} segment(s)",
+            workspace.lexical_segment_count()
+        );
+        let v = stats.vectors;
+        say!(
+            "vectors: {} in the index; {} embedded, {} reused, {} dropped{}",
+            stats.total_vectors,
+            v.embedded,
+            v.reused,
+            v.deleted,
+            if v.reset {
+                " (every chunk: new index or new embedder)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lode search`: a query the lease holder or this process answers; the benchmark knobs are
+/// always answered here.
+#[allow(clippy::too_many_arguments)]
+fn search(
+    args: &WorkspaceArgs,
+    common: &QueryArgs,
+    query: String,
+    limit: usize,
+    path: Option<String>,
+    lang: Option<String>,
+    boosts: Option<FieldBoosts>,
+    mode: Option<lode_index::SearchMode>,
+    fusion: Option<lode_index::hybrid::FusionWeights>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &lang
+        && Language::from_name(name).is_none()
+    {
+        bail!("unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)");
+    }
+    if boosts.is_some() || fusion.is_some() {
+        // Benchmark knobs: always answered here, never by a lease holder.
+        return search_with_knobs(args, common, query, limit, path, lang, boosts, mode, fusion);
+    }
+    let query = Query::Search {
+        query,
+        limit,
+        path_glob: path,
+        language: lang,
+        mode: mode.map(|mode| mode.name().to_owned()),
+    };
+    let answer = crate::served::answer(args, common, query, Needs::Everything)?;
+    print_answer(&answer, common.json)
+}
+
+/// `lode map`: the repo map, personalised to `focus` files and mentioned names.
+fn map(
+    args: &WorkspaceArgs,
+    common: &QueryArgs,
+    tokens: usize,
+    focus: &[PathBuf],
+    mention: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let root = canonical_root(args)?;
+    let focus_files = focus
+        .iter()
+        .map(|file| lode_index::workspace::relative_to_root(&root, file))
+        .collect::<Result<Vec<_>, _>>()?;
+    let query = Query::Map {
+        max_tokens: tokens,
+        focus_files,
+        mentions: mention,
+    };
+    let answer = crate::served::answer(args, common, query, Needs::CatalogOnly)?;
+    print_answer(&answer, common.json)
+}
+
+/// `lode parse-only`: the benchmark reference pass (parsing alone, no index writes).
+fn parse_only(
+    args: &WorkspaceArgs,
+    path: Option<&Path>,
+    no_tags: bool,
+) -> anyhow::Result<ExitCode> {
+    let root = resolve_root(args, path)?;
+    let report = crate::parse_only::parse_everything(&root, &scan_options(args), !no_tags)?;
+    println!("{report}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints an answer as text or JSON Lines; exit 1 when it holds nothing (a map always counts).
