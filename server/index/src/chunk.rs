@@ -77,7 +77,7 @@ pub fn chunk_code_with(
     }
     let counter = NonWhitespace::new(source);
     let mut units = Vec::new();
-    flatten(tree.root_node(), source, &counter, sizes, &mut units);
+    flatten(tree.root_node(), source, &counter, sizes, false, &mut units);
     let spans = group_units(&units, &counter, sizes);
     let lines = LineIndex::new(source);
     let mut definitions = DefinitionCursor::new(&tags.definitions);
@@ -183,15 +183,39 @@ impl NonWhitespace {
     }
 }
 
+/// Definitions that hold other definitions (a class, an impl block, a module) and their bodies.
+/// They open at their children once larger than the target, not the maximum: kept whole up to
+/// 1200 bytes, a class of small methods would be one chunk, and a search for one method would
+/// answer with the class.
+const CONTAINER_KINDS: &[&str] = &[
+    "class_definition",
+    "class_declaration",
+    "abstract_class_declaration",
+    "class",
+    "interface_declaration",
+    "impl_item",
+    "trait_item",
+    "mod_item",
+    "internal_module",
+    "module",
+];
+
 fn flatten(
     node: Node,
     source: &str,
     counter: &NonWhitespace,
     sizes: ChunkSizes,
+    body_of_container: bool,
     out: &mut Vec<Piece>,
 ) {
     let (start, end) = (node.start_byte(), node.end_byte());
-    if counter.count(start, end) <= sizes.max {
+    let container = CONTAINER_KINDS.contains(&node.kind());
+    let keep_whole_up_to = if container || body_of_container {
+        sizes.target
+    } else {
+        sizes.max
+    };
+    if counter.count(start, end) <= keep_whole_up_to {
         if start < end {
             out.push(Piece::Unit(Unit {
                 start,
@@ -207,7 +231,7 @@ fn flatten(
     } else {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
-            flatten(child, source, counter, sizes, out);
+            flatten(child, source, counter, sizes, container, out);
         }
     }
     out.push(Piece::Close);
@@ -579,6 +603,100 @@ mod tests {
             .unwrap();
         assert_eq!(flush.scope, ["store", "impl Store"]);
         assert_eq!(flush.kind, Some(DefKind::Method));
+    }
+
+    /// The chunk holding `first` (a line's text) must also hold `last`: what starts a
+    /// definition (decorator, doc comment, overload, receiver) stays with its whole body.
+    fn assert_one_chunk(chunks: &[Chunk], language: &str, first: &str, last: &str) {
+        let chunk = chunks
+            .iter()
+            .find(|c| c.text.contains(first))
+            .unwrap_or_else(|| panic!("{language}: no chunk holds {first:?}"));
+        assert!(
+            chunk.text.contains(last),
+            "{language}: {first:?} and {last:?} are in different chunks:\n{}",
+            chunk.text
+        );
+    }
+
+    #[test]
+    fn python_decorators_and_docstrings_stay_with_their_function() {
+        let source = "import os\n\n\nclass Cache:\n    \"\"\"Entries kept on disk.\"\"\"\n\n    \
+            def __init__(self, path):\n        self.path = path\n        self.entries = {}\n        \
+            self.hits = 0\n\n    @property\n    def size(self):\n        \"\"\"Bytes held by all \
+            entries.\"\"\"\n        total = 0\n        for entry in self.entries.values():\n            \
+            total += len(entry)\n        return total\n\n    @staticmethod\n    def key_for(name, \
+            version):\n        cleaned = name.strip().lower()\n        return f\"{cleaned}-{version}\"\
+            \n\n    async def refresh(self, loader):\n        fresh = await loader.load(self.path)\n        \
+            self.entries.update(fresh)\n        return len(fresh)\n";
+        let chunks = parse_file(Language::Python, source).unwrap().chunks;
+        assert_one_chunk(&chunks, "python", "@property", "return total");
+        assert_one_chunk(&chunks, "python", "@staticmethod", "return f\"{cleaned}");
+        assert_one_chunk(&chunks, "python", "def size(self):", "Bytes held by all entries");
+        assert_one_chunk(&chunks, "python", "async def refresh", "return len(fresh)");
+        // The class (under the 1200-byte maximum) is opened at its methods, not kept whole,
+        // and a method's chunk knows its class.
+        assert!(chunks.len() >= 2, "{chunks:?}");
+        let refresh = chunks
+            .iter()
+            .find(|c| c.symbol.as_deref() == Some("refresh"))
+            .unwrap();
+        assert_eq!(refresh.scope, ["Cache"]);
+    }
+
+    #[test]
+    fn typescript_overloads_stay_with_their_implementation() {
+        let source = "import { tokenize } from './lexer';\n\n\
+            /** Parses a document. */\nexport function parse(text: string): Node;\n\
+            export function parse(text: string, strict: boolean): Node | undefined;\n\
+            export function parse(text: string, strict = false): Node | undefined {\n  \
+            const tokens = tokenize(text);\n  if (strict && tokens.length === 0) {\n    \
+            return undefined;\n  }\n  return build(tokens);\n}\n\n\
+            export interface Options {\n  strict: boolean;\n  maxDepth?: number;\n}\n";
+        let chunks = parse_file(Language::TypeScript, source).unwrap().chunks;
+        assert_one_chunk(&chunks, "typescript", "/** Parses a document. */", "return build(tokens);");
+        assert_one_chunk(
+            &chunks,
+            "typescript",
+            "export function parse(text: string): Node;",
+            "return build(tokens);",
+        );
+    }
+
+    #[test]
+    fn javascript_jsdoc_and_methods_stay_whole() {
+        let source = "const fs = require('fs');\n\n\
+            /**\n * Reads a config file and merges the defaults.\n * @param {string} path\n */\n\
+            function loadConfig(path) {\n  const text = fs.readFileSync(path, 'utf8');\n  \
+            return Object.assign({}, DEFAULTS, JSON.parse(text));\n}\n\n\
+            class Queue {\n  /** Adds a job at the back. */\n  push(job) {\n    \
+            this.jobs.push(job);\n    this.notify();\n  }\n\n  /** Takes the oldest job. */\n  \
+            shift() {\n    const job = this.jobs.shift();\n    return job;\n  }\n}\n";
+        let chunks = parse_file(Language::JavaScript, source).unwrap().chunks;
+        assert_one_chunk(&chunks, "javascript", "Reads a config file", "JSON.parse(text)");
+        assert_one_chunk(&chunks, "javascript", "Adds a job at the back", "this.notify();");
+        assert_one_chunk(&chunks, "javascript", "Takes the oldest job", "return job;");
+    }
+
+    #[test]
+    fn go_doc_comments_stay_with_their_receiver_method() {
+        let source = "package bufio\n\nimport \"io\"\n\n\
+            // Reader buffers an io.Reader.\ntype Reader struct {\n\tbuf []byte\n\toff int\n\
+            \trd  io.Reader\n}\n\n\
+            // Read reads up to len(p) bytes into p.\n// It returns the number of bytes read.\n\
+            func (r *Reader) Read(p []byte) (int, error) {\n\tif r.off == len(r.buf) {\n\
+            \t\treturn r.rd.Read(p)\n\t}\n\tn := copy(p, r.buf[r.off:])\n\tr.off += n\n\
+            \treturn n, nil\n}\n\n\
+            // Reset discards any buffered data.\nfunc (r *Reader) Reset(rd io.Reader) {\n\
+            \tr.buf = r.buf[:0]\n\tr.off = 0\n\tr.rd = rd\n}\n";
+        let chunks = parse_file(Language::Go, source).unwrap().chunks;
+        assert_one_chunk(&chunks, "go", "// Read reads up to", "return n, nil");
+        assert_one_chunk(&chunks, "go", "// Reset discards", "r.rd = rd");
+        let read = chunks
+            .iter()
+            .find(|c| c.defined_names.contains(&"Read".to_string()))
+            .unwrap();
+        assert!(read.text.contains("func (r *Reader) Read"), "{}", read.text);
     }
 
     #[test]
