@@ -70,9 +70,6 @@ pub(crate) struct ConnectionState {
     pub(crate) lsp_negotiated: std::sync::atomic::AtomicBool,
 }
 
-/// Locks a mutex whose data stays consistent even if a holder panicked (every critical section
-/// here is a single map operation), so poisoning is ignored rather than spreading the panic.
-
 impl ConnectionState {
     /// The session as this connection knows it, marked active now. A session released for being
     /// idle is picked up again from the store, transparently: to the client it never went away.

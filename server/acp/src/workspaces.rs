@@ -73,8 +73,6 @@ pub struct Workspaces {
     sessions: Mutex<HashMap<String, PathBuf>>,
 }
 
-/// Every critical section here is one map operation, so a poisoned lock's data is sound.
-
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }

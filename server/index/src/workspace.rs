@@ -1296,9 +1296,6 @@ fn remove_dir_if_exists(dir: &Path) -> Result<(), IndexError> {
     Ok(())
 }
 
-/// Locks a mutex, also one a panicking holder poisoned: every value behind these locks is
-/// replaced or extended whole, never left half-written.
-
 /// Identifies the scan settings (and lode version) an index was walked with.
 pub(crate) fn scan_fingerprint(options: &ScanOptions) -> String {
     let settings = format!(

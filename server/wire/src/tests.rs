@@ -224,9 +224,10 @@ impl Gate for Echo {
     async fn incoming(&self, frame: Frame, doors: &Doors) -> ControlFlow<()> {
         match frame {
             Frame::Message(body) if body.starts_with(b"{") => {
-                if doors.forward(body).await.is_err() {
-                    return ControlFlow::Break(());
-                }
+                return match doors.forward(body).await {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(Stopped) => ControlFlow::Break(()),
+                };
             }
             Frame::Message(body) if body == b"ask" => doors.answer(b"answer".to_vec()),
             Frame::Oversized { length, .. } => {
