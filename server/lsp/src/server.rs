@@ -259,12 +259,7 @@ impl LodeServer {
         let elsewhere: Vec<Location> = nearness
             .definitions(&name, hits)
             .into_iter()
-            .filter(|hit| hit.name == name && Some(&hit.path) != current.as_ref())
-            .filter_map(|hit| {
-                let proximity = imports.proximity(current.as_deref().unwrap_or(""), &hit.path);
-                let location = lines.name_location(&hit.path, hit.start_line, None, &name)?;
-                Some((proximity, location))
-            })
+            .filter_map(|hit| lines.name_location(&hit.path, hit.start_line, None, &name))
             .collect();
         Ok(Some((name, local, elsewhere)))
     }

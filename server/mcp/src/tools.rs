@@ -644,9 +644,9 @@ impl CodeTools {
 /// The existing file `path` names, through the one path door (`lode_policy::paths`): canonical
 /// (symlinks resolved), inside the workspace root, of `usage`, never in lode's own index.
 pub(crate) fn confined(
-    usage: PathUse,
     workspace: &Workspace,
     path: &str,
+    usage: PathUse,
 ) -> Result<std::path::PathBuf, CallError> {
     PathDoor::new(vec![workspace.root().to_path_buf()])
         .sealing(workspace.index_dir())
