@@ -6,7 +6,7 @@
 //! redaction, `/compact`, `/clear`, compaction when the window fills up, and a compaction after
 //! the provider refused a request as too long.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 
@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_llm::Message;
 use lode_agent::store::{NewSession, SessionStore, Visibility};
 use lode_agent::{Agent, UserInput};
+use lode_llm::Message;
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

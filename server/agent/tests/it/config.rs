@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use lode_agent::config::{Config, ConfigError, ConfigOrigin, ConfigSources};
 use lode_policy::Mode;
 
+use crate::common;
+
 fn write(path: &Path, text: &str) -> PathBuf {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -169,20 +171,33 @@ fn the_flag_beats_everything_and_must_exist() {
 /// The only test that touches the process environment (the others pass paths explicitly).
 #[test]
 fn discovery_reads_lode_config_and_the_user_config_dir() {
-    let dir = tempfile::tempdir().unwrap();
-    let xdg = dir.path().join("xdg");
-    let user = write(&xdg.join("lode/config.toml"), USER);
-    let env_file = write(
-        &dir.path().join("from-env.toml"),
-        "[agent]\nmax_tool_iterations = 7\n",
-    );
-    let root = dir.path().join("repo");
-    let workspace = write(&root.join(".lode/config.toml"), WORKSPACE);
-    // SAFETY: no other test in this binary reads or writes the environment.
-    unsafe {
-        std::env::set_var("XDG_CONFIG_HOME", &xdg);
-        std::env::set_var("LODE_CONFIG", &env_file);
-    }
+    // `$LODE_CONFIG` and `$XDG_CONFIG_HOME` are the process's: the test runs in its own process
+    // with them set (every suite shares this test binary), in a folder made here.
+    const NAME: &str = "config::discovery_reads_lode_config_and_the_user_config_dir";
+    let dir = match std::env::var_os("LODE_TEST_CONFIG_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let dir = tempfile::tempdir().unwrap();
+            let (xdg, env_file) = (dir.path().join("xdg"), dir.path().join("from-env.toml"));
+            write(&xdg.join("lode/config.toml"), USER);
+            write(&env_file, "[agent]\nmax_tool_iterations = 7\n");
+            write(&dir.path().join("repo/.lode/config.toml"), WORKSPACE);
+            let ran = common::in_own_process(
+                NAME,
+                &[
+                    ("LODE_TEST_CONFIG_DIR", dir.path().as_os_str()),
+                    ("XDG_CONFIG_HOME", xdg.as_os_str()),
+                    ("LODE_CONFIG", env_file.as_os_str()),
+                ],
+            );
+            assert!(ran);
+            return;
+        }
+    };
+    let user = dir.join("xdg/lode/config.toml");
+    let env_file = dir.join("from-env.toml");
+    let root = dir.join("repo");
+    let workspace = root.join(".lode/config.toml");
     let loaded = Config::load(None, &root).unwrap();
     assert_eq!(
         loaded.files,
@@ -192,20 +207,14 @@ fn discovery_reads_lode_config_and_the_user_config_dir() {
     assert_eq!(loaded.config.agent.compaction_threshold, 0.7);
 
     // An unset or empty variable is skipped; the explicit flag comes first.
+    // SAFETY: this test runs alone in its own process.
     unsafe {
         std::env::set_var("LODE_CONFIG", "");
     }
-    let flag = write(
-        &dir.path().join("flag.toml"),
-        "[agent]\nmax_tool_iterations = 2\n",
-    );
+    let flag = write(&dir.join("flag.toml"), "[agent]\nmax_tool_iterations = 2\n");
     let loaded = Config::load(Some(&flag), &root).unwrap();
     assert_eq!(loaded.files, vec![flag, workspace, user]);
     assert_eq!(loaded.config.agent.max_tool_iterations, 2);
-    unsafe {
-        std::env::remove_var("LODE_CONFIG");
-        std::env::remove_var("XDG_CONFIG_HOME");
-    }
 }
 
 #[test]

@@ -16,14 +16,14 @@ use lode_agent::context::{
     extract_mentions, find_instruction_files, fit_history, messages_tokens, starts_turn,
     truncate_to_tokens,
 };
+use lode_agent::store::{NewSession, SessionStore, Visibility};
+use lode_index::{Workspace, WorkspaceOptions};
 use lode_llm::{
     ContentPart, Message, Provider, ProviderConfig, ProviderKind, Role, ToolCall, ToolResult,
     ToolSpec, build_provider_with_env,
 };
-use lode_policy::Mode;
-use lode_agent::store::{NewSession, SessionStore, Visibility};
-use lode_index::{Workspace, WorkspaceOptions};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
+use lode_policy::Mode;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -4,19 +4,19 @@
 //! uses). The scripted model breaks the build, must see the injected error in the edit's result,
 //! tries to finish anyway, gets the turn-end note and fixes the error.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use lode_tools::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_tools::cargo_check::parse_cargo_messages;
 use lode_agent::{Agent, AgentOptions, UserInput};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
+use lode_tools::cargo_check::parse_cargo_messages;
+use lode_tools::diagnostics::{Diagnostic, DiagnosticsSource, FileDiagnostics, Severity};
 use tokio_util::sync::CancellationToken;
 
 fn workspace(server: &ScriptedServerHandle) -> tempfile::TempDir {

@@ -1,9 +1,10 @@
 //! An agent opened without an LLM provider (`AgentOptions::allow_no_provider`, what `lode acp`
 //! does): it opens, keeps sessions, and refuses each turn that needs a model with
 //! `AgentError::NoProvider` naming the fix; without the option, opening fails as before.
-//! This binary clears `$LODE_CONFIG` and points `$XDG_CONFIG_HOME` nowhere, once, so no config
-//! on the machine running it can supply a provider.
+//! Each test runs in its own process with `$LODE_CONFIG` cleared and `$XDG_CONFIG_HOME` pointing
+//! nowhere, so no config on the machine running it can supply a provider.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,6 +12,8 @@ use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
 use lode_agent::{Agent, AgentError, AgentOptions, UserInput};
 use tokio_util::sync::CancellationToken;
+
+use crate::common;
 
 struct Silent;
 
@@ -32,13 +35,6 @@ fn options(root: &Path, allow_no_provider: bool) -> AgentOptions {
 
 /// A workspace with no provider anywhere but, optionally, its own (untrusted) config.
 fn workspace(own_provider: bool) -> tempfile::TempDir {
-    static NO_CONFIG_ELSEWHERE: std::sync::Once = std::sync::Once::new();
-    // Safety: set once, before any test of this binary reads the environment (the others wait
-    // on the `Once`).
-    NO_CONFIG_ELSEWHERE.call_once(|| unsafe {
-        std::env::set_var("LODE_CONFIG", "");
-        std::env::set_var("XDG_CONFIG_HOME", "/nonexistent/lode-test-user-config");
-    });
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
     std::fs::write(dir.path().join("src/lib.rs"), "pub fn f() {}\n").unwrap();
@@ -51,6 +47,18 @@ fn workspace(own_provider: bool) -> tempfile::TempDir {
         .unwrap();
     }
     dir
+}
+
+/// Runs the test `name` in its own process without the machine's configuration (see
+/// [`common::in_own_process`]); `true` in the parent once it passed there.
+fn in_own_process(name: &str) -> bool {
+    common::in_own_process(
+        &format!("no_provider::{name}"),
+        &[
+            ("LODE_CONFIG", OsStr::new("")),
+            ("XDG_CONFIG_HOME", OsStr::new("/nonexistent/lode-test-user-config")),
+        ],
+    )
 }
 
 async fn prompt(agent: &Agent, session: &str, text: &str) -> Result<StopReason, AgentError> {
@@ -66,6 +74,9 @@ async fn prompt(agent: &Agent, session: &str, text: &str) -> Result<StopReason, 
 
 #[tokio::test]
 async fn without_a_provider_the_agent_opens_and_each_turn_says_how_to_add_one() {
+    if in_own_process("without_a_provider_the_agent_opens_and_each_turn_says_how_to_add_one") {
+        return;
+    }
     let dir = workspace(false);
     let refused = Agent::open(dir.path(), options(dir.path(), false))
         .err()
@@ -104,6 +115,9 @@ async fn without_a_provider_the_agent_opens_and_each_turn_says_how_to_add_one() 
 
 #[tokio::test]
 async fn providers_only_in_the_untrusted_workspace_apply_once_it_is_trusted() {
+    if in_own_process("providers_only_in_the_untrusted_workspace_apply_once_it_is_trusted") {
+        return;
+    }
     let dir = workspace(true);
     let agent = Agent::open(dir.path(), options(dir.path(), true)).unwrap();
     assert!(agent.models().is_empty());
@@ -125,6 +139,9 @@ async fn providers_only_in_the_untrusted_workspace_apply_once_it_is_trusted() {
 /// which through `detected_provider`, and keeps its key variable out of sandboxed commands.
 #[tokio::test]
 async fn a_provider_from_the_environment_is_used_when_none_is_configured() {
+    if in_own_process("a_provider_from_the_environment_is_used_when_none_is_configured") {
+        return;
+    }
     let script = lode_llm_script::Script::load(
         &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/llm/hello.json"),
     )

@@ -43,3 +43,32 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn no_provider_env() -> lode_agent::ProviderEnv {
     std::sync::Arc::new(|name: &str| (name == "OLLAMA_HOST").then(|| "127.0.0.1:9".to_owned()))
 }
+
+/// The variable that tells a test it runs in its own process (see [`in_own_process`]).
+const OWN_PROCESS: &str = "LODE_TEST_OWN_PROCESS";
+
+/// For a test that needs process-wide environment variables: every suite shares this test
+/// binary, so such a test runs alone in a child process of it, with `env` set there. Returns
+/// `true` in the parent once the child passed (the test is done; it panics when the child
+/// failed), `false` in the child, where the test's body runs and may set variables of its own.
+/// `test` is the test's path in this binary (`config::discovery_reads_…`).
+pub fn in_own_process(test: &str, env: &[(&str, &std::ffi::OsStr)]) -> bool {
+    if std::env::var_os(OWN_PROCESS).is_some_and(|name| name == test) {
+        return false;
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(OWN_PROCESS, test);
+    for (name, value) in env {
+        child.env(name, value);
+    }
+    let output = child.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{test} in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    true
+}

@@ -7,7 +7,7 @@
 //! that its in-memory history equals a fresh load from the store; every agent test that runs a
 //! turn (compaction and context-length retries included) exercises that check.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 
@@ -19,8 +19,8 @@ use lode_agent::context::{
 };
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use lode_agent::{Agent, UserInput};
+use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -107,10 +107,10 @@ fn remembered_token_counts_are_the_tokenizers() {
 #[test]
 fn joined_counts_are_the_tokenizers() {
     let sources = [
-        include_str!("../src/turn.rs"),
-        include_str!("../src/context/mod.rs"),
-        include_str!("../../tools/src/untrusted.rs"),
-        include_str!("../../../bench/README.md"),
+        include_str!("../../src/turn.rs"),
+        include_str!("../../src/context/mod.rs"),
+        include_str!("../../../tools/src/untrusted.rs"),
+        include_str!("../../../../bench/README.md"),
         "ünïcödé — ‘quotes’ 🦀\n  indented\n\n\n# heading\n>>> \n\t\ttabs\n123456789\nx\n",
     ];
     let mut state = 0x2545_f491_4f6c_dd1d_u64;

@@ -4,7 +4,7 @@
 //! tools, real SQLite) against the scripted LLM server over HTTP (`fixtures/llm/agent_*.json`),
 //! with both provider kinds where the wire format matters.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 
@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex};
 use lode_agent::compaction::SUMMARY_HEADER;
 use lode_agent::event::{AgentEvent, StopReason, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_llm::{ContentPart, Message, Role};
-use lode_policy::Mode;
 use lode_agent::store::{SessionStore, Visibility};
 use lode_agent::{Agent, AgentError, UserInput};
+use lode_llm::{ContentPart, Message, Role};
 use lode_llm_script::{RecordedRequest, Script, ScriptedServer, ScriptedServerHandle};
+use lode_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Copy, Debug, PartialEq)]

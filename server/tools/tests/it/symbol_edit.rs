@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use lode_policy::{Decision, Mode, PermissionConfig, PermissionPolicy};
 use lode_tools::event::ToolContent;
 use lode_tools::host::{ClientFs, HostError, ToolEvent, ToolHost};
-use lode_policy::{Decision, Mode, PermissionConfig, PermissionPolicy};
 use lode_tools::{
     FILE_EDIT_TOOLS, PermissionTarget, ToolContext, ToolError, ToolErrorCategory, ToolOutput,
     default_tools, edited_file,

@@ -14,7 +14,7 @@
 //! Token-shaped values are assembled with `concat!` so this source holds no string a secret
 //! scanner would flag; none of them is a real credential.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use lode_agent::audit::{AuditLog, AuditRecord};
 use lode_agent::event::{ToolCallUpdate, ToolStatus};
 use lode_agent::host::PermissionAnswer;
+use lode_agent::redact::REDACTED;
 use lode_policy::{
     Decision, Mode, PermissionConfig, PermissionPolicy, PermissionStore, Remembered, SubjectKind,
 };
-use lode_agent::redact::REDACTED;
 use lode_tools::PermissionTarget;
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 //! must-ask; nothing of them happens while the person says no; the plain edit the grant covers
 //! runs unasked.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 

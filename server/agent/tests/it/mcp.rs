@@ -2,17 +2,17 @@
 //! as the `mcp_fixture_server` example) started as a child process over stdio, and the same
 //! tools served over streamable HTTP on 127.0.0.1 by rmcp's server in this test process.
 
-#[path = "../../../fixtures/mcp/handler.rs"]
+#[path = "../../../../fixtures/mcp/handler.rs"]
 mod handler;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lode_tools::event::ToolKind;
 use lode_agent::mcp::{
     McpConfigError, McpManager, McpServerConfig, McpSettings, McpTransport, exposed_tool_name,
 };
+use lode_tools::event::ToolKind;
 use lode_tools::host::{ToolEvent, ToolHost};
 use lode_tools::{PermissionTarget, Tool, ToolContext, ToolErrorCategory};
 use serde_json::json;

@@ -8,7 +8,7 @@
 //! other as an ACP client would pass it in `session/new`.
 //! Without the servers (or Node) the tests say so and pass, except under CI, where they fail.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -12,8 +12,8 @@ use lode_policy::Mode;
 use lode_tools::command::{CommandLimits, RunCommandTool};
 use lode_tools::event::{PlanStatus, ToolContent};
 use lode_tools::host::{
-    ClientFs, ClientTerminals, HostError, TerminalCommand, TerminalExit, TerminalOutput,
-    ToolEvent, ToolHost,
+    ClientFs, ClientTerminals, HostError, TerminalCommand, TerminalExit, TerminalOutput, ToolEvent,
+    ToolHost,
 };
 use lode_tools::{
     Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, default_tools, resolve_path,

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use lode_tools::diagnostics::{Diagnostic, FileDiagnostics, Severity};
 use lode_agent::{Agent, AgentOptions};
+use lode_tools::diagnostics::{Diagnostic, FileDiagnostics, Severity};
 
 fn pushed(path: PathBuf) -> FileDiagnostics {
     FileDiagnostics {

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lode_agent::event::{Location, ToolCallStart, ToolContent, ToolKind, ToolStatus};
-use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use lode_agent::store::{NewSession, SessionStore, StoreError, ToolCallFinish, Visibility};
+use lode_llm::{ContentPart, Message, Role, ToolCall, ToolResult};
 use serde_json::json;
 
 fn new_session(cwd: &str) -> NewSession {

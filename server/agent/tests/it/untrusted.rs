@@ -8,7 +8,7 @@
 //!   instruction files, the repo map, retrieved code) reaches the model only inside an
 //!   `<untrusted_content>` block, and a closing tag inside a file cannot end its block early.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,7 @@
 //! (`lode-llm-script`, serving `fixtures/llm/*.json`). The host below is the real
 //! `SessionHost` trait implemented by the test, standing in for an editor.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, repo_root};
 
@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_llm::{ContentPart, Role};
 use lode_agent::{Agent, UserInput};
+use lode_llm::{ContentPart, Role};
 use lode_llm_script::{Script, ScriptedServer, ScriptedServerHandle};
 use tokio_util::sync::CancellationToken;
 
