@@ -261,24 +261,25 @@ impl Agent {
     /// Before a turn: when the workspace ships settings the user has not trusted, asks once per
     /// process through the host (a permission question no rule, skill or `--yes-to` answers).
     /// "Always" records the trust per user; "once" applies it for this process; a refusal keeps
-    /// the settings ignored. Either way the session is told what is ignored.
+    /// the settings ignored. Either way the session is told what is ignored. `true` when the
+    /// workspace is trusted now, which replaced the configuration and the session's model.
     pub(crate) async fn settle_workspace_trust(
         &self,
         session_id: &str,
         host: &dyn SessionHost,
         cancel: &CancellationToken,
-    ) {
+    ) -> bool {
         // Whoever takes the flag asks; every other turn goes on without a question.
         if !self
             .inner
             .trust_question_open
             .swap(false, std::sync::atomic::Ordering::SeqCst)
         {
-            return;
+            return false;
         }
         let ignored = self.untrusted_settings();
         if ignored.is_empty() {
-            return;
+            return false;
         }
         let file = self
             .inner
@@ -290,6 +291,7 @@ impl Agent {
             _ = cancel.cancelled() => crate::host::PermissionAnswer::Cancelled,
             answer = host.request_permission(request) => answer,
         };
+        let mut trusted_now = false;
         let message = match answer {
             crate::host::PermissionAnswer::AllowAlways
             | crate::host::PermissionAnswer::AllowOnce
@@ -304,6 +306,7 @@ impl Agent {
                         .store
                         .set_model(session_id, model.as_deref())?)
                 });
+                trusted_now = trusted.is_ok();
                 match trusted {
                     Ok(()) if remember => format!(
                         "{} is trusted (until it changes); its settings apply from now on",
@@ -323,6 +326,7 @@ impl Agent {
             ),
         };
         host.emit(AgentEvent::Notice { message });
+        trusted_now
     }
 
     /// The canonical workspace root.
@@ -797,13 +801,21 @@ impl Agent {
             )
             .await;
         }
-        self.settle_workspace_trust(&info.id, host.as_ref(), &cancel)
-            .await;
-        let info = self.session(&info.id)?;
+        let reread;
+        let info = if self
+            .settle_workspace_trust(&info.id, host.as_ref(), &cancel)
+            .await
+        {
+            // Trusting the workspace changed the session's model.
+            reread = self.session(&info.id)?;
+            &reread
+        } else {
+            info
+        };
         let shared = self.shared();
         let provider = self.provider(&info.model)?;
         self.ensure_index_ready().await;
-        crate::turn::run_turn(&shared, &info, provider, input, host, cancel).await
+        crate::turn::run_turn(&shared, info, provider, input, host, cancel).await
     }
 
     /// The user-visible messages of a session (for tests and front ends that show history).
