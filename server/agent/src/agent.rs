@@ -945,8 +945,6 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
     })
 }
 
-/// Configured providers by name, the default first.
-
 /// The providers of `loaded`, their keys read through `env`.
 fn build_providers(
     loaded: &LoadedConfig,
