@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use lode_agent::event::{AgentEvent, StopReason};
 use lode_agent::host::SessionHost;
-use lode_llm::ModelInfo;
 use lode_agent::mcp::{McpServerConfig, McpTransport};
-use lode_policy::Mode;
 use lode_agent::{Agent, AgentError, SessionInfo, UserInput};
+use lode_llm::ModelInfo;
+use lode_policy::Mode;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{

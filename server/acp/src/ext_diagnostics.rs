@@ -74,8 +74,7 @@ pub fn parse_params(params: &Value) -> Result<PushedFile, String> {
         .get("uri")
         .and_then(Value::as_str)
         .ok_or("uri must be a string")?;
-    let path =
-        lode_tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())?;
+    let path = lode_tools::paths::file_uri_to_path(uri).map_err(|error| error.to_string())?;
     let list = object
         .get("diagnostics")
         .and_then(Value::as_array)

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{count_tokens, message_tokens, starts_turn, turn_starts};
-use lode_llm::{ChatRequest, ContentPart, LlmError, Message, Provider, Role, StreamEvent};
 use crate::store::{SessionStore, StoreError};
+use lode_llm::{ChatRequest, ContentPart, LlmError, Message, Provider, Role, StreamEvent};
 
 /// The default fraction of the history budget at which compaction starts
 /// (`[agent] compaction_threshold`).

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
 use lode_agent::host::{PermissionAnswer, PermissionRequest, SessionHost};
-use lode_policy::{HeadlessGrants, Mode, SubjectKind};
 use lode_agent::{Agent, UserInput};
+use lode_policy::{HeadlessGrants, Mode, SubjectKind};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

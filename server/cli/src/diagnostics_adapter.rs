@@ -14,11 +14,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lode_agent::config::LspDiagnosticsSettings;
-use lode_tools::diagnostics::DiagnosticsSource;
-use lode_tools::navigation::NavigationSource;
 use lode_lsp::agent_diagnostics::ProviderSource;
 use lode_lsp::agent_navigation::ServerNavigation;
 use lode_lsp::downstream::{DiagnosticsConfig, DiagnosticsProvider};
+use lode_tools::diagnostics::DiagnosticsSource;
+use lode_tools::navigation::NavigationSource;
 
 /// What `[lsp.diagnostics]` says.
 #[derive(Debug)]

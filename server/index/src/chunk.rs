@@ -632,7 +632,12 @@ mod tests {
         let chunks = parse_file(Language::Python, source).unwrap().chunks;
         assert_one_chunk(&chunks, "python", "@property", "return total");
         assert_one_chunk(&chunks, "python", "@staticmethod", "return f\"{cleaned}");
-        assert_one_chunk(&chunks, "python", "def size(self):", "Bytes held by all entries");
+        assert_one_chunk(
+            &chunks,
+            "python",
+            "def size(self):",
+            "Bytes held by all entries",
+        );
         assert_one_chunk(&chunks, "python", "async def refresh", "return len(fresh)");
         // The class (under the 1200-byte maximum) is opened at its methods, not kept whole,
         // and a method's chunk knows its class.
@@ -654,7 +659,12 @@ mod tests {
             return undefined;\n  }\n  return build(tokens);\n}\n\n\
             export interface Options {\n  strict: boolean;\n  maxDepth?: number;\n}\n";
         let chunks = parse_file(Language::TypeScript, source).unwrap().chunks;
-        assert_one_chunk(&chunks, "typescript", "/** Parses a document. */", "return build(tokens);");
+        assert_one_chunk(
+            &chunks,
+            "typescript",
+            "/** Parses a document. */",
+            "return build(tokens);",
+        );
         assert_one_chunk(
             &chunks,
             "typescript",
@@ -673,8 +683,18 @@ mod tests {
             this.jobs.push(job);\n    this.notify();\n  }\n\n  /** Takes the oldest job. */\n  \
             shift() {\n    const job = this.jobs.shift();\n    return job;\n  }\n}\n";
         let chunks = parse_file(Language::JavaScript, source).unwrap().chunks;
-        assert_one_chunk(&chunks, "javascript", "Reads a config file", "JSON.parse(text)");
-        assert_one_chunk(&chunks, "javascript", "Adds a job at the back", "this.notify();");
+        assert_one_chunk(
+            &chunks,
+            "javascript",
+            "Reads a config file",
+            "JSON.parse(text)",
+        );
+        assert_one_chunk(
+            &chunks,
+            "javascript",
+            "Adds a job at the back",
+            "this.notify();",
+        );
         assert_one_chunk(&chunks, "javascript", "Takes the oldest job", "return job;");
     }
 

@@ -27,8 +27,8 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use lode_llm::ToolSpec;
 use crate::navigation::{CallDirection, CallItem, INDEX, NavLocation, NavigationSource};
+use lode_llm::ToolSpec;
 
 /// The tool's name.
 pub const CALL_HIERARCHY_TOOL: &str = "call_hierarchy";

@@ -433,16 +433,14 @@ async fn run_in_terminal(
     let display = vec![ToolContent::Terminal {
         terminal_id: terminal_id.clone(),
     }];
-    context
-        .host
-        .emit(ToolEvent::Updated(ToolCallUpdate {
-            id: context.call_id.clone(),
-            status: ToolStatus::InProgress,
-            title: None,
-            content: display.clone(),
-            locations: Vec::new(),
-            raw_output: None,
-        }));
+    context.host.emit(ToolEvent::Updated(ToolCallUpdate {
+        id: context.call_id.clone(),
+        status: ToolStatus::InProgress,
+        title: None,
+        content: display.clone(),
+        locations: Vec::new(),
+        raw_output: None,
+    }));
     let (exit, ending) = tokio::select! {
         exit = terminals.wait_for_exit(&terminal_id) => (exit.ok(), ProcessEnding::Exited),
         _ = tokio::time::sleep(timeout) => (None, ProcessEnding::TimedOut),

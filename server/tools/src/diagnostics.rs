@@ -20,11 +20,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::event::{Location, ToolKind};
-use lode_llm::{ToolCall, ToolResult, ToolSpec};
 use crate::cargo_check::DiagnosticsTool;
+use crate::event::{Location, ToolKind};
 use crate::paths::{display_path, resolve_path};
 use crate::{PermissionTarget, Tool, ToolContext, ToolError, ToolOutput, ToolPresentation};
+use lode_llm::{ToolCall, ToolResult, ToolSpec};
 
 /// Most diagnostics shown for one file in an injected block.
 pub const MAX_PER_FILE: usize = 10;

@@ -26,8 +26,8 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolKind};
-use lode_llm::ToolSpec;
 use crate::navigation::{INDEX, NavLocation, NavPoint, NavigationSource, Resolved};
+use lode_llm::ToolSpec;
 
 /// The navigation tools' names.
 pub const NAVIGATION_TOOLS: [&str; 3] = ["hover", "definition", "references"];

@@ -6,7 +6,6 @@ use super::Tool;
 use super::call_hierarchy::CallHierarchyTool;
 use super::code::{FindReferencesTool, FindSymbolTool, RepoMapTool, SearchCodeTool};
 use super::command::{CommandLimits, RunCommandTool};
-use crate::cargo_check::DiagnosticsTool;
 use super::edit::{EditFileTool, WriteFileTool};
 use super::grep::GrepTool;
 use super::navigate::{NavigateTool, Question};
@@ -14,6 +13,7 @@ use super::plan::UpdatePlanTool;
 use super::read::{ListFilesTool, ReadFileTool};
 use super::rename::RenameTool;
 use super::symbol_edit::SymbolEditTool;
+use crate::cargo_check::DiagnosticsTool;
 use lode_llm::ToolSpec;
 use lode_policy::Mode;
 

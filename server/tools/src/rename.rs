@@ -33,8 +33,8 @@ use super::{
     PermissionTarget, Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput, ToolPresentation,
 };
 use crate::event::{Location, ToolContent, ToolKind};
-use lode_llm::ToolSpec;
 use crate::navigation::{FileEdit, NavPosition, NavigationError, NavigationSource};
+use lode_llm::ToolSpec;
 
 /// The tool's name.
 pub const RENAME_TOOL: &str = "rename";

@@ -358,8 +358,7 @@ pub(crate) fn assemble_counted(
             .repo_map(&mentions.files, &mentions.identifiers, map_budget)
         {
             Ok(map) if !map.trim().is_empty() => {
-                if let Some(map) = wrap_within("repo_map", &[], &map, map_budget)
-                {
+                if let Some(map) = wrap_within("repo_map", &[], &map, map_budget) {
                     breakdown.repo_map = count_tokens(&map);
                     sections.push(Section::from(format!(
                         "# Repository map\nThe most relevant definitions in the workspace (signatures, by file):\n{map}"

@@ -60,5 +60,8 @@ pub fn base_instructions(mode: Mode) -> String {
         Mode::Code => CODE,
         Mode::Architect => ARCHITECT,
     };
-    format!("{COMMON}\n{}\n\n{mode_text}", lode_tools::untrusted::SYSTEM_NOTE)
+    format!(
+        "{COMMON}\n{}\n\n{mode_text}",
+        lode_tools::untrusted::SYSTEM_NOTE
+    )
 }

@@ -56,7 +56,10 @@ fn in_own_process(name: &str) -> bool {
         &format!("no_provider::{name}"),
         &[
             ("LODE_CONFIG", OsStr::new("")),
-            ("XDG_CONFIG_HOME", OsStr::new("/nonexistent/lode-test-user-config")),
+            (
+                "XDG_CONFIG_HOME",
+                OsStr::new("/nonexistent/lode-test-user-config"),
+            ),
         ],
     )
 }

@@ -420,7 +420,9 @@ mod tests {
             ),
         ];
         for (language, sentence, described, neighbour) in cases {
-            let v = embedder.embed_batch(&[sentence, described, neighbour]).unwrap();
+            let v = embedder
+                .embed_batch(&[sentence, described, neighbour])
+                .unwrap();
             assert!(
                 cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]),
                 "{language}: {sentence:?} is nearer its neighbour than its function"
