@@ -231,7 +231,14 @@ fn flatten(
     } else {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
-            flatten(child, source, counter, sizes, container, out);
+            // Only a container's body (a class block, an impl's declaration list) opens at the
+            // target too; its other children, and the definitions inside a file's root, are
+            // kept whole up to the maximum like any function.
+            let is_body = container
+                && node
+                    .child_by_field_name("body")
+                    .is_some_and(|body| body.id() == child.id());
+            flatten(child, source, counter, sizes, is_body, out);
         }
     }
     out.push(Piece::Close);
@@ -647,6 +654,17 @@ mod tests {
             .find(|c| c.symbol.as_deref() == Some("refresh"))
             .unwrap();
         assert_eq!(refresh.scope, ["Cache"]);
+    }
+
+    #[test]
+    fn a_python_top_level_function_under_the_maximum_stays_whole() {
+        let mut source = String::from("import os\n\n\ndef walk(root):\n");
+        for i in 0..20 {
+            source.push_str(&format!("    entry_{i} = os.path.join(root, 'part_{i}')\n"));
+        }
+        source.push_str("    return entry_0\n\n\ndef other():\n    return 1\n");
+        let chunks = parse_file(Language::Python, &source).unwrap().chunks;
+        assert_one_chunk(&chunks, "python", "def walk(root):", "return entry_0");
     }
 
     #[test]
