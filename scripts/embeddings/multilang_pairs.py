@@ -54,9 +54,15 @@ def import_lines(head: str) -> list[str]:
     return out
 
 
+def kept_out_packages() -> set[tuple[str, str]]:
+    """(language, name) of every package the benchmark evaluates on or fits fusion weights on."""
+    listed = build.HERE / "packages.txt"
+    return {(p.lang, p.name) for split in KEPT_OUT_SPLITS for p in build.read_packages(listed, split)}
+
+
 def packages_for_training(lang: str) -> list[build.Package]:
     listed = build.HERE / "packages.txt"
-    evaluated = {(p.lang, p.name) for split in KEPT_OUT_SPLITS for p in build.read_packages(listed, split)}
+    evaluated = kept_out_packages()
     packages = []
     for split in TRAINING_SPLITS:
         for package in build.read_packages(listed, split):

@@ -69,12 +69,8 @@ GENERATED = re.compile(r"-sys(-[0-9.]+)?$|^windows|^winapi|^linux-raw-sys|^libc$
 
 def multilang_kept_out_crates() -> set[str]:
     """The vendored crates bench/multilang evaluates on or fits fusion weights on."""
-    kept = set()
-    for line in (ROOT / "bench" / "multilang" / "packages.txt").read_text().splitlines():
-        fields = line.split("#", 1)[0].split()
-        if len(fields) >= 5 and fields[0] == "rust" and fields[4] in ("eval", "train"):
-            kept.add(fields[2])
-    return kept
+    import multilang_pairs
+    return {name for lang, name in multilang_pairs.kept_out_packages() if lang == "rust"}
 
 
 def training_crates(corpora: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
@@ -324,7 +320,7 @@ def main() -> int:
                          "bench/corpus/rust-vendor and, if present, bench/corpus/train-vendor)")
     ap.add_argument("--languages", default="rust",
                     help="comma-separated: rust, python, javascript, typescript, go. The other "
-                         "languages' pairs come from the train and table packages of "
+                         "languages' pairs come from the table packages of "
                          "bench/multilang/packages.txt (multilang_pairs.py)")
     ap.add_argument("--per-package", type=int, default=1500,
                     help="at most this many pairs from one package of the other languages")
