@@ -6,13 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use lode_index::chunk::ChunkSizes;
-use lode_index::lexical::FieldBoosts;
-use lode_index::query::{Answer, Query};
-use lode_index::scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
-use lode_index::watch::Freshness;
 use lode_index::{
-    IndexError, Language, RefreshMode, RefreshProgress, RefreshStats, SearchRequest, Workspace,
+    Answer, ChunkSizes, DEFAULT_MAX_FILE_BYTES, FieldBoosts, Freshness, IndexError, Language,
+    Query, RefreshMode, RefreshProgress, RefreshStats, ScanOptions, SearchRequest, Workspace,
     WorkspaceOptions,
 };
 
@@ -133,7 +129,7 @@ pub enum Command {
         /// scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE] (score fusion); TABLE weighs the built-in
         /// table's cosine over the candidates when the vectors come from another embedder.
         #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
-        fusion: Option<lode_index::hybrid::FusionWeights>,
+        fusion: Option<lode_index::FusionWeights>,
         #[command(flatten)]
         common: QueryArgs,
     },
@@ -430,7 +426,7 @@ fn search(
     lang: Option<String>,
     boosts: Option<FieldBoosts>,
     mode: Option<lode_index::SearchMode>,
-    fusion: Option<lode_index::hybrid::FusionWeights>,
+    fusion: Option<lode_index::FusionWeights>,
 ) -> anyhow::Result<ExitCode> {
     if let Some(name) = &lang
         && Language::from_name(name).is_none()
@@ -463,7 +459,7 @@ fn map(
     let root = canonical_root(args)?;
     let focus_files = focus
         .iter()
-        .map(|file| lode_index::workspace::relative_to_root(&root, file))
+        .map(|file| lode_index::relative_to_root(&root, file))
         .collect::<Result<Vec<_>, _>>()?;
     let query = Query::Map {
         max_tokens: tokens,
@@ -502,7 +498,7 @@ fn search_with_knobs(
     lang: Option<String>,
     boosts: Option<FieldBoosts>,
     mode: Option<lode_index::SearchMode>,
-    fusion: Option<lode_index::hybrid::FusionWeights>,
+    fusion: Option<lode_index::FusionWeights>,
 ) -> anyhow::Result<ExitCode> {
     let (workspace, _) = open_fresh(args, common, Needs::Everything, None)?;
     let request = SearchRequest {
@@ -581,7 +577,7 @@ pub(crate) enum Needs {
 
 /// An embedder the caller already made from the same arguments (an HTTP embedder may have
 /// asked its service for the vector length: once per run is enough).
-pub(crate) type MadeEmbedder = Option<Option<std::sync::Arc<dyn lode_index::embed::Embedder>>>;
+pub(crate) type MadeEmbedder = Option<Option<std::sync::Arc<dyn lode_index::Embedder>>>;
 
 fn open_for(
     args: &WorkspaceArgs,

@@ -5,9 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
-use lode_index::parse::parse_tree;
-use lode_index::scan::{ScanOptions, read_source, scan};
-use lode_index::tags::extract_tags;
+use lode_index::{ScanOptions, extract_tags, parse_tree, read_source, scan};
 use rayon::prelude::*;
 
 /// Reads, parses and runs the tags query over every indexable file; returns a report line.

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use lode_index::embed::Embedder;
-use lode_index::vectors::VectorStore;
+use lode_index::{Embedder, VectorStore};
 use lode_qdrant::{QdrantConfig, QdrantStore};
 
 /// Where semantic-search vectors live.
@@ -53,7 +52,7 @@ pub fn store_location(args: &VectorStoreArgs) -> String {
             let config = QdrantConfig::new(&args.qdrant_url);
             lode_qdrant::store_location(&config.url, &config.collection_prefix)
         }
-        _ => lode_index::watch::EMBEDDED_STORE.to_owned(),
+        _ => lode_index::EMBEDDED_STORE.to_owned(),
     }
 }
 

@@ -12,9 +12,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use lode_index::Language;
-use lode_index::query::{Answer, Query};
-use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
+use lode_index::{Answer, DEFAULT_QUERY_TIMEOUT, Language, Query, query_lease};
 
 /// A query command as the fast path understood it.
 #[derive(Debug, PartialEq)]
@@ -37,8 +35,8 @@ pub fn serve(args: &[OsString]) -> Option<(Answer, bool)> {
     }
     let quick = parse(args)?;
     let index_dir = index_dir(quick.root.as_deref())?;
-    let settings = lode_index::watch::default_settings();
-    let served = lease::query(
+    let settings = lode_index::default_settings();
+    let served = query_lease(
         &index_dir,
         &settings,
         &quick.query,
@@ -58,7 +56,7 @@ fn index_dir(root: Option<&str>) -> Option<PathBuf> {
     };
     let root = std::fs::canonicalize(root).ok()?;
     root.is_dir()
-        .then(|| root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
+        .then(|| root.join(lode_index::DEFAULT_INDEX_DIR))
 }
 
 /// The query of a plain `lode search|symbols|refs|map …` invocation, or `None` for anything

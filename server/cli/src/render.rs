@@ -10,7 +10,7 @@ use std::fmt::Display;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use lode_index::query::Answer;
+use lode_index::Answer;
 use serde::Serialize;
 
 /// Writes one line for the user on stderr (a closed stderr is not an error worth stopping for).

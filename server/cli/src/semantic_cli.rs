@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use lode_index::embed::{
-    Embedder, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder, StaticEmbedder,
-};
+use lode_index::{Embedder, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder, StaticEmbedder};
 
 /// Which embedder makes the vectors for semantic and hybrid search.
 #[derive(Debug, Args)]
@@ -142,8 +140,7 @@ fn minilm(args: &EmbedderArgs) -> anyhow::Result<Arc<dyn Embedder>> {
         );
     };
     Ok(Arc::new(
-        lode_index::embed::MiniLmEmbedder::from_dir(dir)
-            .context("cannot load the minilm embedder")?,
+        lode_index::MiniLmEmbedder::from_dir(dir).context("cannot load the minilm embedder")?,
     ))
 }
 
@@ -168,8 +165,8 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
 /// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights, or
 /// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion (a benchmark knob). TABLE weighs
 /// the built-in table's cosine over the candidates (for embedders other than the table).
-pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, String> {
-    use lode_index::hybrid::{FusionMethod, FusionWeights};
+pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
+    use lode_index::{FusionMethod, FusionWeights};
     let (by_scores, text) = match text.strip_prefix("scores:") {
         Some(rest) => (true, rest),
         None => (false, text),
@@ -214,7 +211,7 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::hybrid::FusionWeights, Str
 #[cfg(test)]
 mod tests {
     use super::parse_fusion;
-    use lode_index::hybrid::FusionMethod;
+    use lode_index::FusionMethod;
 
     #[test]
     fn fusion_weights_parse_with_and_without_the_table() {

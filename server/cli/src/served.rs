@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use lode_index::embed::Embedder;
-use lode_index::query::{Answer, Query};
-use lode_index::watch::lease::{self, DEFAULT_QUERY_TIMEOUT};
-use lode_index::watch::{Freshness, NotWatched};
+use lode_index::{
+    Answer, DEFAULT_QUERY_TIMEOUT, Embedder, Freshness, NotWatched, Query, query_lease,
+};
 
 use crate::commands::{Needs, QueryArgs, WorkspaceArgs};
 use crate::render::say;
@@ -20,14 +19,14 @@ use crate::render::say;
 pub fn index_dir_of(args: &WorkspaceArgs, root: &Path) -> PathBuf {
     args.index_dir
         .clone()
-        .unwrap_or_else(|| root.join(lode_index::workspace::DEFAULT_INDEX_DIR))
+        .unwrap_or_else(|| root.join(lode_index::DEFAULT_INDEX_DIR))
 }
 
 /// The settings a lease holder must index with to answer for these arguments, and the
 /// embedder they name (reused if the command answers itself).
 pub fn settings_of(args: &WorkspaceArgs) -> anyhow::Result<(String, Option<Arc<dyn Embedder>>)> {
     let embedder = crate::semantic_cli::embedder(&args.embedding)?;
-    let settings = lode_index::watch::watch_settings(
+    let settings = lode_index::watch_settings(
         &crate::commands::scan_options(args),
         embedder.as_deref(),
         &crate::qdrant_cli::store_location(&args.vector_store),
@@ -47,7 +46,7 @@ pub fn answer(
     let index_dir = index_dir_of(args, &root);
     let (settings, embedder) = settings_of(args)?;
     let fresh = !common.no_refresh;
-    let not_served = match lease::query(&index_dir, &settings, &query, fresh, DEFAULT_QUERY_TIMEOUT)
+    let not_served = match query_lease(&index_dir, &settings, &query, fresh, DEFAULT_QUERY_TIMEOUT)
     {
         Ok(served) => {
             if common.verbose {
@@ -96,7 +95,7 @@ mod tests {
     fn the_front_end_s_settings_are_those_of_a_plain_invocation() {
         let cli = Cli::try_parse_from(["lode", "search", "anything"]).unwrap();
         let (settings, _) = super::settings_of(&cli.workspace).unwrap();
-        assert_eq!(settings, lode_index::watch::default_settings());
+        assert_eq!(settings, lode_index::default_settings());
         // And an option that changes them makes them differ.
         let cli = Cli::try_parse_from(["lode", "--exclude", "vendor/", "search", "x"]).unwrap();
         let (other, _) = super::settings_of(&cli.workspace).unwrap();

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use lode_index::Workspace;
-use lode_index::watch::{LeaseError, WatchError, WatchEvent, WatchOptions, Watcher, WorkspaceSink};
+use lode_index::{
+    LeaseError, WatchError, WatchEvent, WatchOptions, Watcher, Workspace, WorkspaceSink,
+};
 
 use crate::commands::WorkspaceArgs;
 use crate::render::say;

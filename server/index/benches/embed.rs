@@ -13,7 +13,7 @@ mod support;
 
 use std::time::Instant;
 
-use lode_index::embed::{ChunkContext, Embedder, StaticEmbedder, chunk_embedding_text};
+use lode_index::{ChunkContext, Embedder, StaticEmbedder, chunk_embedding_text};
 #[cfg(feature = "minilm")]
 use rayon::prelude::*;
 
@@ -91,7 +91,7 @@ fn minilm(texts: &[String]) {
         );
         return;
     };
-    let embedder = lode_index::embed::MiniLmEmbedder::from_dir(std::path::Path::new(&dir))
+    let embedder = lode_index::MiniLmEmbedder::from_dir(std::path::Path::new(&dir))
         .expect("the MiniLM model loads");
     let refs: Vec<&str> = texts.iter().take(512).map(String::as_str).collect();
     let tokens: usize = refs

@@ -11,7 +11,7 @@ mod support;
 
 use std::time::Instant;
 
-use lode_index::lexical::code_analyzer;
+use lode_index::code_analyzer;
 use tantivy::tokenizer::{
     LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, TokenStream,
 };

@@ -25,8 +25,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use lode_index::embed::{Embedder, StaticEmbedder};
-use lode_index::vectors::{EmbeddedStore, SearchOptions, VectorFilter, VectorHit, VectorStore};
+use lode_index::{
+    EmbeddedStore, Embedder, SearchOptions, StaticEmbedder, VectorFilter, VectorHit, VectorStore,
+};
 
 struct Args {
     dir: PathBuf,

@@ -23,6 +23,9 @@ use crate::tags::DefKind;
 /// it changes, so an older index is rebuilt rather than left with two chunkings.)
 pub const SCHEMA_VERSION: &str = "7";
 
+/// The catalog's file in an index directory.
+pub const CATALOG_FILE: &str = "catalog.sqlite";
+
 /// Separates the labels of a scope chain in one column.
 const SCOPE_SEPARATOR: char = '\u{1f}';
 
@@ -276,12 +279,6 @@ impl Catalog {
         Ok(())
     }
 
-    /// Forgets the walk stamps, so the next quick refresh walks in full.
-    pub fn clear_walk_stamps(&self) -> Result<(), IndexError> {
-        self.conn.execute("DELETE FROM dirs", [])?;
-        Ok(())
-    }
-
     /// The bytes of indexed source per language, largest first.
     pub fn language_bytes(&self) -> Result<Vec<(String, u64)>, IndexError> {
         let mut statement = self.conn.prepare(
@@ -522,6 +519,15 @@ impl Catalog {
     }
 }
 
+/// What the index in `index_dir` holds and the generation it is at, read from its catalog alone:
+/// no workspace is opened, nothing scanned, no writer lock taken (what `lode doctor` reports).
+/// Opening creates an empty catalog where none is, so callers look for [`CATALOG_FILE`] first;
+/// a catalog another schema wrote is [`IndexError::SchemaChanged`].
+pub fn index_counts(index_dir: &Path) -> Result<(CatalogCounts, u64), IndexError> {
+    let catalog = Catalog::open(&index_dir.join(CATALOG_FILE))?;
+    Ok((catalog.counts()?, catalog.generation()?))
+}
+
 /// Row counts of the catalog.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CatalogCounts {
@@ -590,12 +596,6 @@ fn split_scope(joined: &str) -> Vec<String> {
 /// The identity of a file's content, as recorded in the catalog.
 pub fn content_hash(text: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(text.as_bytes())
-}
-
-/// A chunk as written, with the id the catalog gave it.
-pub struct StoredChunk<'a> {
-    pub id: i64,
-    pub chunk: &'a crate::chunk::Chunk,
 }
 
 /// One write transaction over the catalog.

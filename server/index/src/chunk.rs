@@ -55,16 +55,6 @@ pub struct Chunk {
 
 /// Chunks a parsed code file whose comments (byte ranges, in order) are known, as
 /// [`crate::tags::extract_tags_and_comments`] reports them.
-pub fn chunk_code(
-    tree: &Tree,
-    source: &str,
-    tags: &FileTags,
-    comments: &[(usize, usize)],
-) -> Vec<Chunk> {
-    chunk_code_with(tree, source, tags, comments, DEFAULT_SIZES)
-}
-
-/// Chunks a parsed code file with explicit sizes.
 pub fn chunk_code_with(
     tree: &Tree,
     source: &str,
@@ -88,11 +78,6 @@ pub fn chunk_code_with(
 }
 
 /// Chunks a plain-text file by paragraphs.
-pub fn chunk_text(source: &str) -> Vec<Chunk> {
-    chunk_text_with(source, DEFAULT_SIZES)
-}
-
-/// Chunks a plain-text file with explicit sizes.
 pub fn chunk_text_with(source: &str, sizes: ChunkSizes) -> Vec<Chunk> {
     if source.trim().is_empty() {
         return Vec::new();
@@ -603,7 +588,7 @@ mod tests {
         source.push_str("    }\n}\n");
         let tree = parse_tree(Language::Rust, &source).unwrap().unwrap();
         let (tags, comments) = extract_tags_and_comments(Language::Rust, &tree, &source).unwrap();
-        let chunks = chunk_code(&tree, &source, &tags, &comments);
+        let chunks = chunk_code_with(&tree, &source, &tags, &comments, DEFAULT_SIZES);
         let flush = chunks
             .iter()
             .find(|c| c.symbol.as_deref() == Some("flush"))
@@ -749,7 +734,7 @@ mod tests {
             }
             source.push('\n');
         }
-        let chunks = chunk_text(&source);
+        let chunks = chunk_text_with(&source, DEFAULT_SIZES);
         assert!(chunks.len() >= 3);
         assert!(
             chunks
@@ -762,7 +747,7 @@ mod tests {
                 .skip(1)
                 .all(|c| c.text.starts_with("## ") || c.text.starts_with("Sentence"))
         );
-        assert!(chunk_text("  \n\n ").is_empty());
+        assert!(chunk_text_with("  \n\n ", DEFAULT_SIZES).is_empty());
     }
 
     #[test]
@@ -822,6 +807,72 @@ mod tests {
                 .max_by_key(|d| d.start_byte);
             assert_eq!(starting.iter().collect::<Vec<_>>(), expected_starting);
             assert_eq!(enclosing, expected_enclosing, "{start}..{end}");
+        }
+    }
+
+    /// Every outermost comment node, by a walk over the whole tree (what the `@comment` captures
+    /// of each query must match).
+    fn comments_by_walking(node: tree_sitter::Node, out: &mut Vec<(usize, usize)>) {
+        if node.kind().contains("comment") {
+            out.push((node.start_byte(), node.end_byte()));
+            return;
+        }
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            comments_by_walking(child, out);
+        }
+    }
+
+    /// Over the language fixtures (`fixtures/languages/<dir>/sample.*`, the tags tests' samples).
+    #[test]
+    fn every_query_captures_every_comment_and_chunks_agree() {
+        let fixtures = [
+            ("rust", "sample.rs", Language::Rust),
+            ("python", "sample.py", Language::Python),
+            ("javascript", "sample.js", Language::JavaScript),
+            ("typescript", "sample.ts", Language::TypeScript),
+            ("tsx", "sample.tsx", Language::Tsx),
+            ("go", "sample.go", Language::Go),
+        ];
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/languages");
+        for (dir, sample, language) in fixtures {
+            let path = root.join(dir).join(sample);
+            let sample = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            // The samples hold few comments: add some at every level.
+            let commented = match language {
+                Language::Rust => {
+                    "\n/// Doc.\n/* block */\nfn commented() {\n    // inside\n    let x = 1; /* end */\n}\n"
+                }
+                Language::Python => {
+                    "\n# top\ndef commented():\n    # inside\n    return 1  # end\n"
+                }
+                Language::Go => {
+                    "\n// Doc.\nfunc commented() int {\n\t// inside\n\treturn 1 /* end */\n}\n"
+                }
+                _ => {
+                    "\n/** Doc. */\nfunction commented() {\n  // inside\n  return 1; /* end */\n}\n"
+                }
+            };
+            let source = sample + commented;
+            let tree = parse_tree(language, &source).unwrap().unwrap();
+            let (tags, captured) = extract_tags_and_comments(language, &tree, &source).unwrap();
+            let mut walked = Vec::new();
+            comments_by_walking(tree.root_node(), &mut walked);
+            assert!(walked.len() >= 3, "{dir}: the fixture should hold comments");
+            assert_eq!(captured, walked, "{dir}: comments");
+            // The indexer's chunks are those made with the walked comments.
+            let indexed = parse_file(language, &source).unwrap().chunks;
+            assert_eq!(
+                indexed,
+                chunk_code_with(&tree, &source, &tags, &walked, DEFAULT_SIZES),
+                "{dir}"
+            );
+            assert!(
+                indexed.iter().any(|chunk| !chunk.comments.is_empty()),
+                "{dir}: some chunk carries comments"
+            );
         }
     }
 }

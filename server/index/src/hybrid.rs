@@ -114,7 +114,7 @@ pub struct FusionWeights {
     pub semantic: f32,
     pub symbols: f32,
     /// The built-in table's cosine over the other lists' candidates, for workspaces whose
-    /// vectors come from another embedder (0 turns it off; see [`crate::table_signal`]).
+    /// vectors come from another embedder (0 turns it off; see `table_signal`).
     pub table: f32,
     pub method: FusionMethod,
 }

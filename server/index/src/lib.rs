@@ -7,47 +7,55 @@
 //! It must not know about agents, LLMs, editors or protocols: callers (the agent, the ACP and LSP
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
-pub mod chunk;
-pub mod error;
-pub mod language;
-pub mod parse;
-mod refcodec;
-pub mod tags;
-
-pub use error::IndexError;
-pub use language::Language;
 pub mod catalog;
+pub mod chunk;
+pub mod embed;
+pub mod error;
+pub mod hybrid;
+pub mod language;
 pub mod lexical;
-pub mod scan;
-pub mod tokenizer;
-pub mod workspace;
-pub use workspace::{
-    RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, RefreshTimings, Workspace,
-    WorkspaceOptions,
-};
+pub mod lock;
 pub mod nearby;
+pub mod parse;
+pub mod query;
+mod refcodec;
+pub mod repomap;
+pub mod scan;
 pub mod search;
 pub mod symbol;
-pub use search::{NameMatch, ReferenceHit, SearchHit, SearchRequest, SymbolHit};
-pub mod repomap;
-pub use repomap::{MapRequest, RepoMap};
-pub mod embed;
-pub mod hybrid;
 mod table_signal;
+pub mod tags;
+pub mod tokenizer;
 pub mod vectors;
-pub use hybrid::SearchMode;
-pub mod lock;
-pub mod query;
 pub mod watch;
+pub mod workspace;
 
 // The crate's public surface, named at the root: what other crates use. The modules above are
 // public only until every user names these instead (issue 23); then they become private.
 
+// The workspace, opening and refreshing it, and its errors.
+pub use error::IndexError;
+pub use language::Language;
+pub use workspace::{
+    RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, RefreshTimings, Workspace,
+    WorkspaceOptions,
+};
+
 // The workspace's queries and the data they return.
+pub use hybrid::SearchMode;
 pub use query::{Answer, Query};
-pub use repomap::{MapDefinition, MapFile, count_tokens};
-pub use search::{match_name, path_matcher};
+pub use repomap::{MapDefinition, MapFile, MapRequest, RepoMap, count_tokens};
+pub use search::{
+    NameMatch, QueryLetters, ReferenceHit, SearchHit, SearchRequest, SymbolHit, SymbolRank,
+    match_name, path_matcher, symbol_rank,
+};
 pub use workspace::{DEFAULT_INDEX_DIR, relative_to_root};
+
+// Ranking hits by how near they are to the buffer a question comes from (the language server).
+pub use nearby::{Nearness, Proximity, same_file_references};
+
+// An index on disk, read without opening its workspace (`lode doctor`).
+pub use catalog::{CATALOG_FILE, CatalogCounts, index_counts};
 
 // What opening a workspace and searching it take.
 pub use chunk::ChunkSizes;
@@ -55,8 +63,8 @@ pub use hybrid::{FusionMethod, FusionWeights};
 pub use lexical::FieldBoosts;
 pub use scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
 
-// Files read, named and written the way the index does.
-pub use scan::{read_source, relative_path, write_atomic};
+// Files found, read, named and written the way the index does.
+pub use scan::{Scan, ScannedFile, read_source, relative_path, scan, write_atomic};
 
 // Syntax for callers that keep their own buffers (the language server).
 pub use parse::{ParsedFile, parse_file, parse_tree, reparse_tree};
@@ -70,20 +78,22 @@ pub use symbol::{
     file_symbols, locate, splice,
 };
 
-// Code tokens (the skills' and memories' BM25).
+// Code tokens (the skills' and memories' BM25), and the analyzer of the index's BM25 fields.
+pub use lexical::code_analyzer;
 pub use tokenizer::{CodeToken, code_tokens, stem};
 
 // Extension point: embedders.
-#[cfg(feature = "minilm")]
-pub use embed::MiniLmEmbedder;
 pub use embed::{
-    EmbedError, Embedder, EmbedderIdentity, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder,
-    SimilarityScale, StaticEmbedder, default_embedder,
+    ChunkContext, EmbedError, Embedder, EmbedderIdentity, HttpEmbedderConfig, OllamaEmbedder,
+    OpenAiEmbedder, SimilarityScale, StaticEmbedder, chunk_embedding_text, default_embedder,
 };
+#[cfg(feature = "minilm")]
+pub use embed::{MINILM_FILES, MINILM_MAX_TOKENS, MiniLmEmbedder};
 
 // Extension point: vector stores.
 pub use vectors::{
-    EmbeddedStore, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
+    EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions, SegmentInfo,
+    StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
 };
 
 // Keeping an index current (the watcher) and asking the process that does (the lease).

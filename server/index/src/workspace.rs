@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use rayon::prelude::*;
 
-use crate::catalog::{Catalog, CatalogBatch, CatalogCounts, FileRecord, content_hash};
+use crate::catalog::{
+    CATALOG_FILE, Catalog, CatalogBatch, CatalogCounts, FileRecord, content_hash,
+};
 use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::embed::Embedder;
 use crate::error::IndexError;
@@ -224,7 +226,7 @@ impl Workspace {
         ensure_ignored(&index_dir)?;
 
         let mut repairs = Vec::new();
-        let catalog_path = index_dir.join("catalog.sqlite");
+        let catalog_path = index_dir.join(CATALOG_FILE);
         let lexical_dir = index_dir.join("lexical");
         let catalog = match open_checked_catalog(&catalog_path) {
             Ok(catalog) => catalog,

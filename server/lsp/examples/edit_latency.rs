@@ -7,8 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lode_index::parse::parse_file;
-use lode_index::{Language, RefreshMode, SearchRequest, WorkspaceOptions};
+use lode_index::{Language, RefreshMode, SearchRequest, WorkspaceOptions, parse_file};
 use lode_lsp::LiveIndex;
 
 fn module(n: usize, files: usize) -> String {

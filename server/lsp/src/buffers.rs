@@ -12,8 +12,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lode_index::Language;
-use lode_index::tags::FileTags;
+use lode_index::{FileTags, Language};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tower_lsp_server::lsp_types::{DocumentSymbol, Uri};

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak, mpsc};
 use std::time::Duration;
 
-use lode_index::watch::{ChangeReport, retry_locked};
 use lode_index::{
-    IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace, WorkspaceOptions,
+    ChangeReport, IndexError, RefreshMode, RefreshProgress, RefreshStats, Workspace,
+    WorkspaceOptions, retry_locked,
 };
 use parking_lot::Mutex;
 use tokio::sync::{Notify, oneshot, watch};

@@ -1,6 +1,6 @@
 //! Name-based navigation: the identifier under the cursor, the name an LSP position stands
 //! for. Which definitions and references answer it, nearest first, is the index's
-//! (`lode_index::nearby`).
+//! (`lode_index::Nearness`).
 
 use crate::outline::is_identifier_byte;
 

@@ -1,9 +1,7 @@
 //! The outline of one buffer (`textDocument/documentSymbol`): tree-sitter tags of the text the
 //! editor has, nested by the byte ranges of the definitions.
 
-use lode_index::Language;
-use lode_index::parse::parse_tree;
-use lode_index::tags::{DefKind, Definition, FileTags, extract_tags};
+use lode_index::{DefKind, Definition, FileTags, Language, extract_tags, parse_tree};
 use tower_lsp_server::lsp_types::{DocumentSymbol, Range, SymbolKind};
 
 use crate::document::Document;

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lode_index::nearby::{Nearness, same_file_references};
-use lode_index::search::{QueryLetters, SymbolRank, symbol_rank};
-use lode_index::tags::FileTags;
-use lode_index::{IndexError, Language, RefreshMode, WorkspaceOptions};
+use lode_index::{
+    FileTags, IndexError, Language, Nearness, QueryLetters, RefreshMode, SymbolRank,
+    WorkspaceOptions, same_file_references, symbol_rank,
+};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
@@ -48,7 +48,7 @@ pub struct ServerOptions {
     /// Where the index lives (default `<root>/.lode/index`).
     pub index_dir: Option<PathBuf>,
     /// Scan options (excludes, size cap) as for the other commands.
-    pub scan: lode_index::scan::ScanOptions,
+    pub scan: lode_index::ScanOptions,
     /// Quiet time before a changed buffer is re-indexed.
     pub debounce: Duration,
     /// Watch the workspace for changes made outside the editor.
@@ -56,7 +56,7 @@ pub struct ServerOptions {
     /// Largest accepted message.
     pub max_message_bytes: usize,
     /// Embeds chunks for semantic and hybrid search (`None`: lexical only).
-    pub embedder: Option<std::sync::Arc<dyn lode_index::embed::Embedder>>,
+    pub embedder: Option<std::sync::Arc<dyn lode_index::Embedder>>,
     /// The config file with the highest precedence (`--config`), for the code actions' agent.
     pub config_file: Option<PathBuf>,
     /// `[lsp.diagnostics]`: what checks the code actions' edits (`None`: nothing).
@@ -74,7 +74,7 @@ impl Default for ServerOptions {
         ServerOptions {
             root: None,
             index_dir: None,
-            scan: lode_index::scan::ScanOptions::default(),
+            scan: lode_index::ScanOptions::default(),
             debounce: crate::live::DEFAULT_DEBOUNCE,
             watch: true,
             max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,

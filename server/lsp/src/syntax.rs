@@ -19,8 +19,9 @@
 
 use std::ops::Range;
 
-use lode_index::tags::{Definition, FileTags, Reference, extract_tags, extract_tags_within};
-use lode_index::{IndexError, Language};
+use lode_index::{
+    Definition, FileTags, IndexError, Language, Reference, extract_tags, extract_tags_within,
+};
 use tree_sitter::{InputEdit, Point, Tree};
 
 /// Top-level items re-read on their own when together they are at most this large.
@@ -54,7 +55,7 @@ pub struct Syntax {
 impl Syntax {
     /// Parses a buffer; `None` for a language lode has no grammar for.
     pub fn parse(language: Language, text: &str) -> Result<Option<Syntax>, IndexError> {
-        let Some(tree) = lode_index::parse::parse_tree(language, text)? else {
+        let Some(tree) = lode_index::parse_tree(language, text)? else {
             return Ok(None);
         };
         let tags = extract_tags(language, &tree, text)?;
@@ -126,7 +127,7 @@ impl Syntax {
     fn read_standalone(&mut self, lines: &Lines, region: Range<usize>) -> Result<bool, IndexError> {
         let text = lines.text;
         let part = &text[region.clone()];
-        let Some(tree) = lode_index::parse::parse_tree(self.language, part)? else {
+        let Some(tree) = lode_index::parse_tree(self.language, part)? else {
             return Ok(false);
         };
         if tree.root_node().has_error() {
@@ -153,7 +154,7 @@ impl Syntax {
     /// changed.
     fn reparse(&mut self, lines: &Lines, dirty: Vec<Range<usize>>) -> Result<Update, IndexError> {
         let text = lines.text;
-        let Some(tree) = lode_index::parse::reparse_tree(self.language, text, &self.tree)? else {
+        let Some(tree) = lode_index::reparse_tree(self.language, text, &self.tree)? else {
             return Ok(Update::Whole);
         };
         let mut changed = dirty;
@@ -603,9 +604,7 @@ function helper(r: number): number { return r * r }
                 // Without syntax errors, also equal a fresh parse (for Python, tree-sitter's
                 // incremental parse may end a block before or after trailing blanks where a
                 // fresh one does not: compare with its own tree only).
-                let fresh = lode_index::parse::parse_tree(language, text)
-                    .unwrap()
-                    .unwrap();
+                let fresh = lode_index::parse_tree(language, text).unwrap().unwrap();
                 if fresh.root_node().has_error() || language == Language::Python {
                     continue;
                 }
@@ -699,7 +698,7 @@ function helper(r: number): number { return r * r }
             .find(|def| def.name == "norm")
             .unwrap();
         assert_eq!(norm.scope, ["impl Point"]);
-        assert_eq!(norm.kind, lode_index::tags::DefKind::Method);
+        assert_eq!(norm.kind, lode_index::DefKind::Method);
         let _ = Position::new(0, 0);
     }
 }

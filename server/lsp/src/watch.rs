@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lode_index::IndexError;
-use lode_index::watch::{ChangeReport, ChangeSink, WatchError, WatchEvent, WatchOptions, Watcher};
+use lode_index::{
+    ChangeReport, ChangeSink, IndexError, WatchError, WatchEvent, WatchOptions, Watcher,
+};
 
 use crate::live::LiveIndex;
 

@@ -1,5 +1,5 @@
 //! The edit tools `lode mcp --allow-edits` adds: `replace_symbol_body`, `insert_before_symbol`,
-//! `insert_after_symbol`. The symbol is resolved and the text spliced by `lode_index::symbol`,
+//! `insert_after_symbol`. The symbol is resolved and the text spliced by `lode_index::{locate, splice}`,
 //! as the agent's tools of the same names do; the file is confined by the one path door
 //! (`lode_policy::paths`, as the agent's tools and the LSP code actions are): canonical, inside
 //! the workspace root, never under `.git/` or `.lode/` at any depth nor in lode's index; and
@@ -7,8 +7,7 @@
 
 use std::fmt::Write as _;
 
-use lode_index::symbol::{SymbolEdit, SymbolError, SymbolName, locate, splice};
-use lode_index::{Language, Workspace};
+use lode_index::{Language, SymbolEdit, SymbolError, SymbolName, Workspace, locate, splice};
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -97,7 +96,7 @@ pub fn run(
     let name = SymbolName::parse(&args.symbol).map_err(arguments)?;
     let root = workspace.root();
     let file = confined(workspace, &name.file, PathUse::EditFile)?;
-    let shown = lode_index::scan::relative_path(root, &file).unwrap_or(name.file.clone());
+    let shown = lode_index::relative_path(root, &file).unwrap_or(name.file.clone());
     let language = Language::from_path(&file)
         .filter(|language| language.is_code())
         .ok_or_else(|| {
@@ -127,7 +126,7 @@ pub fn run(
             json!({"path": shown, "symbol": span.path, "changed": false}),
         ));
     }
-    lode_index::scan::write_atomic(&file, spliced.text.as_bytes())
+    lode_index::write_atomic(&file, spliced.text.as_bytes())
         .map_err(|error| CallError::Failed(format!("cannot write {shown}: {error}")))?;
     // The next call's refresh (or the lease holder's watcher) sees the file anyway; updating
     // now only saves it the work, and another writer holding the index is no failure.

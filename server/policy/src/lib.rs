@@ -199,7 +199,7 @@ pub enum PermissionError {
 fn compile(pattern: &str, kind: SubjectKind) -> Result<GlobMatcher, String> {
     let glob = match kind {
         SubjectKind::Path => {
-            return lode_index::search::path_matcher(pattern).map_err(|error| error.to_string());
+            return lode_index::path_matcher(pattern).map_err(|error| error.to_string());
         }
         SubjectKind::Command | SubjectKind::Tool => GlobBuilder::new(pattern.trim())
             .literal_separator(false)

@@ -24,8 +24,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use lode_index::embed::{Embedder, StaticEmbedder};
-use lode_index::vectors::{EmbeddedStore, VectorFilter, VectorHit, VectorRecord, VectorStore};
+use lode_index::{
+    EmbeddedStore, Embedder, StaticEmbedder, VectorFilter, VectorHit, VectorRecord, VectorStore,
+};
 use lode_qdrant::{QdrantConfig, QdrantStore};
 use qdrant_client::qdrant::point_id::PointIdOptions;
 use qdrant_client::qdrant::{Query, QueryPointsBuilder, SearchParams, SearchParamsBuilder};

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use lode_index::embed::EmbedderIdentity;
+use lode_index::EmbedderIdentity;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The hash key of a workspace root (canonicalized when it exists).

@@ -17,9 +17,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use lode_index::embed::EmbedderIdentity;
-use lode_index::vectors::{
-    StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
+use lode_index::{
+    EmbedderIdentity, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
 };
 use parking_lot::Mutex;
 use qdrant_client::qdrant::{
@@ -480,22 +479,21 @@ impl VectorStore for QdrantStore {
         if let Some(language) = &filter.language {
             must.push(Condition::matches("language", language.clone()));
         }
-        let glob =
-            match filter.path_glob.as_deref() {
-                None => None,
-                Some(glob) => match directory_of_glob(glob) {
-                    Some(directory) => {
-                        must.push(Condition::matches("dirs", directory));
-                        None
-                    }
-                    None => Some(lode_index::search::path_matcher(glob).map_err(|e| {
-                        VectorError::Glob {
-                            glob: glob.to_string(),
-                            message: e.to_string(),
-                        }
-                    })?),
-                },
-            };
+        let glob = match filter.path_glob.as_deref() {
+            None => None,
+            Some(glob) => match directory_of_glob(glob) {
+                Some(directory) => {
+                    must.push(Condition::matches("dirs", directory));
+                    None
+                }
+                None => Some(
+                    lode_index::path_matcher(glob).map_err(|e| VectorError::Glob {
+                        glob: glob.to_string(),
+                        message: e.to_string(),
+                    })?,
+                ),
+            },
+        };
         let filter = chunks_only(must);
         let Some(glob) = glob else {
             let hits = self.query_page(&collection, query, filter, k, 0, false)?;

@@ -11,8 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lode_index::symbol::{SymbolSpan, file_symbols};
-use lode_index::tags::RefKind;
+use lode_index::{RefKind, SymbolSpan, file_symbols};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -401,10 +400,10 @@ async fn callees_from_index(
             Some(span) => span,
             None => enclosing_function(language, &text, point.line)?,
         };
-        let tree = lode_index::parse::parse_tree(language, &text)
+        let tree = lode_index::parse_tree(language, &text)
             .map_err(|error| failed(format!("cannot parse the file: {error}")))?
             .ok_or_else(|| failed("no grammar for this file"))?;
-        let tags = lode_index::tags::extract_tags(language, &tree, &text)
+        let tags = lode_index::extract_tags(language, &tree, &text)
             .map_err(|error| failed(format!("cannot read the file's calls: {error}")))?;
         let lines = span.definition_lines;
         // Calls by name, in the order they first appear.

@@ -99,9 +99,9 @@ pub async fn write_text(
 
 /// Writes `bytes` to a temporary file next to `path`, syncs it, gives it the old file's
 /// permissions and renames it over `path`: a crash leaves either the old or the new file whole.
-/// (`lode_index::scan::write_atomic`, which `lode mcp` writes with too.)
+/// (`lode_index::write_atomic`, which `lode mcp` writes with too.)
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    lode_index::scan::write_atomic(path, bytes)
+    lode_index::write_atomic(path, bytes)
 }
 
 /// Tells the index about a changed file of the primary root. Returns a note for the model when

@@ -99,7 +99,7 @@ impl Tool for GrepTool {
         let matcher = match args.glob.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(glob) => Some(
-                lode_index::search::path_matcher(glob)
+                lode_index::path_matcher(glob)
                     .map_err(|error| invalid(format!("invalid glob `{glob}`: {error}")))?,
             ),
         };

@@ -3,7 +3,7 @@
 //! (tree-sitter definitions and references by name). Every answer says `resolved_by`.
 //!
 //! The symbol is named as for the edits by symbol (`FILE:NAME/PATH`, resolved by
-//! `lode_index::symbol` to the definition's name; or `FILE:LINE:COLUMN`, the identifier at that
+//! `lode_index::locate` to the definition's name; or `FILE:LINE:COLUMN`, the identifier at that
 //! position, e.g. a call site) and its file is confined like every path. Results are short:
 //! `references` groups by file, one line per use (position, enclosing symbol, the line's text
 //! trimmed), capped with the count of what is left out.
@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_index::Language;
-use lode_index::symbol::{SymbolName, SymbolSpan, SymbolTarget, file_symbols, locate};
+use lode_index::{Language, SymbolName, SymbolSpan, SymbolTarget, file_symbols, locate};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -268,7 +267,7 @@ pub(super) async fn resolve_target(
     let language = Language::from_path(&resolved.absolute)
         .filter(|language| language.is_code())
         .ok_or_else(|| {
-            symbol_error(lode_index::symbol::SymbolError::Unsupported {
+            symbol_error(lode_index::SymbolError::Unsupported {
                 file: shown.clone(),
             })
         })?;

@@ -239,7 +239,7 @@ impl Tool for ListFilesTool {
         let matcher = match args.pattern.as_deref().map(str::trim) {
             None | Some("") | Some("*") | Some("**") | Some("**/*") => None,
             Some(pattern) => Some(
-                lode_index::search::path_matcher(pattern)
+                lode_index::path_matcher(pattern)
                     .map_err(|error| invalid(format!("invalid glob `{pattern}`: {error}")))?,
             ),
         };

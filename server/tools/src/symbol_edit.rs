@@ -2,13 +2,12 @@
 //!
 //! A symbol is named `FILE:NAME/PATH` or `FILE:LINE:COLUMN` and resolved on the file's current
 //! text (read like `edit_file` reads it: through the editor when it offers a file system, so
-//! unsaved buffers and this turn's edits count) by `lode_index::symbol`, with the same
+//! unsaved buffers and this turn's edits count) by `lode_index::locate`, with the same
 //! tree-sitter tags the index uses. The new text is written by `edit::apply_change`, the path
 //! `edit_file` takes: same confinement, same write (editor or atomic), same index update, same
 //! diff; the policy judges the call as an edit of FILE.
 
-use lode_index::Language;
-use lode_index::symbol::{SymbolEdit, SymbolError, SymbolName, locate, splice};
+use lode_index::{Language, SymbolEdit, SymbolError, SymbolName, locate, splice};
 use serde::Deserialize;
 use serde_json::json;
 

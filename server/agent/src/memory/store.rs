@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_index::embed::Embedder;
+use lode_index::Embedder;
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use lode_index::embed::Embedder;
+use lode_index::Embedder;
 use parking_lot::Mutex;
 
 pub use catalog::{RESOURCE_DIRS, SkillProblem, SkillSource};

@@ -1,11 +1,11 @@
 //! Small-collection ranking shared by skill selection and memory search: an in-memory BM25 over
 //! lode's code-aware tokens (stemmed), exact cosine similarity over embedding vectors (from
-//! `lode_index::embed::Embedder`), and their hybrid. Collections here are small (tens of skills, thousands of memories), so
+//! `lode_index::Embedder`), and their hybrid. Collections here are small (tens of skills, thousands of memories), so
 //! everything is scored exactly, without an index.
 
 use std::collections::HashMap;
 
-use lode_index::tokenizer::{code_tokens, stem};
+use lode_index::{code_tokens, stem};
 
 /// Search tokens: lode's code tokenizer (identifier splitting, lowercase), then English stemming.
 pub fn search_terms(text: &str) -> Vec<String> {

@@ -243,8 +243,8 @@ fn selection_picks_the_right_bundled_skill_lexically() {
 
 #[test]
 fn selection_with_the_static_embedder_picks_the_right_skill() {
-    let embedder: Arc<dyn lode_index::embed::Embedder> =
-        lode_index::embed::default_embedder().expect("built-in embedder");
+    let embedder: Arc<dyn lode_index::Embedder> =
+        lode_index::default_embedder().expect("built-in embedder");
     let fixture = Fixture::new();
     let set = SkillSet::new(fixture.config(true), Some(embedder));
     for (request, expected) in REQUESTS {
@@ -264,8 +264,8 @@ fn selection_with_the_static_embedder_picks_the_right_skill() {
 
 #[test]
 fn embedding_similarity_selects_without_shared_words() {
-    let embedder: Arc<dyn lode_index::embed::Embedder> =
-        lode_index::embed::default_embedder().expect("built-in embedder");
+    let embedder: Arc<dyn lode_index::Embedder> =
+        lode_index::default_embedder().expect("built-in embedder");
     let fixture = Fixture::new();
     fixture.user_skill(
         "schema-migrations",

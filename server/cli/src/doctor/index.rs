@@ -3,14 +3,9 @@
 
 use std::path::Path;
 
-use lode_index::IndexError;
-use lode_index::catalog::Catalog;
-use lode_index::watch::{NotWatched, lease};
+use lode_index::{CATALOG_FILE, IndexError, NotWatched, index_counts, lease_status};
 
 use super::Check;
-
-/// The catalog's file in the index directory.
-const CATALOG_FILE: &str = "catalog.sqlite";
 
 pub fn check_index(index_dir: &Path) -> Vec<Check> {
     let catalog_path = index_dir.join(CATALOG_FILE);
@@ -22,10 +17,7 @@ pub fn check_index(index_dir: &Path) -> Vec<Check> {
         )];
     }
     let size = directory_bytes(index_dir);
-    match Catalog::open(&catalog_path).and_then(|catalog| {
-        let counts = catalog.counts()?;
-        Ok((counts, catalog.generation()?))
-    }) {
+    match index_counts(index_dir) {
         Ok((counts, generation)) => {
             let mut checks = vec![Check::ok(
                 "index",
@@ -72,7 +64,7 @@ pub fn check_index(index_dir: &Path) -> Vec<Check> {
 }
 
 pub fn check_watcher(index_dir: &Path) -> Check {
-    match lease::status(index_dir) {
+    match lease_status(index_dir) {
         Ok((_, holder)) => Check::ok(
             "watcher",
             format!(

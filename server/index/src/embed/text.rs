@@ -72,7 +72,8 @@ fn split_run(run: &[u8], word: &mut String, visit: &mut impl FnMut(&str)) {
 }
 
 /// The words of `text` (see [`for_each_word`]).
-pub fn split_words(text: &str) -> Vec<String> {
+#[cfg(test)]
+fn split_words(text: &str) -> Vec<String> {
     let mut words = Vec::new();
     for_each_word(text, |word| words.push(word.to_string()));
     words
@@ -86,7 +87,7 @@ pub struct ChunkContext<'a> {
     /// Enclosing definitions, outermost first.
     pub scope: &'a [String],
     pub symbol: Option<&'a str>,
-    /// The file's first import lines (see [`import_lines`]).
+    /// The file's first import lines (as the index reads them: `import_lines`).
     pub imports: &'a [String],
     pub text: &'a str,
 }

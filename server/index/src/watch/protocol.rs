@@ -203,4 +203,87 @@ mod tests {
         ));
         assert!(matches!(read(b"LO"), Err(FrameError::Io(_))));
     }
+
+    /// One raw exchange with a holder's socket: the bytes sent, the answer frame's JSON body
+    /// (`None`: no answer).
+    fn exchange(socket: &std::path::Path, bytes: &[u8]) -> Option<serde_json::Value> {
+        let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let _ = stream.write_all(bytes);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        if answer.len() < 12 {
+            return None;
+        }
+        assert_eq!(&answer[..4], MAGIC);
+        Some(serde_json::from_slice(&answer[12..]).unwrap())
+    }
+
+    fn refusal(answer: Option<serde_json::Value>) -> String {
+        let answer = answer.expect("an answer");
+        assert_eq!(answer["response"], "refused", "{answer}");
+        answer["reason"].as_str().unwrap().to_owned()
+    }
+
+    /// A real watcher on a real index, its socket fed malformed, oversized and out-of-order
+    /// input by hand.
+    #[test]
+    fn the_flush_socket_answers_bad_input_with_an_error_and_keeps_serving() {
+        use std::sync::Arc;
+
+        use crate::watch::lease::{DEFAULT_FLUSH_TIMEOUT, NotWatched};
+        use crate::watch::{WatchOptions, Watcher, WorkspaceSink};
+        use crate::workspace::{Workspace, WorkspaceOptions};
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "pub fn alpha() {}\n").unwrap();
+        let workspace = Workspace::open(WorkspaceOptions::new(dir.path())).unwrap();
+        workspace.refresh(&|_| {}).unwrap();
+        let workspace = Arc::new(workspace);
+        let watcher = Watcher::start(
+            WatchOptions::for_workspace(&workspace),
+            Box::new(WorkspaceSink(workspace.clone())),
+        )
+        .unwrap();
+        let socket = watcher.socket().unwrap().to_path_buf();
+        let frame = |body: &[u8]| frame_of(body, PROTOCOL);
+
+        assert!(refusal(exchange(&socket, b"hello\n")).contains("not a lode frame"));
+        assert!(refusal(exchange(&socket, b"flush 1\n")).contains("not a lode frame"));
+        assert!(refusal(exchange(&socket, &frame_of(b"{}", 99))).contains("protocol 99"));
+        let huge = frame(&vec![b' '; 2 << 20]);
+        assert!(refusal(exchange(&socket, &huge)).contains("exceeds the limit"));
+        // Connected and gone without a word, or a request cut short.
+        drop(std::os::unix::net::UnixStream::connect(&socket).unwrap());
+        assert!(refusal(exchange(&socket, &frame(b"{}")[..13])).contains("malformed"));
+        // A query: this watcher was given no workspace to answer with.
+        let settings = workspace.watch_settings();
+        let query = format!(
+            r#"{{"settings":"{settings}","request":"query","fresh":false,"query":{{"kind":"symbols","name":"alpha","limit":1}}}}"#
+        );
+        assert!(refusal(exchange(&socket, &frame(query.as_bytes()))).contains("does not answer"));
+        // A stop: only a daemon may be stopped from outside.
+        let stop = br#"{"settings":"","request":"stop"}"#;
+        assert!(refusal(exchange(&socket, &frame(stop))).contains("not a background daemon"));
+
+        // Still serving: a well-formed flush through the library, and one by hand.
+        let flushed = workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT).unwrap();
+        assert_eq!(flushed.watcher_pid, std::process::id());
+        let flush = format!(r#"{{"settings":"{settings}","request":"flush"}}"#);
+        let answer = exchange(&socket, &frame(flush.as_bytes())).unwrap();
+        assert_eq!(answer["response"], "flushed", "{answer}");
+        assert_eq!(answer["pid"], std::process::id());
+
+        // Stopped: the lease is gone and a flush says so.
+        drop(watcher);
+        assert!(!socket.exists());
+        assert_eq!(
+            workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT),
+            Err(NotWatched::NoWatcher)
+        );
+    }
 }

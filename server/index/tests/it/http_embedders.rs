@@ -6,8 +6,10 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lode_index::embed::{EmbedError, Embedder, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder};
-use lode_index::{SearchMode, SearchRequest, Workspace, WorkspaceOptions};
+use lode_index::{
+    EmbedError, Embedder, HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder, SearchMode,
+    SearchRequest, Workspace, WorkspaceOptions,
+};
 
 /// A request as the server saw it.
 #[derive(Clone, Debug)]

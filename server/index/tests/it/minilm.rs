@@ -12,8 +12,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use lode_index::embed::{EmbedError, Embedder, MiniLmEmbedder};
-use lode_index::{SearchMode, SearchRequest, Workspace, WorkspaceOptions};
+use lode_index::{
+    EmbedError, Embedder, MiniLmEmbedder, SearchMode, SearchRequest, Workspace, WorkspaceOptions,
+};
 use serde_json::Value;
 
 fn model_dir() -> Option<PathBuf> {

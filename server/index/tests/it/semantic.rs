@@ -6,12 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lode_index::embed::{EmbedError, Embedder, EmbedderIdentity, StaticEmbedder, default_embedder};
-use lode_index::vectors::{
-    EmbeddedStore, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
-};
 use lode_index::{
-    IndexError, Language, RefreshPhase, SearchMode, SearchRequest, Workspace, WorkspaceOptions,
+    EmbedError, EmbeddedStore, Embedder, EmbedderIdentity, IndexError, Language, RefreshPhase,
+    SearchMode, SearchRequest, StaticEmbedder, StoreState, VectorError, VectorFilter, VectorHit,
+    VectorRecord, VectorStore, Workspace, WorkspaceOptions, default_embedder,
 };
 
 fn write(root: &Path, rel: &str, text: &str) {

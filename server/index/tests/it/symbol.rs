@@ -2,9 +2,8 @@
 //! method name, two Rust impl blocks with the same method, TypeScript exports and decorators,
 //! Go methods by receiver; every edit changes the named definition and nothing else.
 
-use lode_index::Language;
-use lode_index::symbol::{
-    SymbolEdit, SymbolError, SymbolName, SymbolSpan, file_symbols, locate, splice,
+use lode_index::{
+    Language, SymbolEdit, SymbolError, SymbolName, SymbolSpan, file_symbols, locate, splice,
 };
 
 const SHAPES_PY: &str = r#"import math

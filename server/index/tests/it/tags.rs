@@ -20,10 +20,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use lode_index::Language;
-use lode_index::chunk::chunk_code;
-use lode_index::parse::{parse_file, parse_tree};
-use lode_index::tags::{DefKind, Definition, FileTags, RefKind, extract_tags_and_comments};
+use lode_index::{DefKind, Definition, FileTags, Language, RefKind, parse_file, parse_tree};
 use serde::{Deserialize, Serialize};
 
 /// One fixture directory and the language its sample is parsed as.
@@ -461,7 +458,7 @@ fn dump_tree() {
     let language = Language::from_name(&std::env::var("TAGS_LANG").expect("TAGS_LANG=<language>"))
         .expect("a known language");
     let source = std::fs::read_to_string(&path).expect("readable file");
-    let tree = lode_index::parse::parse_tree(language, &source)
+    let tree = parse_tree(language, &source)
         .expect("parses")
         .expect("a code language");
     let mut cursor = tree.walk();
@@ -498,60 +495,6 @@ fn dump_tree() {
 }
 
 /// Prints the tags of one file next to the source lines they sit on, for reviewing expected files.
-/// Every outermost comment node, by a walk over the whole tree (what the `@comment` captures
-/// of each query must match).
-fn comments_by_walking(node: tree_sitter::Node, out: &mut Vec<(usize, usize)>) {
-    if node.kind().contains("comment") {
-        out.push((node.start_byte(), node.end_byte()));
-        return;
-    }
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
-        comments_by_walking(child, out);
-    }
-}
-
-#[test]
-fn every_query_captures_every_comment_and_chunks_agree() {
-    for fixture in FIXTURES {
-        // The samples hold few comments: add some at every level.
-        let commented = match fixture.language {
-            Language::Rust => {
-                "\n/// Doc.\n/* block */\nfn commented() {\n    // inside\n    let x = 1; /* end */\n}\n"
-            }
-            Language::Python => "\n# top\ndef commented():\n    # inside\n    return 1  # end\n",
-            Language::Go => {
-                "\n// Doc.\nfunc commented() int {\n\t// inside\n\treturn 1 /* end */\n}\n"
-            }
-            _ => "\n/** Doc. */\nfunction commented() {\n  // inside\n  return 1; /* end */\n}\n",
-        };
-        let source = read_sample(fixture) + commented;
-        let tree = parse_tree(fixture.language, &source).unwrap().unwrap();
-        let (tags, captured) = extract_tags_and_comments(fixture.language, &tree, &source).unwrap();
-        let mut walked = Vec::new();
-        comments_by_walking(tree.root_node(), &mut walked);
-        assert!(
-            walked.len() >= 3,
-            "{}: the fixture should hold comments",
-            fixture.dir
-        );
-        assert_eq!(captured, walked, "{}: comments", fixture.dir);
-        // The indexer's chunks are those made with the walked comments.
-        let indexed = parse_file(fixture.language, &source).unwrap().chunks;
-        assert_eq!(
-            indexed,
-            chunk_code(&tree, &source, &tags, &walked),
-            "{}",
-            fixture.dir
-        );
-        assert!(
-            indexed.iter().any(|chunk| !chunk.comments.is_empty()),
-            "{}: some chunk carries comments",
-            fixture.dir
-        );
-    }
-}
-
 #[test]
 #[ignore]
 fn print_tags() {

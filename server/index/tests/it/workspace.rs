@@ -4,8 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use lode_index::scan::ScanOptions;
-use lode_index::{Language, MapRequest, SearchRequest, Workspace, WorkspaceOptions};
+use lode_index::{Language, MapRequest, ScanOptions, SearchRequest, Workspace, WorkspaceOptions};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let path = root.join(rel);
@@ -521,8 +520,16 @@ fn a_second_writer_is_refused_while_a_reader_is_never_blocked() {
     let dir = sample_workspace();
     let workspace = open(dir.path());
     workspace.refresh(&no_progress).unwrap();
-    // Another process holding the writer lock (simulated with the same lock the library uses).
-    let held = lode_index::lock::WriterLock::try_acquire(workspace.index_dir()).unwrap();
+    // Another process holding the writer lock: an advisory lock on `writer.lock` in the index
+    // directory (flock, which a second open file in this process contends for like another
+    // process would).
+    let held = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(workspace.index_dir().join("writer.lock"))
+        .unwrap();
+    held.try_lock().unwrap();
     assert!(matches!(
         workspace.refresh(&no_progress),
         Err(lode_index::IndexError::Locked { .. })

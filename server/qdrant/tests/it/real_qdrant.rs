@@ -11,9 +11,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lode_index::embed::{EmbedError, Embedder, EmbedderIdentity};
-use lode_index::vectors::{VectorFilter, VectorStore};
-use lode_index::{Language, SearchMode, SearchRequest, Workspace, WorkspaceOptions};
+use lode_index::{
+    EmbedError, Embedder, EmbedderIdentity, Language, SearchMode, SearchRequest, VectorFilter,
+    VectorStore, Workspace, WorkspaceOptions,
+};
 use lode_qdrant::{QdrantConfig, QdrantStore};
 use real_server::{RealQdrant, rest_get};
 
@@ -157,7 +158,7 @@ fn a_workspace_indexes_updates_deletes_and_filters_through_a_real_qdrant() {
     let server = RealQdrant::start();
     let root = tempfile::tempdir().unwrap();
     sample_workspace(root.path());
-    let embedder = lode_index::embed::default_embedder().unwrap();
+    let embedder = lode_index::default_embedder().unwrap();
     let (workspace, store) = open(&server, root.path(), Arc::clone(&embedder));
 
     // Index.
@@ -264,7 +265,7 @@ fn a_changed_embedder_gets_its_own_collection_and_nothing_is_mixed() {
     let server = RealQdrant::start();
     let root = tempfile::tempdir().unwrap();
     sample_workspace(root.path());
-    let table = lode_index::embed::default_embedder().unwrap();
+    let table = lode_index::default_embedder().unwrap();
     let (workspace, first) = open(&server, root.path(), Arc::clone(&table));
     let stats = workspace.refresh(&|_| {}).unwrap();
     let total = stats.total_vectors;
@@ -457,7 +458,7 @@ fn a_workspace_reports_a_dead_server_and_catches_up_after_the_restart() {
     let mut server = RealQdrant::start();
     let root = tempfile::tempdir().unwrap();
     sample_workspace(root.path());
-    let embedder = lode_index::embed::default_embedder().unwrap();
+    let embedder = lode_index::default_embedder().unwrap();
     let (workspace, store) = open(&server, root.path(), embedder);
     let stats = workspace.refresh(&|_| {}).unwrap();
     let before: std::collections::HashSet<(i64, u64)> =

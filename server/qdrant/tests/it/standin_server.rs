@@ -7,7 +7,7 @@
 use crate::scenario;
 use crate::standin;
 
-use lode_index::vectors::{VectorFilter, VectorStore};
+use lode_index::{VectorFilter, VectorStore};
 use lode_qdrant::{QdrantConfig, QdrantStore, UPSERT_BATCH};
 use qdrant_client::qdrant::{Distance, FieldType};
 use standin::{Fault, StandIn};

@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use lode_index::embed::EmbedderIdentity;
-use lode_index::vectors::{VectorError, VectorFilter, VectorRecord, VectorStore};
+use lode_index::{EmbedderIdentity, VectorError, VectorFilter, VectorRecord, VectorStore};
 use lode_qdrant::{QdrantConfig, QdrantStore};
 
 pub const RECORDS: i64 = 600;
