@@ -13,11 +13,12 @@
 #    training pairs) -> bench/corpus/train-vendor;
 # 6. train.py -> bench/out/embeddings/rust.bin (contrastive training on doc-sentence/function
 #    pairs of crates outside both retrieval benchmarks and bench/multilang's Rust sets);
-# 6b. copied to assets/embeddings/static-minilm.{bin,vocab.txt} (the built-in table);
-# 7. train.py --languages (all five) from that table -> bench/out/embeddings/multi/ (the
-#    five-language candidate, not built in yet: see README.md): pairs of the packages of
-#    bench/multilang/packages.txt's `table` split too (fetched from PyPI, npm and Debian by
-#    bench/multilang/build.py's own fetcher).
+# 7. train.py --languages (all five) from that table -> bench/out/embeddings/multi/: pairs of
+#    the packages of bench/multilang/packages.txt's `table` split too (fetched from PyPI, npm
+#    and Debian by bench/multilang/build.py's own fetcher);
+# 8. interpolate.py: the Rust table and the five-language one blended half-way ->
+#    assets/embeddings/static-minilm.{bin,vocab.txt}, the built-in table (README.md, "Five
+#    languages": the blend keeps what the Rust table knew about plain English).
 # Slow steps cache their results under bench/out/embeddings/ (delete it to start over).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -38,8 +39,10 @@ if [[ ! -d $TRAIN_VENDOR ]]; then
 fi
 "$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/distilled.bin \
   --out bench/out/embeddings/rust.bin
-cp bench/out/embeddings/rust.bin assets/embeddings/static-minilm.bin
-cp bench/out/embeddings/rust.vocab.txt assets/embeddings/static-minilm.vocab.txt
 "$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/rust.bin \
   --out bench/out/embeddings/multi/static-minilm.bin \
-  --languages rust,python,javascript,typescript,go --per-language 10000 --epochs 8
+  --languages rust,python,javascript,typescript,go --per-language 10000 --epochs 8 \
+  --seed 7
+"$VENV/bin/python" scripts/embeddings/interpolate.py --from bench/out/embeddings/rust.bin \
+  --to bench/out/embeddings/multi/static-minilm.bin --alpha 0.5 \
+  --out assets/embeddings/static-minilm.bin

@@ -11,8 +11,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import interpolate  # noqa: E402
 import train  # noqa: E402
-from statictable import WordPiece  # noqa: E402
+from statictable import Table, WordPiece, write_table  # noqa: E402
 
 
 def loss_of(model: train.TrainableTable, batch, lexical, tau, weight) -> float:
@@ -94,6 +95,35 @@ class MultilangPairsTest(unittest.TestCase):
             training = multilang_pairs.packages_for_training(lang)
             self.assertTrue(training, f"no training packages for {lang}")
             self.assertFalse({(p.lang, p.name) for p in training} & evaluated)
+
+
+class InterpolateTest(unittest.TestCase):
+    def write(self, path: Path, rows: np.ndarray) -> Path:
+        q, scales, weights = interpolate.quantise(rows.astype(np.float64))
+        write_table(path, q, scales, weights, len(rows), [], flags=4)
+        path.with_suffix(".vocab.txt").write_text("[UNK]\n" + "".join(f"w{i}\n" for i in range(1, len(rows))))
+        return path
+
+    def test_the_blend_lies_between_its_tables_and_keeps_empty_rows_empty(self):
+        import tempfile
+        rng = np.random.default_rng(5)
+        start_rows = rng.normal(size=(6, 8))
+        trained_rows = rng.normal(size=(6, 8))
+        start_rows[0] = trained_rows[0] = 0.0  # a special token
+        with tempfile.TemporaryDirectory() as tmp:
+            start = Table(self.write(Path(tmp) / "a.bin", start_rows))
+            trained = Table(self.write(Path(tmp) / "b.bin", trained_rows))
+            for alpha in (0.0, 0.5, 1.0):
+                rows = interpolate.blend(start, trained, alpha)
+                expected = (1 - alpha) * start.mat + alpha * trained.mat
+                np.testing.assert_allclose(rows, expected, rtol=1e-6, atol=1e-6)
+            q, scales, weights = interpolate.quantise(interpolate.blend(start, trained, 0.5))
+            self.assertEqual(weights[0], 0.0)
+            self.assertTrue((weights[1:] == 1.0).all())
+            # int8 per row: each value within half a step of the blend
+            back = q.astype(np.float64) * scales[:, None]
+            step = scales[:, None]
+            self.assertTrue((np.abs(back - interpolate.blend(start, trained, 0.5)) <= 0.5 * step + 1e-9).all())
 
 
 class WordPieceTest(unittest.TestCase):

@@ -12,6 +12,7 @@ mod context;
 mod context_reuse;
 mod detect_provider;
 mod diagnostics;
+mod embedding_floor;
 mod history_in_memory;
 mod mcp;
 mod mcp_reference;
