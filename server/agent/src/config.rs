@@ -42,12 +42,15 @@
 //! `crate::trust::restrict` keeps); what does not apply is listed, not checked, so a setting that
 //! would be ignored anyway cannot stop lode.
 
+mod layers;
 pub mod sections;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use layers::{ReadLayers, read_layers};
 
 pub use sections::{
     AcpLspSettings, AcpSection, DaemonMode, IndexSection, LspDiagnosticsSettings, LspSection,
@@ -389,111 +392,23 @@ impl Config {
 
     /// Loads the configuration from `sources`.
     pub fn load_from(sources: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
-        let mut searched = Vec::new();
-        let mut layers: Vec<(PathBuf, toml::Table)> = Vec::new();
-        // The workspace is untrusted: its `[sandbox]` is applied apart, and only to tighten.
-        let mut workspace_sandbox: Option<(PathBuf, toml::Value)> = None;
-        let mut untrusted_ignored = Vec::new();
-        let mut untrusted_file = None;
-        for (origin, path) in sources.in_order() {
-            let Some(path) = path else {
-                searched.push(ConfigCandidate {
-                    origin,
-                    path: None,
-                    found: false,
-                });
-                continue;
-            };
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => Some(text),
-                Err(error)
-                    if error.kind() == std::io::ErrorKind::NotFound && !origin.required() =>
-                {
-                    None
-                }
-                Err(error) => {
-                    return Err(ConfigError::Read {
-                        path: path.clone(),
-                        origin,
-                        message: if error.kind() == std::io::ErrorKind::NotFound {
-                            "no such file".to_owned()
-                        } else {
-                            error.to_string()
-                        },
-                    });
-                }
-            };
-            searched.push(ConfigCandidate {
-                origin,
-                path: Some(path.clone()),
-                found: text.is_some(),
-            });
-            // A file named by `--config` or `$LODE_CONFIG` is vouched for by the user: when it
-            // is also the workspace's file, that file is read once, as the user's.
-            let canonical = std::fs::canonicalize(path).ok();
-            let already_read = canonical.as_ref().is_some_and(|canonical| {
-                layers
-                    .iter()
-                    .any(|(read, _)| std::fs::canonicalize(read).ok().as_ref() == Some(canonical))
-            });
-            if let Some(text) = text.filter(|_| !already_read) {
-                let untrusted = origin == ConfigOrigin::Workspace && !sources.workspace_trusted;
-                let (mut layer, ignored) = parse_layer(path, &text, untrusted)?;
-                if untrusted {
-                    untrusted_ignored = ignored;
-                    untrusted_file = Some(path.clone());
-                }
-                if origin == ConfigOrigin::Workspace
-                    && let Some(sandbox) = layer.remove("sandbox")
-                {
-                    workspace_sandbox = Some((path.clone(), sandbox));
-                }
-                layers.push((path.clone(), layer));
-            }
-        }
-
-        let mut merged = toml::Table::new();
-        for (_, layer) in &layers {
-            merge_lower(&mut merged, layer.clone(), "");
-        }
-        let mut config: Config =
-            toml::Value::Table(merged.clone())
-                .try_into()
-                .map_err(|error: toml::de::Error| ConfigError::Invalid {
-                    path: None,
-                    key: "config".to_owned(),
-                    message: error.message().to_owned(),
-                })?;
+        let ReadLayers {
+            searched,
+            layers,
+            workspace_sandbox,
+            untrusted_ignored,
+            untrusted_file,
+        } = read_layers(sources)?;
+        let merged = merge_layers(&layers);
+        let mut config = deserialize_merged(&merged)?;
         let mut warnings = Vec::new();
         if let Some(path) = untrusted_file.filter(|_| !untrusted_ignored.is_empty()) {
-            warnings.push(format!(
-                "{} is not trusted, so {} of its settings {} not applied ({}); run `lode trust` \
-                 to review and trust it",
-                path.display(),
-                untrusted_ignored.len(),
-                if untrusted_ignored.len() == 1 {
-                    "is"
-                } else {
-                    "are"
-                },
-                untrusted_ignored.join("; ")
-            ));
+            warnings.push(untrusted_warning(&path, &untrusted_ignored));
         }
         if let Some((path, table)) = workspace_sandbox {
             tighten_sandbox(&mut config.sandbox, &path, table, &mut warnings)?;
         }
-        for (key, value) in merged {
-            if KNOWN_SECTIONS.contains(&key.as_str()) {
-                continue;
-            }
-            let origin = origin_of(&layers, &[&key]);
-            warnings.push(format!(
-                "{}: unknown section `{key}` ignored by this version of lode (known: {})",
-                origin.map_or_else(|| "config".to_owned(), |path| path.display().to_string()),
-                KNOWN_SECTIONS.join(", ")
-            ));
-            config.other.insert(key, value);
-        }
+        keep_unknown_sections(&mut config, merged, &layers, &mut warnings);
         validate(&config, &layers)?;
         Ok(LoadedConfig {
             config,
@@ -588,6 +503,58 @@ impl Config {
             }
         }
         out
+    }
+}
+
+/// The layers merged into one table, a higher layer winning key by key.
+fn merge_layers(layers: &[(PathBuf, toml::Table)]) -> toml::Table {
+    let mut merged = toml::Table::new();
+    for (_, layer) in layers {
+        merge_lower(&mut merged, layer.clone(), "");
+    }
+    merged
+}
+
+fn deserialize_merged(merged: &toml::Table) -> Result<Config, ConfigError> {
+    toml::Value::Table(merged.clone())
+        .try_into()
+        .map_err(|error: toml::de::Error| ConfigError::Invalid {
+            path: None,
+            key: "config".to_owned(),
+            message: error.message().to_owned(),
+        })
+}
+
+/// Says which settings of the untrusted workspace file at `path` were not applied.
+fn untrusted_warning(path: &Path, ignored: &[String]) -> String {
+    format!(
+        "{} is not trusted, so {} of its settings {} not applied ({}); run `lode trust` \
+         to review and trust it",
+        path.display(),
+        ignored.len(),
+        if ignored.len() == 1 { "is" } else { "are" },
+        ignored.join("; ")
+    )
+}
+
+/// Keeps the sections this version does not know in `config.other`, with a warning each.
+fn keep_unknown_sections(
+    config: &mut Config,
+    merged: toml::Table,
+    layers: &[(PathBuf, toml::Table)],
+    warnings: &mut Vec<String>,
+) {
+    for (key, value) in merged {
+        if KNOWN_SECTIONS.contains(&key.as_str()) {
+            continue;
+        }
+        let origin = origin_of(layers, &[&key]);
+        warnings.push(format!(
+            "{}: unknown section `{key}` ignored by this version of lode (known: {})",
+            origin.map_or_else(|| "config".to_owned(), |path| path.display().to_string()),
+            KNOWN_SECTIONS.join(", ")
+        ));
+        config.other.insert(key, value);
     }
 }
 

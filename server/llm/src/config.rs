@@ -256,6 +256,34 @@ pub fn build_provider_with_env(
     config: &ProviderConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ProviderConfigError> {
+    let info = checked_model_info(config)?;
+    let (base_url, parsed) = checked_base_url(config)?;
+    let key = api_key(config, &parsed, env)?;
+    let connection = http_connection(config, &base_url, key)?;
+    Ok(match config.kind {
+        ProviderKind::OpenAi => {
+            let max_tokens_field = if parsed.host_str() == Some("api.openai.com") {
+                MaxTokensField::MaxCompletionTokens
+            } else {
+                MaxTokensField::MaxTokens
+            };
+            let options = OpenAiOptions {
+                max_tokens_field,
+                reasoning_effort: config.reasoning_effort.clone(),
+            };
+            Arc::new(OpenAiProvider::new(connection, info, options))
+        }
+        ProviderKind::Anthropic => {
+            let options = AnthropicOptions {
+                thinking_budget_tokens: config.thinking_budget_tokens,
+            };
+            Arc::new(AnthropicProvider::new(connection, info, options))
+        }
+    })
+}
+
+/// The model's limits, once the entry names a provider and a model and its token limits agree.
+fn checked_model_info(config: &ProviderConfig) -> Result<ModelInfo, ProviderConfigError> {
     let provider = config.name.clone();
     if config.name.trim().is_empty() {
         return Err(ProviderConfigError::Empty {
@@ -279,41 +307,62 @@ pub fn build_provider_with_env(
             ),
         });
     }
+    Ok(info)
+}
+
+/// The base URL in effect, as written and parsed; only http and https are accepted.
+fn checked_base_url(
+    config: &ProviderConfig,
+) -> Result<(String, reqwest::Url), ProviderConfigError> {
     let base_url = config.effective_base_url();
     let parsed =
         reqwest::Url::parse(&base_url).map_err(|error| ProviderConfigError::InvalidBaseUrl {
-            provider: provider.clone(),
+            provider: config.name.clone(),
             url: base_url.clone(),
             reason: error.to_string(),
         })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(ProviderConfigError::InvalidBaseUrl {
-            provider,
+            provider: config.name.clone(),
             url: base_url,
             reason: "only http and https are supported".to_string(),
         });
     }
-    let key = match &config.api_key_env {
-        None => {
-            if let Some((host, suggestion)) = hosted_api(&parsed) {
-                return Err(ProviderConfigError::NoApiKeyEnv {
-                    provider,
-                    host: host.to_string(),
-                    suggestion,
-                });
-            }
-            None
+    Ok((base_url, parsed))
+}
+
+/// The API key from the variable the entry names; none for a server without one, which a
+/// hosted API (at `base_url`) is not.
+fn api_key(
+    config: &ProviderConfig,
+    base_url: &reqwest::Url,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<ApiKey>, ProviderConfigError> {
+    let Some(variable) = &config.api_key_env else {
+        if let Some((host, suggestion)) = hosted_api(base_url) {
+            return Err(ProviderConfigError::NoApiKeyEnv {
+                provider: config.name.clone(),
+                host: host.to_string(),
+                suggestion,
+            });
         }
-        Some(variable) => match env(variable).filter(|value| !value.trim().is_empty()) {
-            Some(value) => Some(ApiKey::new(value.trim())),
-            None => {
-                return Err(ProviderConfigError::MissingApiKey {
-                    provider,
-                    variable: variable.clone(),
-                });
-            }
-        },
+        return Ok(None);
     };
+    match env(variable).filter(|value| !value.trim().is_empty()) {
+        Some(value) => Ok(Some(ApiKey::new(value.trim()))),
+        None => Err(ProviderConfigError::MissingApiKey {
+            provider: config.name.clone(),
+            variable: variable.clone(),
+        }),
+    }
+}
+
+/// The HTTP side of a provider: client, endpoint, key, extra headers and timeouts.
+fn http_connection(
+    config: &ProviderConfig,
+    base_url: &str,
+    key: Option<ApiKey>,
+) -> Result<Connection, ProviderConfigError> {
     let timeouts = config.timeouts()?;
     let headers = extra_headers(config)?;
     let client = reqwest::Client::builder()
@@ -321,39 +370,19 @@ pub fn build_provider_with_env(
         .user_agent(concat!("lode/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|error| ProviderConfigError::Client {
-            provider: provider.clone(),
+            provider: config.name.clone(),
             reason: error.to_string(),
         })?;
     let url = match config.kind {
         ProviderKind::OpenAi => format!("{base_url}/chat/completions"),
         ProviderKind::Anthropic => format!("{base_url}/v1/messages"),
     };
-    let connection = Connection {
+    Ok(Connection {
         client,
         url,
         key,
         headers,
         timeouts,
-    };
-    Ok(match config.kind {
-        ProviderKind::OpenAi => {
-            let max_tokens_field = if parsed.host_str() == Some("api.openai.com") {
-                MaxTokensField::MaxCompletionTokens
-            } else {
-                MaxTokensField::MaxTokens
-            };
-            let options = OpenAiOptions {
-                max_tokens_field,
-                reasoning_effort: config.reasoning_effort.clone(),
-            };
-            Arc::new(OpenAiProvider::new(connection, info, options))
-        }
-        ProviderKind::Anthropic => {
-            let options = AnthropicOptions {
-                thinking_budget_tokens: config.thinking_budget_tokens,
-            };
-            Arc::new(AnthropicProvider::new(connection, info, options))
-        }
     })
 }
 

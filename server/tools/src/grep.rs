@@ -2,9 +2,11 @@
 //! exact text the index's ranked search is not meant for: string literals, log messages, TODOs.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::args::{blocking, invalid, parse_args, peek_str};
 use super::output::{DEFAULT_OUTPUT_CAP, cap_output};
@@ -87,114 +89,183 @@ impl Tool for GrepTool {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: GrepArgs = parse_args("grep", &arguments)?;
-        if args.pattern.is_empty() {
-            return Err(invalid("grep: the pattern is empty"));
-        }
-        let regex = regex::RegexBuilder::new(&args.pattern)
-            .case_insensitive(args.case_insensitive)
-            .size_limit(1 << 20)
-            .build()
-            .map_err(|error| invalid(format!("invalid regular expression: {error}")))?;
-        let base = resolve_path(&context.roots, args.path.as_deref().unwrap_or("."))?;
-        let matcher = match args.glob.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(glob) => Some(
-                lode_index::path_matcher(glob)
-                    .map_err(|error| invalid(format!("invalid glob `{glob}`: {error}")))?,
-            ),
-        };
-        let limit = args.limit.unwrap_or(DEFAULT_MATCHES).clamp(1, 1000);
+        let search = checked_search(&args, context)?;
+        let limit = search.limit;
         let roots = context.roots.clone();
         let cancel = context.cancel.clone();
-        let base_path = base.absolute.clone();
-        let (hits, more) = blocking(move || {
-            let mut hits: Vec<(std::path::PathBuf, String, u32, String)> = Vec::new();
-            let walker = ignore::WalkBuilder::new(&base_path)
-                .hidden(false)
-                .require_git(false)
-                .follow_links(false)
-                .filter_entry(|entry| {
-                    let name = entry.file_name();
-                    !(entry.file_type().is_some_and(|t| t.is_dir())
-                        && (name == ".git" || name == ".lode"))
-                })
-                .sort_by_file_path(|a, b| a.cmp(b))
-                .build();
-            for entry in walker.flatten() {
-                if cancel.is_cancelled() {
-                    break;
-                }
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    continue;
-                }
-                if entry.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
-                    continue;
-                }
-                let relative_to_base = entry
-                    .path()
-                    .strip_prefix(&base_path)
-                    .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .unwrap_or_default();
-                if let Some(matcher) = &matcher
-                    && !relative_to_base.is_empty()
-                    && !matcher.is_match(&relative_to_base)
-                {
-                    continue;
-                }
-                let Ok(file) = std::fs::File::open(entry.path()) else {
-                    continue;
-                };
-                let shown = display_path(&roots, entry.path());
-                let mut reader = BufReader::new(file);
-                let mut bytes = Vec::new();
-                let mut line_number = 0u32;
-                loop {
-                    bytes.clear();
-                    match reader.read_until(b'\n', &mut bytes) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                    line_number += 1;
-                    if bytes.contains(&0) {
-                        break; // binary
-                    }
-                    let line = String::from_utf8_lossy(&bytes);
-                    let line = line.trim_end_matches(['\n', '\r']);
-                    if regex.is_match(line) {
-                        if hits.len() == limit {
-                            return Ok((hits, true));
-                        }
-                        let text: String = line.chars().take(MAX_LINE_CHARS).collect();
-                        hits.push((entry.path().to_path_buf(), shown.clone(), line_number, text));
-                    }
-                }
+        let (hits, more) = blocking(move || Ok(search.run(&roots, &cancel))).await?;
+        Ok(output(&args.pattern, limit, &hits, more))
+    }
+}
+
+/// One matching line.
+struct Hit {
+    path: PathBuf,
+    /// The path as the model is shown it.
+    shown: String,
+    line: u32,
+    /// The line, cut at [`MAX_LINE_CHARS`].
+    text: String,
+}
+
+/// A search, its arguments checked, to run on the blocking pool.
+struct Search<F> {
+    regex: regex::Regex,
+    /// The file or directory searched.
+    base: PathBuf,
+    /// Whether a file (by its path relative to `base`) is searched: the glob's filter.
+    wanted: F,
+    limit: usize,
+}
+
+/// The search `args` ask for: a valid regular expression and glob, a path in the workspace.
+fn checked_search(
+    args: &GrepArgs,
+    context: &ToolContext,
+) -> Result<Search<impl Fn(&str) -> bool + Send + 'static>, ToolError> {
+    if args.pattern.is_empty() {
+        return Err(invalid("grep: the pattern is empty"));
+    }
+    let regex = regex::RegexBuilder::new(&args.pattern)
+        .case_insensitive(args.case_insensitive)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|error| invalid(format!("invalid regular expression: {error}")))?;
+    let base = resolve_path(&context.roots, args.path.as_deref().unwrap_or("."))?;
+    let matcher = match args.glob.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(glob) => Some(
+            lode_index::path_matcher(glob)
+                .map_err(|error| invalid(format!("invalid glob `{glob}`: {error}")))?,
+        ),
+    };
+    let wanted = move |relative_to_base: &str| match &matcher {
+        None => true,
+        Some(matcher) => relative_to_base.is_empty() || matcher.is_match(relative_to_base),
+    };
+    Ok(Search {
+        regex,
+        base: base.absolute,
+        wanted,
+        limit: args.limit.unwrap_or(DEFAULT_MATCHES).clamp(1, 1000),
+    })
+}
+
+impl<F: Fn(&str) -> bool> Search<F> {
+    /// The matching lines in path order, at most `limit`, and whether there were more.
+    fn run(&self, roots: &[PathBuf], cancel: &CancellationToken) -> (Vec<Hit>, bool) {
+        let mut hits = Vec::new();
+        for entry in walk(&self.base).flatten() {
+            if cancel.is_cancelled() {
+                break;
             }
-            Ok((hits, false))
-        })
-        .await?;
-        let mut text = String::new();
-        for (_, shown, line, content) in &hits {
-            text.push_str(&format!("{shown}:{line}: {content}\n"));
+            if !self.searches(&entry) {
+                continue;
+            }
+            let Ok(file) = std::fs::File::open(entry.path()) else {
+                continue;
+            };
+            let shown = display_path(roots, entry.path());
+            if self.search_file(file, entry.path(), &shown, &mut hits) {
+                return (hits, true);
+            }
         }
-        if hits.is_empty() {
-            text = format!("No line matches `{}`.", args.pattern);
-        } else if more {
-            text.push_str(&format!(
-                "[stopped at {limit} matching lines; narrow the pattern or path, or raise limit]\n"
-            ));
+        (hits, false)
+    }
+
+    /// Whether `entry` is a file to search: not too large, and wanted by the glob.
+    fn searches(&self, entry: &ignore::DirEntry) -> bool {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return false;
         }
-        Ok(ToolOutput {
-            model_text: cap_output(&text, DEFAULT_OUTPUT_CAP).text,
-            locations: hits
-                .iter()
-                .take(50)
-                .map(|(path, _, line, _)| Location {
-                    path: path.clone(),
-                    line: Some(*line),
-                })
-                .collect(),
-            raw_output: Some(json!({"matches": hits.len(), "more": more})),
-            ..ToolOutput::default()
+        if entry.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+            return false;
+        }
+        let relative_to_base = entry
+            .path()
+            .strip_prefix(&self.base)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
+        (self.wanted)(&relative_to_base)
+    }
+
+    /// Adds the file's matching lines to `hits`, up to the limit; true when a match was found
+    /// past it. A file stops at its first NUL byte (binary).
+    fn search_file(
+        &self,
+        file: std::fs::File,
+        path: &Path,
+        shown: &str,
+        hits: &mut Vec<Hit>,
+    ) -> bool {
+        let mut reader = BufReader::new(file);
+        let mut bytes = Vec::new();
+        let mut line_number = 0u32;
+        loop {
+            bytes.clear();
+            match reader.read_until(b'\n', &mut bytes) {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            }
+            line_number += 1;
+            if bytes.contains(&0) {
+                return false; // binary
+            }
+            let line = String::from_utf8_lossy(&bytes);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if self.regex.is_match(line) {
+                if hits.len() == self.limit {
+                    return true;
+                }
+                hits.push(Hit {
+                    path: path.to_path_buf(),
+                    shown: shown.to_owned(),
+                    line: line_number,
+                    text: line.chars().take(MAX_LINE_CHARS).collect(),
+                });
+            }
+        }
+    }
+}
+
+/// The files under `base` in path order, honouring .gitignore, without .git and .lode.
+fn walk(base: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(base)
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|entry| {
+            let name = entry.file_name();
+            !(entry.file_type().is_some_and(|t| t.is_dir()) && (name == ".git" || name == ".lode"))
         })
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .build()
+}
+
+/// `path:line: text` a hit, or why there are none, and whether the limit stopped the search.
+fn output(pattern: &str, limit: usize, hits: &[Hit], more: bool) -> ToolOutput {
+    let mut text = String::new();
+    for hit in hits {
+        text.push_str(&format!("{}:{}: {}\n", hit.shown, hit.line, hit.text));
+    }
+    if hits.is_empty() {
+        text = format!("No line matches `{pattern}`.");
+    } else if more {
+        text.push_str(&format!(
+            "[stopped at {limit} matching lines; narrow the pattern or path, or raise limit]\n"
+        ));
+    }
+    ToolOutput {
+        model_text: cap_output(&text, DEFAULT_OUTPUT_CAP).text,
+        locations: hits
+            .iter()
+            .take(50)
+            .map(|hit| Location {
+                path: hit.path.clone(),
+                line: Some(hit.line),
+            })
+            .collect(),
+        raw_output: Some(json!({"matches": hits.len(), "more": more})),
+        ..ToolOutput::default()
     }
 }
