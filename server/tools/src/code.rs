@@ -263,30 +263,77 @@ struct NameArgs {
     limit: Option<usize>,
 }
 
-/// `find_symbol`: definitions by name.
-pub struct FindSymbolTool;
+/// What the look-ups by name (`find_symbol`, `find_references`) share: their arguments (a
+/// name and a bounded limit), their title, and that they only read the index.
+struct ByName {
+    tool: &'static str,
+    description: &'static str,
+    /// How `name` is described to the model.
+    name_description: &'static str,
+    /// The title's words before the name, e.g. `Find symbol`.
+    title: &'static str,
+    default_limit: usize,
+    max_limit: usize,
+}
 
-#[async_trait::async_trait]
-impl Tool for FindSymbolTool {
+impl ByName {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: "find_symbol".into(),
-            description: "Find definitions (functions, types, methods, constants, …) by name: \
-                exact matches first, then case-insensitive, prefix, substring and fuzzy ones. \
-                Returns path, line range, kind, the name with its enclosing scope \
-                (`Circle/area`; `path:Circle/area` names it for replace_symbol_body and the \
-                insert tools) and signature."
-                .into(),
+            name: self.tool.into(),
+            description: self.description.into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "description": "The symbol name, e.g. `Workspace` or `parse_config`."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "Most results. Default 20."}
+                    "name": {"type": "string", "description": self.name_description},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": self.max_limit, "description": format!("Most results. Default {}.", self.default_limit)}
                 },
                 "required": ["name"],
                 "additionalProperties": false
             }),
         }
+    }
+
+    fn present(&self, arguments: &serde_json::Value) -> ToolPresentation {
+        ToolPresentation {
+            title: format!(
+                "{} `{}`",
+                self.title,
+                peek_str(arguments, "name").unwrap_or("")
+            ),
+            locations: Vec::new(),
+        }
+    }
+
+    /// The name asked for and the limit, defaulted and clamped.
+    fn parse(&self, arguments: &serde_json::Value) -> Result<(String, usize), ToolError> {
+        let args: NameArgs = parse_args(self.tool, arguments)?;
+        let limit = args
+            .limit
+            .unwrap_or(self.default_limit)
+            .clamp(1, self.max_limit);
+        Ok((args.name, limit))
+    }
+}
+
+/// A look-up by name in the index: what it is called, and how it answers; the rest of
+/// [`Tool`] is the same for each (see the impl below).
+#[async_trait::async_trait]
+trait NameLookup: Send + Sync {
+    const BY_NAME: ByName;
+
+    /// The answer for `name`, at most `limit` results.
+    async fn answer(
+        &self,
+        name: String,
+        limit: usize,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError>;
+}
+
+#[async_trait::async_trait]
+impl<T: NameLookup> Tool for T {
+    fn spec(&self) -> ToolSpec {
+        T::BY_NAME.spec()
     }
 
     fn kind(&self) -> ToolKind {
@@ -298,13 +345,7 @@ impl Tool for FindSymbolTool {
     }
 
     fn present(&self, arguments: &serde_json::Value, _context: &ToolContext) -> ToolPresentation {
-        ToolPresentation {
-            title: format!(
-                "Find symbol `{}`",
-                peek_str(arguments, "name").unwrap_or("")
-            ),
-            locations: Vec::new(),
-        }
+        T::BY_NAME.present(arguments)
     }
 
     fn permission_target(&self, _arguments: &serde_json::Value) -> PermissionTarget {
@@ -316,11 +357,40 @@ impl Tool for FindSymbolTool {
         arguments: serde_json::Value,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: NameArgs = parse_args("find_symbol", &arguments)?;
-        let limit = args.limit.unwrap_or(20).clamp(1, 200);
+        let (name, limit) = T::BY_NAME.parse(&arguments)?;
+        self.answer(name, limit, context).await
+    }
+}
+
+/// `find_symbol`: definitions by name.
+pub struct FindSymbolTool;
+
+#[async_trait::async_trait]
+impl NameLookup for FindSymbolTool {
+    const BY_NAME: ByName = ByName {
+        tool: "find_symbol",
+        description: "Find definitions (functions, types, methods, constants, …) by name: \
+            exact matches first, then case-insensitive, prefix, substring and fuzzy ones. \
+            Returns path, line range, kind, the name with its enclosing scope \
+            (`Circle/area`; `path:Circle/area` names it for replace_symbol_body and the \
+            insert tools) and signature.",
+        name_description: "The symbol name, e.g. `Workspace` or `parse_config`.",
+        title: "Find symbol",
+        default_limit: 20,
+        max_limit: 200,
+    };
+
+    async fn answer(
+        &self,
+        name: String,
+        limit: usize,
+        context: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let index = Arc::clone(&context.index);
-        let name = args.name.clone();
-        let hits = blocking(move || index.symbols(&name, limit).map_err(index_error)).await?;
+        let hits = {
+            let name = name.clone();
+            blocking(move || index.symbols(&name, limit).map_err(index_error)).await?
+        };
         let root = context.index.root().to_path_buf();
         let mut text = String::new();
         for hit in &hits {
@@ -345,7 +415,7 @@ impl Tool for FindSymbolTool {
             }
         }
         if hits.is_empty() {
-            text = format!("No definition named like `{}`.", args.name);
+            text = format!("No definition named like `{name}`.");
         }
         Ok(ToolOutput {
             model_text: cap_output(&text, DEFAULT_OUTPUT_CAP).text,
@@ -363,61 +433,31 @@ impl Tool for FindSymbolTool {
 pub struct FindReferencesTool;
 
 #[async_trait::async_trait]
-impl Tool for FindReferencesTool {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "find_references".into(),
-            description: "Find places that use a name (calls, type uses, imports), by exact \
-                name, in path and line order. Returns path:line:column, the kind of use and \
-                the enclosing definition. Use it before changing a function's signature. It \
-                matches names only (every `area` method); `references` resolves by type."
-                .into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "description": "The exact identifier, e.g. `update_file`."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Most results. Default 50."}
-                },
-                "required": ["name"],
-                "additionalProperties": false
-            }),
-        }
-    }
+impl NameLookup for FindReferencesTool {
+    const BY_NAME: ByName = ByName {
+        tool: "find_references",
+        description: "Find places that use a name (calls, type uses, imports), by exact \
+            name, in path and line order. Returns path:line:column, the kind of use and \
+            the enclosing definition. Use it before changing a function's signature. It \
+            matches names only (every `area` method); `references` resolves by type.",
+        name_description: "The exact identifier, e.g. `update_file`.",
+        title: "Find references to",
+        default_limit: 50,
+        max_limit: 500,
+    };
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Search
-    }
-
-    fn read_only(&self) -> bool {
-        true
-    }
-
-    fn present(&self, arguments: &serde_json::Value, _context: &ToolContext) -> ToolPresentation {
-        ToolPresentation {
-            title: format!(
-                "Find references to `{}`",
-                peek_str(arguments, "name").unwrap_or("")
-            ),
-            locations: Vec::new(),
-        }
-    }
-
-    fn permission_target(&self, _arguments: &serde_json::Value) -> PermissionTarget {
-        PermissionTarget::Read
-    }
-
-    async fn run(
+    async fn answer(
         &self,
-        arguments: serde_json::Value,
+        name: String,
+        limit: usize,
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let args: NameArgs = parse_args("find_references", &arguments)?;
-        let limit = args.limit.unwrap_or(50).clamp(1, 500);
         let index = Arc::clone(&context.index);
-        let name = args.name.clone();
         // One more than asked tells whether there are more.
-        let mut hits =
-            blocking(move || index.references(&name, limit + 1).map_err(index_error)).await?;
+        let mut hits = {
+            let name = name.clone();
+            blocking(move || index.references(&name, limit + 1).map_err(index_error)).await?
+        };
         let more = hits.len() > limit;
         hits.truncate(limit);
         let root: PathBuf = context.index.root().to_path_buf();
@@ -434,7 +474,7 @@ impl Tool for FindReferencesTool {
             ));
         }
         if hits.is_empty() {
-            text = format!("No references to `{}` in the index.", args.name);
+            text = format!("No references to `{name}` in the index.");
         } else if more {
             text.push_str(&format!(
                 "[more than {limit} references; raise limit to see more]\n"

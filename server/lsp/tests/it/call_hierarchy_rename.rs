@@ -5,37 +5,15 @@
 //! (fixtures/lsp/hostile_rename_server.py, a real process speaking LSP) whose edits reach
 //! outside the workspace or into .git/: refused, nothing written.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use lode_lsp::agent_navigation::ServerNavigation;
-use lode_lsp::downstream::{ClientSettings, DiagnosticsConfig, DiagnosticsProvider};
 use lode_tools::call_hierarchy::CallHierarchyTool;
-use lode_tools::host::{ToolEvent, ToolHost};
-use lode_tools::navigation::NavigationSource;
 use lode_tools::rename::RenameTool;
-use lode_tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
+use lode_tools::{Tool, ToolError, ToolErrorCategory, ToolOutput};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-/// target/test-tools/node_modules/.bin/NAME, or `None` to skip (a failure in CI).
-fn tool(name: &str) -> Option<PathBuf> {
-    let tools = std::env::var_os("LODE_TEST_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
-    let path = tools.join("node_modules/.bin").join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{name} is missing: run scripts/install-test-tools.sh"
-    );
-    eprintln!("skipping: {name} is not installed (run scripts/install-test-tools.sh)");
-    None
-}
+use crate::support::{Fixture, MAIN_PY, pyright_command, tool};
 
 const SHAPES_PY: &str = r#"class Circle:
     """A round shape."""
@@ -62,19 +40,6 @@ class Square:
         return f"square of area {self.area()}"
 "#;
 
-const MAIN_PY: &str = r#"from shapes import Circle, Square
-
-
-def total() -> float:
-    c = Circle(1.0)
-    s = Square(2.0)
-    return c.area() + s.area()
-
-
-def circles() -> float:
-    return Circle(3.0).area()
-"#;
-
 const REPORT_PY: &str = r#"from shapes import Circle, Square
 
 
@@ -82,72 +47,19 @@ def report(c: Circle, s: Square) -> str:
     return f"{c.area()} {s.area()} {c.describe()}"
 "#;
 
-struct Host;
-
-impl ToolHost for Host {
-    fn emit(&self, _event: ToolEvent) {}
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    index: Arc<lode_index::Workspace>,
-    source: Arc<dyn NavigationSource>,
+/// The workspace, with `command` as the Python language server (empty: none).
+fn shapes(command: Vec<String>) -> Fixture {
+    Fixture::new(
+        &[
+            ("shapes.py", SHAPES_PY),
+            ("main.py", MAIN_PY),
+            ("report.py", REPORT_PY),
+        ],
+        command,
+    )
 }
 
 impl Fixture {
-    /// The workspace, with `command` as the Python language server (empty: none).
-    fn new(command: Vec<String>) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        // pyright leaves out hidden directories (`.tmpXYZ`) inside its root.
-        let root = dir.path().join("work");
-        std::fs::create_dir(&root).unwrap();
-        let root = std::fs::canonicalize(&root).unwrap();
-        std::fs::write(root.join("shapes.py"), SHAPES_PY).unwrap();
-        std::fs::write(root.join("main.py"), MAIN_PY).unwrap();
-        std::fs::write(root.join("report.py"), REPORT_PY).unwrap();
-        let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap();
-        index.refresh(&|_| {}).unwrap();
-        let config = DiagnosticsConfig {
-            servers: HashMap::from([("python".to_string(), command)]),
-            default_servers: false,
-            commands: false,
-            client: ClientSettings {
-                settle: Duration::from_millis(300),
-                timeout: Duration::from_secs(60),
-                initialize_timeout: Duration::from_secs(60),
-            },
-            ..DiagnosticsConfig::default()
-        };
-        let provider = Arc::new(DiagnosticsProvider::new(&root, config));
-        Fixture {
-            _dir: dir,
-            root,
-            index: Arc::new(index),
-            source: Arc::new(ServerNavigation::new(provider)),
-        }
-    }
-
-    fn pyright(server: &Path) -> Fixture {
-        Fixture::new(vec![
-            server.to_string_lossy().into_owned(),
-            "--stdio".into(),
-        ])
-    }
-
-    fn context(&self) -> ToolContext {
-        ToolContext {
-            roots: vec![self.root.clone()],
-            index: Arc::clone(&self.index),
-            host: Arc::new(Host),
-            call_id: "call-1".into(),
-            cancel: CancellationToken::new(),
-            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands here")),
-            network: false,
-            sources: Default::default(),
-        }
-    }
-
     async fn calls(&self, arguments: Value) -> Result<ToolOutput, ToolError> {
         CallHierarchyTool::new(Some(self.source.clone()))
             .run(arguments, &self.context())
@@ -195,7 +107,7 @@ async fn pyright_answers_the_call_hierarchy_by_type() {
     let Some(server) = tool("pyright-langserver") else {
         return;
     };
-    let fixture = Fixture::pyright(&server);
+    let fixture = shapes(pyright_command(&server));
 
     let started = Instant::now();
     let incoming = fixture
@@ -241,7 +153,7 @@ async fn pyright_answers_the_call_hierarchy_by_type() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_server_the_index_answers_the_call_hierarchy_by_name() {
-    let fixture = Fixture::new(Vec::new());
+    let fixture = shapes(Vec::new());
     let incoming = fixture
         .calls(json!({"symbol": "shapes.py:Circle/area"}))
         .await
@@ -285,7 +197,7 @@ async fn pyright_renames_only_the_right_call_sites_in_every_file() {
     let Some(server) = tool("pyright-langserver") else {
         return;
     };
-    let fixture = Fixture::pyright(&server);
+    let fixture = shapes(pyright_command(&server));
     let started = Instant::now();
     let renamed = fixture
         .rename("shapes.py:Circle/area", "surface")
@@ -351,7 +263,7 @@ async fn pyright_renames_only_the_right_call_sites_in_every_file() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_server_rename_says_it_needs_one_and_changes_nothing() {
-    let fixture = Fixture::new(Vec::new());
+    let fixture = shapes(Vec::new());
     let before = fixture.snapshot();
     let error = fixture
         .rename("shapes.py:Circle/area", "surface")
@@ -462,7 +374,7 @@ async fn red_team_a_hostile_servers_rename_cannot_leave_the_workspace_or_touch_g
     ];
     let mut failures = Vec::new();
     for (name, edit, expected) in cases {
-        let fixture = Fixture::new(hostile(&edit));
+        let fixture = shapes(hostile(&edit));
         std::fs::create_dir_all(fixture.root.join(".git/hooks")).unwrap();
         std::fs::write(fixture.root.join(".git/hooks/pre-commit"), "area\n").unwrap();
         std::fs::create_dir_all(fixture.root.join(".lode")).unwrap();
@@ -486,7 +398,7 @@ async fn red_team_a_hostile_servers_rename_cannot_leave_the_workspace_or_touch_g
     assert!(failures.is_empty(), "{failures:#?}");
 
     // The control: the same server's genuine edit alone is applied.
-    let fixture = Fixture::new(hostile(&json!({"changes": {"{root}/main.py": genuine}})));
+    let fixture = shapes(hostile(&json!({"changes": {"{root}/main.py": genuine}})));
     let output = fixture.rename("main.py:7:14", "surface").await.unwrap();
     assert!(
         output.model_text.contains("resolved_by: python3"),

@@ -3,30 +3,13 @@
 //! `cargo check` on a crate with a deliberate error.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use lode_lsp::downstream::{
-    ClientSettings, DiagnosticsConfig, DiagnosticsProvider, DiagnosticsSource, Severity, commands,
+    DiagnosticsConfig, DiagnosticsProvider, DiagnosticsSource, Severity, commands,
 };
 
-/// target/test-tools/node_modules/.bin, or $LODE_TEST_TOOLS/node_modules/.bin.
-fn tool(name: &str) -> Option<PathBuf> {
-    let tools = std::env::var_os("LODE_TEST_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
-    let path = tools.join("node_modules/.bin").join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    // In CI the install script has run: a missing tool is a failure, not a skip.
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{name} is missing: run scripts/install-test-tools.sh"
-    );
-    eprintln!("skipping: {name} is not installed (run scripts/install-test-tools.sh)");
-    None
-}
+use crate::support::{settings, tool};
 
 const BROKEN: &str =
     "def greet(name: str) -> str:\n    return \"hello \" + name\n\n\ncount: int = greet(\"x\")\n";
@@ -39,14 +22,6 @@ fn python_workspace() -> tempfile::TempDir {
     std::fs::write(dir.path().join("broken.py"), BROKEN).unwrap();
     std::fs::write(dir.path().join("fine.py"), FINE).unwrap();
     dir
-}
-
-fn settings() -> ClientSettings {
-    ClientSettings {
-        settle: Duration::from_millis(300),
-        timeout: Duration::from_secs(60),
-        initialize_timeout: Duration::from_secs(60),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,3 +5,4 @@
 mod call_hierarchy_rename;
 mod downstream;
 mod navigation;
+mod support;

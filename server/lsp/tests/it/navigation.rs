@@ -3,36 +3,14 @@
 //! diagnostics provider's warm server: two classes share a method name, and only the type
 //! tells their calls apart.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
-use lode_lsp::agent_navigation::ServerNavigation;
-use lode_lsp::downstream::{ClientSettings, DiagnosticsConfig, DiagnosticsProvider};
-use lode_tools::host::{ToolEvent, ToolHost};
 use lode_tools::navigate::{NavigateTool, Question};
-use lode_tools::navigation::NavigationSource;
-use lode_tools::{Tool, ToolContext, ToolError, ToolErrorCategory, ToolOutput};
+use lode_tools::{Tool, ToolError, ToolErrorCategory, ToolOutput};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
-/// target/test-tools/node_modules/.bin/NAME, or `None` to skip (a failure in CI).
-fn tool(name: &str) -> Option<PathBuf> {
-    let tools = std::env::var_os("LODE_TEST_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
-    let path = tools.join("node_modules/.bin").join(name);
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{name} is missing: run scripts/install-test-tools.sh"
-    );
-    eprintln!("skipping: {name} is not installed (run scripts/install-test-tools.sh)");
-    None
-}
+use crate::support::{Fixture, MAIN_PY, pyright_command, tool};
 
 const SHAPES_PY: &str = r#"class Circle:
     """A round shape."""
@@ -53,82 +31,16 @@ class Square:
         return self.side * self.side
 "#;
 
-const MAIN_PY: &str = r#"from shapes import Circle, Square
-
-
-def total() -> float:
-    c = Circle(1.0)
-    s = Square(2.0)
-    return c.area() + s.area()
-
-
-def circles() -> float:
-    return Circle(3.0).area()
-"#;
-
-struct Host;
-
-impl ToolHost for Host {
-    fn emit(&self, _event: ToolEvent) {}
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    index: Arc<lode_index::Workspace>,
-    source: Arc<dyn NavigationSource>,
+/// The workspace, with `server` as the Python language server (`None`: no server).
+fn shapes(server: Option<&Path>) -> Fixture {
+    let command = server.map(pyright_command).unwrap_or_default();
+    Fixture::new(&[("shapes.py", SHAPES_PY), ("main.py", MAIN_PY)], command)
 }
 
 impl Fixture {
-    /// The workspace, with `server` as the Python language server (`None`: no server).
-    fn new(server: Option<&Path>) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        // pyright leaves out hidden directories (`.tmpXYZ`) inside its root, so the root is
-        // a plain directory.
-        let root = dir.path().join("work");
-        std::fs::create_dir(&root).unwrap();
-        let root = std::fs::canonicalize(&root).unwrap();
-        std::fs::write(root.join("shapes.py"), SHAPES_PY).unwrap();
-        std::fs::write(root.join("main.py"), MAIN_PY).unwrap();
-        let index = lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap();
-        index.refresh(&|_| {}).unwrap();
-        let command = match server {
-            Some(server) => vec![server.to_string_lossy().into_owned(), "--stdio".into()],
-            None => Vec::new(),
-        };
-        let config = DiagnosticsConfig {
-            servers: HashMap::from([("python".to_string(), command)]),
-            default_servers: false,
-            commands: false,
-            client: ClientSettings {
-                settle: Duration::from_millis(300),
-                timeout: Duration::from_secs(60),
-                initialize_timeout: Duration::from_secs(60),
-            },
-            ..DiagnosticsConfig::default()
-        };
-        let provider = Arc::new(DiagnosticsProvider::new(&root, config));
-        Fixture {
-            _dir: dir,
-            root,
-            index: Arc::new(index),
-            source: Arc::new(ServerNavigation::new(provider)),
-        }
-    }
-
     async fn run(&self, question: Question, symbol: &str) -> Result<ToolOutput, ToolError> {
-        let context = ToolContext {
-            roots: vec![self.root.clone()],
-            index: Arc::clone(&self.index),
-            host: Arc::new(Host),
-            call_id: "call-1".into(),
-            cancel: CancellationToken::new(),
-            sandbox: Arc::new(lode_sandbox::Sandbox::unavailable("no commands here")),
-            network: false,
-            sources: Default::default(),
-        };
         NavigateTool::new(question, Some(self.source.clone()))
-            .run(json!({"symbol": symbol}), &context)
+            .run(json!({"symbol": symbol}), &self.context())
             .await
     }
 }
@@ -138,7 +50,7 @@ async fn pyright_resolves_references_hover_and_definition_by_type() {
     let Some(server) = tool("pyright-langserver") else {
         return;
     };
-    let fixture = Fixture::new(Some(&server));
+    let fixture = shapes(Some(&server));
 
     let references = fixture
         .run(Question::References, "shapes.py:Circle/area")
@@ -213,7 +125,7 @@ async fn pyright_resolves_references_hover_and_definition_by_type() {
     );
 
     // The same questions of the index, for the record (no assertion on time).
-    let index = Fixture::new(None);
+    let index = shapes(None);
     let started = Instant::now();
     index
         .run(Question::Hover, "shapes.py:Circle/area")
@@ -234,7 +146,7 @@ async fn pyright_resolves_references_hover_and_definition_by_type() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_server_the_index_answers() {
-    let fixture = Fixture::new(None);
+    let fixture = shapes(None);
     let references = fixture
         .run(Question::References, "shapes.py:Circle/area")
         .await
@@ -265,7 +177,7 @@ async fn without_a_server_the_index_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ambiguous_name_gets_the_candidates_not_a_server_answer() {
-    let fixture = Fixture::new(tool("pyright-langserver").as_deref());
+    let fixture = shapes(tool("pyright-langserver").as_deref());
     let error = fixture
         .run(Question::References, "shapes.py:area")
         .await
