@@ -5,10 +5,10 @@
 //! The log is append-only: every record is one `write` of one line to a file opened with
 //! `O_APPEND`, so concurrent sessions and processes never interleave partial lines.
 
+use parking_lot::Mutex;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ impl AuditLog {
             path: self.path.clone(),
             source,
         };
-        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _guard = self.lock.lock();
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent).map_err(error)?;
         }

@@ -511,13 +511,13 @@ async fn converse(
     policy: Arc<Policy>,
     endpoint: &str,
 ) -> anyhow::Result<(String, StopReason)> {
-    let at_line_start = Arc::new(std::sync::Mutex::new(true));
+    let at_line_start = Arc::new(parking_lot::Mutex::new(true));
     let printer = at_line_start.clone();
     let outcome = Client
         .v1()
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
-                let mut at_start = printer.lock().unwrap_or_else(|p| p.into_inner());
+                let mut at_start = printer.lock();
                 render(&notification.update, &mut at_start);
                 Ok(())
             },
@@ -579,7 +579,7 @@ async fn converse(
         })
         .await;
     {
-        let mut at_start = at_line_start.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at_start = at_line_start.lock();
         if !*at_start {
             println!();
             *at_start = true;

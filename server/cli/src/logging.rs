@@ -12,6 +12,7 @@
 use std::fmt::{self, Write as _};
 use std::fs::OpenOptions;
 use std::path::PathBuf;
+// std, not parking_lot: tracing-subscriber implements `MakeWriter` only for `std::sync::Mutex<W>`.
 use std::sync::Mutex;
 
 use anyhow::Context;

@@ -1,9 +1,9 @@
 //! Walking a workspace: which files lode indexes, and reading them safely.
 
+use parking_lot::Mutex;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use ignore::WalkState;
@@ -119,10 +119,8 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
             };
             if entry.file_type().is_some_and(|t| t.is_dir()) {
                 let rel_path = relative_path(root, entry.path()).unwrap_or_default();
-                if let Some(stamp) = stamp_dir(entry.path(), rel_path)
-                    && let Ok(mut dirs) = dirs.lock()
-                {
-                    dirs.push(stamp);
+                if let Some(stamp) = stamp_dir(entry.path(), rel_path) {
+                    dirs.lock().push(stamp);
                 }
                 return WalkState::Continue;
             }
@@ -151,20 +149,14 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
                 mtime_ns,
                 language,
             };
-            if let Ok(mut files) = found.lock() {
-                files.push(file);
-            }
+            found.lock().push(file);
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut files = found.into_inner();
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     files.dedup_by(|a, b| a.rel_path == b.rel_path);
-    let mut dirs = dirs
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut dirs = dirs.into_inner();
     dirs.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     dirs.dedup_by(|a, b| a.rel_path == b.rel_path);
     Ok(Scan {

@@ -1,10 +1,11 @@
 //! The HTTP server: routes `POST /v1/chat/completions` and `POST /v1/messages`, records every
 //! request, picks the turn that answers it, injects the turn's fault, and streams the answer.
 
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -72,9 +73,7 @@ struct Shared {
 impl Shared {
     fn progress(&self) -> MutexGuard<'_, Progress> {
         // A panic while holding the lock leaves plain bookkeeping behind; keep serving.
-        self.progress
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.progress.lock()
     }
 }
 

@@ -7,8 +7,9 @@
 //! request are encoded. The body is the same JSON (as a value) as the one `encode_request` makes;
 //! the providers' tests hold them equal.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
@@ -65,14 +66,11 @@ impl EncodedMessages {
     pub fn get(&self, message: &Message, encode: impl FnOnce(&Message) -> String) -> Arc<str> {
         let key = content_key(message);
         // The memo holds finished texts only; one left behind by a panic is still correct.
-        if let Some(found) = self.memo.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+        if let Some(found) = self.memo.lock().get(key) {
             return found;
         }
         let encoded: Arc<str> = Arc::from(encode(message));
-        self.memo
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, encoded.clone());
+        self.memo.lock().insert(key, encoded.clone());
         encoded
     }
 }

@@ -10,9 +10,10 @@
 //! question that misses the deadline keeps running in the background, so a server still
 //! warming up (its first answer waits for the workspace to load) is warm for the next one.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -98,11 +99,7 @@ impl TypeResolved {
                 Some(found)
             }
             Err(NavigationError::Unavailable(reason)) => {
-                let told = self
-                    .told
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .insert(reason.clone());
+                let told = self.told.lock().insert(reason.clone());
                 if told {
                     tracing::warn!(
                         error = %reason,

@@ -2,8 +2,8 @@
 //! database `<root>/.lode/agent.sqlite`, shared with the session store; this module owns the
 //! `permission_rules` table).
 
+use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -85,9 +85,7 @@ impl PermissionStore {
 
     fn connection(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent.
-        self.connection
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.connection.lock()
     }
 
     fn error(&self, source: rusqlite::Error) -> PermissionError {

@@ -2,9 +2,10 @@
 //! a timeout, output capped head and tail, and cancellation that kills the whole process group.
 //! When the client offers terminals, the command runs in one of them and the client shows it live.
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -124,7 +125,7 @@ async fn pump(mut reader: impl AsyncRead + Unpin, sink: Arc<Mutex<HeadTail>>) {
             Ok(0) | Err(_) => break,
             Ok(read) => {
                 // A poisoned lock only means another pump panicked; keep what is there.
-                let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                let mut sink = sink.lock();
                 sink.push(&buffer[..read]);
             }
         }
@@ -219,7 +220,7 @@ pub async fn run_shell(
     for pump in pumps {
         let _ = tokio::time::timeout(PIPE_DRAIN_GRACE, pump).await;
     }
-    let (output, dropped_bytes) = sink.lock().unwrap_or_else(|p| p.into_inner()).finish();
+    let (output, dropped_bytes) = sink.lock().finish();
     use std::os::unix::process::ExitStatusExt;
     Ok(ProcessResult {
         output,

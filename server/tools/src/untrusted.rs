@@ -90,7 +90,7 @@ pub fn neutralise(text: &str) -> String {
 /// memory's provenance, so the model's own claims never decide it.
 #[derive(Debug, Default)]
 pub struct TurnSources {
-    seen: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    seen: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl TurnSources {
@@ -100,28 +100,17 @@ impl TurnSources {
 
     /// Records one source (`tool:grep`, `file:src/lib.rs`, `context:repo_map`).
     pub fn record(&self, source: impl Into<String>) {
-        self.seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(source.into());
+        self.seen.lock().insert(source.into());
     }
 
     /// Everything recorded so far, sorted.
     pub fn snapshot(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.seen.lock().iter().cloned().collect()
     }
 
     /// Whether anything untrusted entered the context.
     pub fn is_empty(&self) -> bool {
-        self.seen
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .is_empty()
+        self.seen.lock().is_empty()
     }
 }
 

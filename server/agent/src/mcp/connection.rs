@@ -3,10 +3,11 @@
 //! it down. A child's stderr is drained into a small tail kept for error messages, so a server
 //! that dies at start is reported with what it said.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -72,7 +73,7 @@ pub struct StderrTail(Arc<Mutex<Vec<u8>>>);
 
 impl StderrTail {
     fn push(&self, bytes: &[u8]) {
-        let mut tail = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.0.lock();
         tail.extend_from_slice(bytes);
         if tail.len() > STDERR_TAIL_BYTES {
             let excess = tail.len() - STDERR_TAIL_BYTES;
@@ -81,7 +82,7 @@ impl StderrTail {
     }
 
     pub fn text(&self) -> String {
-        let tail = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = self.0.lock();
         String::from_utf8_lossy(&tail).into_owned()
     }
 }

@@ -8,12 +8,13 @@
 //! the directory). A crash before the rename leaves the previous manifest and its files intact;
 //! unreferenced files are removed by the next commit. Segments are never modified in place.
 
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -280,11 +281,11 @@ impl EmbeddedStore {
 
     fn published(&self) -> Arc<Published> {
         // A panic while holding the lock cannot leave `Arc<Published>` half-written.
-        Arc::clone(&self.published.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&self.published.read())
     }
 
     fn staged(&self) -> MutexGuard<'_, Staged> {
-        self.staged.lock().unwrap_or_else(|p| p.into_inner())
+        self.staged.lock()
     }
 
     fn dims(&self, staged: &Staged) -> Option<usize> {
@@ -1209,7 +1210,7 @@ impl VectorStore for EmbeddedStore {
             .chain(manifest.dead.as_deref())
             .collect();
         remove_unreferenced(&self.dir, &referenced);
-        *self.published.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Published {
+        *self.published.write() = Arc::new(Published {
             manifest,
             segments,
             live,
@@ -1233,7 +1234,7 @@ impl VectorStore for EmbeddedStore {
             return Ok(());
         }
         let published = load(&self.dir)?;
-        *self.published.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(published);
+        *self.published.write() = Arc::new(published);
         Ok(())
     }
 }

@@ -233,7 +233,7 @@ impl Watcher {
             settings: options.settings.clone(),
             started: Instant::now(),
             requests: std::sync::atomic::AtomicU64::new(0),
-            last_request: std::sync::Mutex::new(Instant::now()),
+            last_request: parking_lot::Mutex::new(Instant::now()),
             idle_timeout: options.idle_timeout,
             queries: options.queries.take(),
             on_stop: options.on_stop.take(),

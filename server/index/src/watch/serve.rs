@@ -3,10 +3,11 @@
 //! watcher's event loop (so they see every earlier file-system event); queries then run on the
 //! holder's own workspace, which stays open and warm between them.
 
+use parking_lot::Mutex;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use super::Message;
@@ -31,10 +32,7 @@ pub(crate) struct HolderState {
 
 impl HolderState {
     pub fn idle_for(&self) -> Duration {
-        self.last_request
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .elapsed()
+        self.last_request.lock().elapsed()
     }
 
     /// Counts a request; flushes and queries (not status checks) also reset the idle clock.
@@ -43,10 +41,7 @@ impl HolderState {
         if matches!(kind, RequestKind::Status | RequestKind::Stop) {
             return;
         }
-        *self
-            .last_request
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Instant::now();
+        *self.last_request.lock() = Instant::now();
     }
 
     fn status(&self) -> HolderStatus {

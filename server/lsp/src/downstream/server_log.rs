@@ -3,10 +3,11 @@
 //! the user's data directory, with the last lines kept for the one notice lode prints when the
 //! server cannot start.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
@@ -30,18 +31,12 @@ pub struct LastWords(Arc<Mutex<VecDeque<String>>>);
 impl LastWords {
     /// The kept lines, oldest first, joined with ` | `.
     pub fn summary(&self) -> String {
-        let lines = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lines = self.0.lock();
         lines.iter().cloned().collect::<Vec<_>>().join(" | ")
     }
 
     fn push(&self, line: String) {
-        let mut lines = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut lines = self.0.lock();
         if lines.len() == LAST_LINES {
             lines.pop_front();
         }
