@@ -12,24 +12,7 @@ use serde_json::json;
 
 use crate::support::{Fixture, MAIN_PY, pyright_command, tool};
 
-const SHAPES_PY: &str = r#"class Circle:
-    """A round shape."""
-
-    def __init__(self, r: float) -> None:
-        self.r = r
-
-    def area(self) -> float:
-        """The area of the circle."""
-        return 3.14159 * self.r * self.r
-
-
-class Square:
-    def __init__(self, side: float) -> None:
-        self.side = side
-
-    def area(self) -> float:
-        return self.side * self.side
-"#;
+const SHAPES_PY: &str = include_str!("../../../../fixtures/agent/shapes/shapes.py");
 
 /// The workspace, with `server` as the Python language server (`None`: no server).
 fn shapes(server: Option<&Path>) -> Fixture {

@@ -13,20 +13,9 @@ use lode_tools::host::{ToolEvent, ToolHost};
 use lode_tools::navigation::NavigationSource;
 use tokio_util::sync::CancellationToken;
 
-/// `main.py` of the suites' workspaces: calls to `Circle.area` and `Square.area` that only
-/// their types tell apart.
-pub const MAIN_PY: &str = r#"from shapes import Circle, Square
-
-
-def total() -> float:
-    c = Circle(1.0)
-    s = Square(2.0)
-    return c.area() + s.area()
-
-
-def circles() -> float:
-    return Circle(3.0).area()
-"#;
+/// `main.py` of the suites' workspaces (fixtures/agent/shapes): calls to `Circle.area` and
+/// `Square.area` that only their types tell apart.
+pub const MAIN_PY: &str = include_str!("../../../../fixtures/agent/shapes/main.py");
 
 /// target/test-tools/node_modules/.bin/NAME (or under $LODE_TEST_TOOLS), or `None` to skip.
 pub fn tool(name: &str) -> Option<PathBuf> {
