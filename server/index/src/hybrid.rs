@@ -149,7 +149,8 @@ impl FusionWeights {
             // evaluation split. Python and JavaScript: 0.5 (eval MRR@10 0.303 and 0.217, against
             // 0.294 and 0.208 with 1.5, and lexical alone 0.295 and 0.213); Go: 1.0 (0.284
             // against 0.276, lexical 0.274); TypeScript and Rust keep 1.5 (their best on the
-            // training split within its noise).
+            // training split within its noise). Refitted with 300-byte chunks and the table
+            // blended from five languages (bench/README.md, "The blend ships"): unchanged.
             (QueryShape::Mixed | QueryShape::NaturalLanguage, SimilarityScale::Calibrated) => {
                 FusionWeights {
                     lexical: 1.0,
