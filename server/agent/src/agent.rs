@@ -5,12 +5,12 @@
 //! store, the permission policy and the audit log of one workspace. It is cheap to clone and
 //! `Send + Sync`: one value serves every session of a process. Turns run in `crate::turn`.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lode_index::scan::ScanOptions;
-use lode_index::{Workspace, WorkspaceOptions};
+use lode_index::{ScanOptions, Workspace, WorkspaceOptions};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
@@ -37,9 +37,9 @@ pub struct AgentOptions {
     pub scan: Option<ScanOptions>,
     /// Embeds chunks for hybrid search when the agent opens the index itself (`None`: lexical
     /// only). Ignored when `index` is given.
-    pub embedder: Option<Arc<dyn lode_index::embed::Embedder>>,
+    pub embedder: Option<Arc<dyn lode_index::Embedder>>,
     /// Where vectors live when the agent opens the index itself (`None`: the embedded store).
-    pub vector_store: Option<Arc<dyn lode_index::vectors::VectorStore>>,
+    pub vector_store: Option<Arc<dyn lode_index::VectorStore>>,
     /// An index already open in this process (e.g. by the LSP server), shared instead of opened.
     pub index: Option<Arc<Workspace>>,
     /// Where sessions and the audit log live (default `<root>/.lode`).
@@ -101,7 +101,7 @@ struct Lasting {
 struct AgentInner {
     lasting: Lasting,
     /// The configuration-dependent state; replaced when the user trusts the workspace.
-    current: std::sync::RwLock<Arc<Shared>>,
+    current: parking_lot::RwLock<Arc<Shared>>,
     /// The workspace's untrusted settings are still to be asked about, once per process
     /// (`Agent::settle_workspace_trust`).
     trust_question_open: std::sync::atomic::AtomicBool,
@@ -185,7 +185,7 @@ impl Agent {
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 lasting,
-                current: std::sync::RwLock::new(Arc::new(shared)),
+                current: parking_lot::RwLock::new(Arc::new(shared)),
                 trust_question_open: std::sync::atomic::AtomicBool::new(question_open),
                 trusted_for_process: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -194,11 +194,7 @@ impl Agent {
 
     /// The configuration-dependent state in effect now. A turn keeps the one it started with.
     pub(crate) fn shared(&self) -> Arc<Shared> {
-        self.inner
-            .current
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.inner.current.read().clone()
     }
 
     /// The provider lode took from the environment because none is configured (zero-config
@@ -247,11 +243,7 @@ impl Agent {
                 .trusted_for_process
                 .store(true, std::sync::atomic::Ordering::SeqCst);
         }
-        *self
-            .inner
-            .current
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Arc::new(shared);
+        *self.inner.current.write() = Arc::new(shared);
         self.inner
             .trust_question_open
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -642,13 +634,7 @@ impl Agent {
     /// turn. A session with a running turn keeps everything; returns whether the session was
     /// released.
     pub fn release_session(&self, id: &str) -> bool {
-        let running = self
-            .inner
-            .lasting
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(id);
+        let running = self.inner.lasting.running.lock().contains_key(id);
         if running {
             return false;
         }
@@ -660,12 +646,7 @@ impl Agent {
     /// Forgets the MCP servers a client passed for the session (a closed or deleted session
     /// gets them again from the client's `session/load` or `session/resume`).
     fn forget_mcp_servers(&self, id: &str) {
-        self.inner
-            .lasting
-            .mcp_servers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.inner.lasting.mcp_servers.lock().remove(id);
     }
 
     /// Disconnects the session's MCP servers in the background.
@@ -691,12 +672,7 @@ impl Agent {
 
     /// Cancels the session's running turn, if any. The turn returns [`StopReason::Cancelled`].
     pub fn cancel(&self, id: &str) {
-        let running = self
-            .inner
-            .lasting
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let running = self.inner.lasting.running.lock();
         if let Some(token) = running.get(id) {
             token.cancel();
         }
@@ -755,24 +731,14 @@ impl Agent {
     ) -> Result<StopReason, AgentError> {
         let info = self.session(id)?;
         {
-            let mut running = self
-                .inner
-                .lasting
-                .running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
+            let mut running = self.inner.lasting.running.lock();
             if running.contains_key(id) {
                 return Err(AgentError::Busy(id.to_owned()));
             }
             running.insert(id.to_owned(), cancel.clone());
         }
         let outcome = self.run_prompt(&info, input, host.clone(), cancel).await;
-        self.inner
-            .lasting
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+        self.inner.lasting.running.lock().remove(id);
         let stop = outcome?;
         host.emit(AgentEvent::TurnFinished { stop_reason: stop });
         Ok(stop)

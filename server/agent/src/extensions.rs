@@ -43,7 +43,7 @@ pub struct Extensions {
     /// Per session: the connected MCP servers (connected on the session's first turn).
     mcp: Mutex<HashMap<String, Arc<McpManager>>>,
     /// Problems found while opening, reported on the first turn.
-    startup_notices: std::sync::Mutex<Vec<String>>,
+    startup_notices: parking_lot::Mutex<Vec<String>>,
 }
 
 impl Extensions {
@@ -51,7 +51,7 @@ impl Extensions {
     /// Skill trust is read from the user's state under `state_dir` (see `crate::trust`).
     pub fn open(root: &Path, config: &Config, state_dir: Option<&Path>) -> Extensions {
         let mut notices = Vec::new();
-        let embedder = match lode_index::embed::default_embedder() {
+        let embedder = match lode_index::default_embedder() {
             Ok(embedder) => Some(embedder),
             Err(error) => {
                 notices.push(format!("the built-in embedder is unavailable ({error}); skills and memory use words only"));
@@ -84,7 +84,7 @@ impl Extensions {
             memory_settings,
             configured_mcp,
             mcp: Mutex::new(HashMap::new()),
-            startup_notices: std::sync::Mutex::new(notices),
+            startup_notices: parking_lot::Mutex::new(notices),
         }
     }
 
@@ -137,12 +137,7 @@ impl Extensions {
     /// Skills and memories for a turn whose user message is `user_text`.
     pub async fn turn_extras(&self, user_text: &str, memory_tokens: usize) -> TurnExtras {
         let mut extras = TurnExtras {
-            notices: std::mem::take(
-                &mut *self
-                    .startup_notices
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()),
-            ),
+            notices: std::mem::take(&mut *self.startup_notices.lock()),
             ..TurnExtras::default()
         };
         if let Some(skills) = self.skills.clone() {

@@ -4,9 +4,10 @@
 //! [`SlashCommand`]) and the configuration-dependent state one workspace's sessions share
 //! ([`Shared`]).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use lode_index::Workspace;

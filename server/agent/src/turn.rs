@@ -72,11 +72,7 @@ fn tell_if_unconfined(shared: &Shared, session_id: &str, host: &dyn SessionHost)
     if shared.sandbox.is_confined() {
         return;
     }
-    let first = shared
-        .told_unconfined
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(session_id.to_owned());
+    let first = shared.told_unconfined.lock().insert(session_id.to_owned());
     if first {
         host.emit(AgentEvent::Notice {
             message: shared.sandbox.status().describe(),
@@ -89,7 +85,7 @@ pub(crate) fn remember_mcp_servers(
     session_id: &str,
     servers: Vec<McpServerConfig>,
 ) {
-    let mut sessions = shared.mcp_servers.lock().unwrap_or_else(|p| p.into_inner());
+    let mut sessions = shared.mcp_servers.lock();
     sessions.insert(session_id.to_owned(), servers);
 }
 
@@ -573,7 +569,6 @@ async fn attach_extensions(
     let client_servers = shared
         .mcp_servers
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
         .get(session_id)
         .cloned()
         .unwrap_or_default();

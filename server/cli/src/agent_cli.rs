@@ -2,10 +2,11 @@
 //! non-interactive). Both are thin: they turn agent events into terminal output and answer
 //! permission questions, and leave everything else to `lode_agent::Agent`.
 
+use parking_lot::Mutex;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::Context;
 use lode_agent::event::{AgentEvent, StopReason, ToolContent, ToolStatus};
@@ -76,7 +77,7 @@ struct TerminalHost {
 
 impl TerminalHost {
     fn finish_line(&self) {
-        let mut at_start = self.at_line_start.lock().unwrap_or_else(|p| p.into_inner());
+        let mut at_start = self.at_line_start.lock();
         if !*at_start {
             println!();
             *at_start = true;
@@ -88,8 +89,7 @@ impl TerminalHost {
             AgentEvent::TextDelta { text } => {
                 print!("{text}");
                 let _ = std::io::stdout().flush();
-                *self.at_line_start.lock().unwrap_or_else(|p| p.into_inner()) =
-                    text.ends_with('\n');
+                *self.at_line_start.lock() = text.ends_with('\n');
             }
             AgentEvent::ThoughtDelta { text } => {
                 ask!("\x1b[2m{text}\x1b[0m");
@@ -440,8 +440,8 @@ pub fn agent_args(
 /// opens several workspaces (`lode acp`) builds the embedder once and shares it.
 pub struct AgentSetup {
     config_file: Option<PathBuf>,
-    scan: lode_index::scan::ScanOptions,
-    embedder: Option<Arc<dyn lode_index::embed::Embedder>>,
+    scan: lode_index::ScanOptions,
+    embedder: Option<Arc<dyn lode_index::Embedder>>,
     vector_store: crate::qdrant_cli::VectorStoreArgs,
 }
 

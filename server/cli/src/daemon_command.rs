@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use lode_index::watch::lease;
-use lode_index::watch::{LeaseError, NotWatched, WatchError, WatchOptions, Watcher, WorkspaceSink};
+use lode_index::{
+    LEASE_FILE, LeaseError, NotWatched, WatchError, WatchOptions, Watcher, WorkspaceSink,
+    lease_status, read_lease, stop_lease,
+};
 
 use crate::commands::WorkspaceArgs;
 use crate::render::say;
@@ -118,7 +120,7 @@ pub fn run(args: &WorkspaceArgs, daemon: DaemonArgs) -> anyhow::Result<ExitCode>
 }
 
 fn start(args: &WorkspaceArgs, root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
-    if let Ok((_, holder)) = lease::status(index_dir) {
+    if let Ok((_, holder)) = lease_status(index_dir) {
         say!(
             "lode daemon: the index of {} is already kept by `lode {}` (pid {})",
             root.display(),
@@ -131,7 +133,7 @@ fn start(args: &WorkspaceArgs, root: &Path, index_dir: &Path) -> anyhow::Result<
     let child = spawn(args, root, index_dir)?;
     let started = Instant::now();
     loop {
-        match lease::status(index_dir) {
+        match lease_status(index_dir) {
             Ok((_, holder)) => {
                 say!(
                     "lode daemon: started (pid {}) for {}; it exits after {} idle (`lode daemon stop` stops it; log: {})",
@@ -161,7 +163,7 @@ fn describe(duration: Duration) -> String {
 }
 
 fn status(root: &Path, index_dir: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    match lease::status(index_dir) {
+    match lease_status(index_dir) {
         Ok((_, holder)) => {
             if json {
                 println!("{}", serde_json::to_string(&holder)?);
@@ -204,7 +206,7 @@ fn status(root: &Path, index_dir: &Path, json: bool) -> anyhow::Result<ExitCode>
 }
 
 fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
-    let pid = match lease::stop(index_dir) {
+    let pid = match stop_lease(index_dir) {
         Ok(pid) => pid,
         Err(NotWatched::NoWatcher | NotWatched::Gone(_)) => {
             say!("lode daemon: no daemon runs for {}", root.display());
@@ -214,7 +216,7 @@ fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
     };
     // Wait until it let go of the lease, so a `start` right after finds the place free.
     let started = Instant::now();
-    while lease::read_lease(index_dir).is_ok_and(|info| info.pid == pid.to_string()) {
+    while read_lease(index_dir).is_ok_and(|info| info.pid == pid.to_string()) {
         if started.elapsed() > Duration::from_secs(10) {
             bail!("the daemon (pid {pid}) did not stop within 10 s");
         }
@@ -358,12 +360,9 @@ fn serve(args: &WorkspaceArgs, root: &Path) -> anyhow::Result<ExitCode> {
     options.holder = "daemon";
     options.queries = Some(workspace.clone());
     options.idle_timeout = Some(settings.idle);
-    let on_stop = std::sync::Mutex::new(stop_sender.clone());
+    let on_stop = parking_lot::Mutex::new(stop_sender.clone());
     options.on_stop = Some(Box::new(move || {
-        let _ = on_stop
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .send("lode daemon stop");
+        let _ = on_stop.lock().send("lode daemon stop");
     }));
     options.log = Box::new(|event| crate::watch_command::log_event(false, event));
     let watcher = match Watcher::start(options, Box::new(WorkspaceSink(workspace.clone()))) {
@@ -396,7 +395,7 @@ fn serve(args: &WorkspaceArgs, root: &Path) -> anyhow::Result<ExitCode> {
         // A deleted workspace may leave directories behind (this daemon may have written into
         // them while they were being deleted), but never its catalog or lease file.
         let index_dir = workspace.index_dir();
-        if !index_dir.join(CATALOG_FILE).exists() || !index_dir.join(lease::LEASE_FILE).exists() {
+        if !index_dir.join(CATALOG_FILE).exists() || !index_dir.join(LEASE_FILE).exists() {
             break "the index was removed".to_owned();
         }
     };

@@ -170,9 +170,9 @@ pub struct LexicalIndex {
     index: Index,
     reader: IndexReader,
     fields: Fields,
-    writer: std::sync::Mutex<Option<IndexWriter>>,
+    writer: parking_lot::Mutex<Option<IndexWriter>>,
     /// The merges started by [`LexicalIndex::merge_into`], awaited when the writer closes.
-    pending_merges: std::sync::Mutex<Vec<FutureResult<Option<SegmentMeta>>>>,
+    pending_merges: parking_lot::Mutex<Vec<FutureResult<Option<SegmentMeta>>>>,
 }
 
 impl LexicalIndex {
@@ -204,8 +204,8 @@ impl LexicalIndex {
             index,
             reader,
             fields,
-            writer: std::sync::Mutex::new(None),
-            pending_merges: std::sync::Mutex::new(Vec::new()),
+            writer: parking_lot::Mutex::new(None),
+            pending_merges: parking_lot::Mutex::new(Vec::new()),
         })
     }
 
@@ -222,10 +222,7 @@ impl LexicalIndex {
         &self,
         act: impl FnOnce(&mut IndexWriter, &Fields) -> Result<T, IndexError>,
     ) -> Result<T, IndexError> {
-        let mut slot = self
-            .writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.writer.lock();
         if slot.is_none() {
             let threads = std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
@@ -342,25 +339,14 @@ impl LexicalIndex {
                 .map(|(_, ids)| writer.merge(ids))
                 .collect::<Vec<_>>())
         })?;
-        self.pending_merges
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .extend(merges);
+        self.pending_merges.lock().extend(merges);
         Ok(())
     }
 
     /// Releases the writer lock, waiting for merges to finish.
     pub fn close_writer(&self) -> Result<(), IndexError> {
-        let mut slot = self
-            .writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let pending = std::mem::take(
-            &mut *self
-                .pending_merges
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
+        let mut slot = self.writer.lock();
+        let pending = std::mem::take(&mut *self.pending_merges.lock());
         if let Some(writer) = slot.take() {
             writer.wait_merging_threads()?;
         }
@@ -382,11 +368,6 @@ impl LexicalIndex {
     /// Number of segments visible to searches (each costs a term lookup per query term).
     pub fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()
-    }
-
-    /// Number of chunks visible to searches.
-    pub fn num_docs(&self) -> u64 {
-        self.reader.searcher().num_docs()
     }
 
     /// The best `limit` chunk ids for `query`, with BM25 scores.

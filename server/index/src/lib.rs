@@ -7,31 +7,30 @@
 //! It must not know about agents, LLMs, editors or protocols: callers (the agent, the ACP and LSP
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
-pub mod catalog;
-pub mod chunk;
-pub mod embed;
-pub mod error;
-pub mod hybrid;
-pub mod language;
-pub mod lexical;
-pub mod lock;
-pub mod nearby;
-pub mod parse;
-pub mod query;
+mod catalog;
+mod chunk;
+mod embed;
+mod error;
+mod hybrid;
+mod language;
+mod lexical;
+mod lock;
+mod nearby;
+mod parse;
+mod query;
 mod refcodec;
-pub mod repomap;
-pub mod scan;
-pub mod search;
-pub mod symbol;
+mod repomap;
+mod scan;
+mod search;
+mod symbol;
 mod table_signal;
-pub mod tags;
-pub mod tokenizer;
-pub mod vectors;
-pub mod watch;
-pub mod workspace;
+mod tags;
+mod tokenizer;
+mod vectors;
+mod watch;
+mod workspace;
 
-// The crate's public surface, named at the root: what other crates use. The modules above are
-// public only until every user names these instead (issue 23); then they become private.
+// The crate's public surface, named at the root: the modules above are private (issue 23).
 
 // The workspace, opening and refreshing it, and its errors.
 pub use error::IndexError;

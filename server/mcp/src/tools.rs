@@ -5,13 +5,15 @@
 //! as the CLI's query commands do; either way the answer is readable text plus the same data as
 //! structured content.
 
+use parking_lot::Mutex;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use lode_index::query::{Answer, Query};
-use lode_index::watch::{Freshness, lease};
-use lode_index::{IndexError, Language, SearchMode, Workspace};
+use lode_index::{
+    Answer, DEFAULT_QUERY_TIMEOUT, Freshness, IndexError, Language, Query, SearchMode, Workspace,
+    query_lease,
+};
 use lode_policy::paths::{PathDoor, PathUse};
 use rmcp::ErrorData;
 use rmcp::handler::server::common::schema_for_type;
@@ -383,10 +385,7 @@ impl CodeTools {
         if !self.refresh {
             return Ok(false);
         }
-        let _one_at_a_time = self
-            .refreshing
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _one_at_a_time = self.refreshing.lock();
         Ok(match self.workspace.bring_up_to_date(&|_| {})? {
             Freshness::Watched(flushed) => flushed.applied > 0,
             Freshness::Checked { stats, .. } => stats.parsed + stats.removed > 0,
@@ -402,12 +401,12 @@ impl CodeTools {
     /// and answers from its open index; else brought up to date and answered here. Both run
     /// `Workspace::answer`.
     fn answer(&self, query: Query) -> Result<Answer, CallError> {
-        if let Ok(served) = lease::query(
+        if let Ok(served) = query_lease(
             self.workspace.index_dir(),
             &self.settings,
             &query,
             self.refresh,
-            lease::DEFAULT_QUERY_TIMEOUT,
+            DEFAULT_QUERY_TIMEOUT,
         ) {
             return Ok(served.answer);
         }
@@ -579,8 +578,8 @@ impl CodeTools {
         let args: ReadArgs = parse(arguments)?;
         let root = self.workspace.root();
         let file = confined(&self.workspace, &args.path, PathUse::ReadFile)?;
-        let relative = lode_index::scan::relative_path(root, &file).unwrap_or(args.path.clone());
-        let text = lode_index::scan::read_source(&file, READ_MAX_FILE_BYTES)?.ok_or_else(|| {
+        let relative = lode_index::relative_path(root, &file).unwrap_or(args.path.clone());
+        let text = lode_index::read_source(&file, READ_MAX_FILE_BYTES)?.ok_or_else(|| {
             CallError::Arguments(format!(
                 "{relative} is binary or larger than {READ_MAX_FILE_BYTES} bytes"
             ))

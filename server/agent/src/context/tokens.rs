@@ -42,11 +42,11 @@ impl TokenMemo {
     }
 }
 
-fn memo() -> std::sync::MutexGuard<'static, TokenMemo> {
-    static MEMO: std::sync::LazyLock<std::sync::Mutex<TokenMemo>> =
+fn memo() -> parking_lot::MutexGuard<'static, TokenMemo> {
+    static MEMO: std::sync::LazyLock<parking_lot::Mutex<TokenMemo>> =
         std::sync::LazyLock::new(Default::default);
     // The memo holds only counts; one left half-updated by a panic is still correct.
-    MEMO.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    MEMO.lock()
 }
 
 /// cl100k tokens in `text`. Remembered by content, so counting the same text again is a hash
@@ -70,7 +70,7 @@ pub fn count_tokens(text: &str) -> usize {
 
 /// cl100k tokens in `text`, always running the tokenizer.
 pub fn count_tokens_uncached(text: &str) -> usize {
-    match lode_index::repomap::count_tokens(text) {
+    match lode_index::count_tokens(text) {
         Ok(count) => count,
         // The tokenizer's data is compiled into the binary, so loading cannot fail in practice;
         // if it ever did, a conservative estimate (about three bytes a token for code) keeps the
