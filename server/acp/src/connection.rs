@@ -262,6 +262,40 @@ fn spawn_reaper(state: &Arc<ConnectionState>, timeout: Duration) {
     });
 }
 
+/// One ACP request: its type, its response type, and the call that answers it with the
+/// connection's state (`$state`), the request, its responder and the connection (`$cx`).
+macro_rules! on_request {
+    ($builder:expr, $shared:expr, $request:ty => $response:ty,
+     |$state:ident, $req:ident, $responder:ident, $cx:pat_param| $answer:expr) => {
+        $builder.on_receive_request(
+            {
+                let $state = Arc::clone($shared);
+                async move |$req: $request,
+                            $responder: Responder<$response>,
+                            $cx: ConnectionTo<Client>| { $answer }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+    };
+}
+
+/// One ACP notification: its type and what receiving it does.
+macro_rules! on_notification {
+    ($builder:expr, $shared:expr, $notification:ty,
+     |$state:ident, $note:ident, $cx:pat_param| $receive:expr) => {
+        $builder.on_receive_notification(
+            {
+                let $state = Arc::clone($shared);
+                async move |$note: $notification, $cx: ConnectionTo<Client>| {
+                    $receive;
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+    };
+}
+
 /// A fresh ACP v1 agent connection over `backend`, ready to connect to a transport (stdio, or
 /// one HTTP/WebSocket connection).
 pub fn agent_connection(
@@ -280,169 +314,56 @@ pub fn agent_connection(
     if let Some(timeout) = options.idle_session_timeout {
         spawn_reaper(&state, timeout);
     }
-    let s = |state: &Arc<ConnectionState>| state.clone();
-
-    Agent
-        .v1()
-        .name("lode")
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: InitializeRequest,
-                            responder: Responder<InitializeResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    initialize(&state, request, responder)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            async move |request: AuthenticateRequest,
-                        responder: Responder<AuthenticateResponse>,
-                        _cx: ConnectionTo<Client>| { authenticate(request, responder) },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: NewSessionRequest,
-                            responder: Responder<NewSessionResponse>,
-                            cx: ConnectionTo<Client>| {
-                    new_session(&state, request, responder, &cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: LoadSessionRequest,
-                            responder: Responder<LoadSessionResponse>,
-                            cx: ConnectionTo<Client>| {
-                    load_session(&state, request, responder, &cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: ResumeSessionRequest,
-                            responder: Responder<ResumeSessionResponse>,
-                            cx: ConnectionTo<Client>| {
-                    resume_session(&state, request, responder, &cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: ListSessionsRequest,
-                            responder: Responder<ListSessionsResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    list_sessions(&state, request, responder)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: CloseSessionRequest,
-                            responder: Responder<CloseSessionResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    close_session(&state, request, responder)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: DeleteSessionRequest,
-                            responder: Responder<DeleteSessionResponse>,
-                            _cx: ConnectionTo<Client>| {
-                    delete_session(&state, request, responder)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: SetSessionModeRequest,
-                            responder: Responder<SetSessionModeResponse>,
-                            cx: ConnectionTo<Client>| {
-                    set_session_mode(&state, request, responder, &cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: SetSessionConfigOptionRequest,
-                            responder: Responder<SetSessionConfigOptionResponse>,
-                            cx: ConnectionTo<Client>| {
-                    set_config_option(&state, request, responder, &cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_request(
-            {
-                let state = s(&state);
-                async move |request: PromptRequest,
-                            responder: Responder<PromptResponse>,
-                            cx: ConnectionTo<Client>| {
-                    start_turn(&state, request, responder, cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
-        .on_receive_notification(
-            {
-                let state = s(&state);
-                async move |notification: CancelNotification, _cx: ConnectionTo<Client>| {
-                    state.cancel_turn(&notification.session_id.0);
-                    Ok(())
-                }
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_notification(
-            {
-                let state = s(&state);
-                async move |notification: DiagnosticsNotification, _cx: ConnectionTo<Client>| {
-                    receive_diagnostics(&state, &notification.params);
-                    Ok(())
-                }
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_notification(
-            {
-                let state = s(&state);
-                async move |notification: crate::ext_lsp::LspNotification,
-                            cx: ConnectionTo<Client>| {
-                    crate::ext_lsp_handlers::receive(&state, notification, &cx);
-                    Ok(())
-                }
-            },
-            agent_client_protocol::on_receive_notification!(),
-        )
-        .on_receive_request(
-            async move |request: crate::ext_lsp::LspRequest,
-                        responder: Responder<serde_json::Value>,
-                        _cx: ConnectionTo<Client>| {
-                responder.respond_with_error(Error::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    crate::ext_lsp::refusal(&request.method),
-                ))
-            },
-            agent_client_protocol::on_receive_request!(),
-        )
+    // The routing table: which function answers each ACP method; each handler holds its own
+    // reference to the connection's state.
+    let state = &state;
+    let agent = Agent.v1().name("lode");
+    let agent = on_request!(agent, state, InitializeRequest => InitializeResponse,
+        |state, request, responder, _| initialize(&state, request, responder));
+    let agent = on_request!(agent, state, AuthenticateRequest => AuthenticateResponse,
+        |_state, request, responder, _| authenticate(request, responder));
+    let agent = on_request!(agent, state, NewSessionRequest => NewSessionResponse,
+        |state, request, responder, cx| new_session(&state, request, responder, &cx));
+    let agent = on_request!(agent, state, LoadSessionRequest => LoadSessionResponse,
+        |state, request, responder, cx| load_session(&state, request, responder, &cx));
+    let agent = on_request!(agent, state, ResumeSessionRequest => ResumeSessionResponse,
+        |state, request, responder, cx| resume_session(&state, request, responder, &cx));
+    let agent = on_request!(agent, state, ListSessionsRequest => ListSessionsResponse,
+        |state, request, responder, _| list_sessions(&state, request, responder));
+    let agent = on_request!(agent, state, CloseSessionRequest => CloseSessionResponse,
+        |state, request, responder, _| close_session(&state, request, responder));
+    let agent = on_request!(agent, state, DeleteSessionRequest => DeleteSessionResponse,
+        |state, request, responder, _| delete_session(&state, request, responder));
+    let agent = on_request!(agent, state, SetSessionModeRequest => SetSessionModeResponse,
+        |state, request, responder, cx| set_session_mode(&state, request, responder, &cx));
+    let agent = on_request!(agent, state, SetSessionConfigOptionRequest => SetSessionConfigOptionResponse,
+        |state, request, responder, cx| set_config_option(&state, request, responder, &cx));
+    let agent = on_request!(agent, state, PromptRequest => PromptResponse,
+        |state, request, responder, cx| start_turn(&state, request, responder, cx));
+    let agent = on_notification!(
+        agent,
+        state,
+        CancelNotification,
+        |state, notification, _| state.cancel_turn(&notification.session_id.0)
+    );
+    let agent = on_notification!(
+        agent,
+        state,
+        DiagnosticsNotification,
+        |state, notification, _| receive_diagnostics(&state, &notification.params)
+    );
+    let agent = on_notification!(
+        agent,
+        state,
+        crate::ext_lsp::LspNotification,
+        |state, notification, cx| crate::ext_lsp_handlers::receive(&state, notification, &cx)
+    );
+    // lode never accepts `lsp/*` requests from the client: it is the one asking.
+    on_request!(agent, state, crate::ext_lsp::LspRequest => serde_json::Value,
+    |_state, request, responder, _| responder.respond_with_error(Error::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        crate::ext_lsp::refusal(&request.method),
+    )))
 }
 
 /// `initialize`: negotiates the `lsp/*` extension, keeps the client's capabilities and answers
