@@ -5,23 +5,40 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== cargo fmt --check"
+# Each section's wall time, printed at the end: where CI's minutes go.
+timings=()
+current=""
+section_start=$SECONDS
+section() {
+    [ -n "$current" ] && timings+=("$(printf '%5ds  %s' $((SECONDS - section_start)) "$current")")
+    current="$1"
+    section_start=$SECONDS
+    if [ -n "$1" ]; then echo "== $1"; fi
+}
+print_timings() {
+    section ""
+    echo "== wall time per section (total ${SECONDS}s)"
+    printf '%s\n' "${timings[@]}"
+}
+trap print_timings EXIT
+
+section "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy"
+section "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-echo "== test tools (pyright, Neovim, acpx; cached in target/test-tools)"
+section "test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
-echo "== bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the table trainer's gradients)"
+section "bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the table trainer's gradients)"
 target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
 target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
 
-echo "== cargo build -p lode (the VS Code extension's chat tests drive target/debug/lode)"
+section "cargo build -p lode (the VS Code extension's chat tests drive target/debug/lode)"
 cargo build --locked -p lode
 
-echo "== VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
+section "VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
 # Fails when npm is missing: the extension's TypeScript must compile wherever the tests run.
 (
     cd editors/vscode
@@ -31,9 +48,9 @@ echo "== VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce 
     npm run package
 )
 
-echo "== cargo test"
+section "cargo test"
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; print_timings' EXIT
 set +e
 cargo test --workspace --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
