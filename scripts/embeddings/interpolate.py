@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from statictable import Table, write_table  # noqa: E402
+from statictable import Table, quantise, write_table  # noqa: E402
 
 
 def blend(start: Table, trained: Table, alpha: float) -> np.ndarray:
@@ -31,16 +31,6 @@ def blend(start: Table, trained: Table, alpha: float) -> np.ndarray:
     if start.mat.shape != trained.mat.shape or start.extra != trained.extra or start.n_base != trained.n_base:
         raise SystemExit("the two tables do not share a vocabulary")
     return (1.0 - alpha) * start.mat.astype(np.float64) + alpha * trained.mat.astype(np.float64)
-
-
-def quantise(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(int8 rows, scale per row, weight per row) as train.py writes them: the weight is folded
-    into the rows, so it is 1 for a row in use and 0 for an empty one."""
-    scales = np.abs(rows).max(1) / 127.0
-    live = scales > 0
-    scales[~live] = 1.0
-    q = np.clip(np.rint(rows / scales[:, None]), -127, 127).astype(np.int8)
-    return q, scales, np.where(live, 1.0, 0.0)
 
 
 def main() -> int:

@@ -52,6 +52,19 @@ def write_table(path: Path, q: np.ndarray, scales: np.ndarray, weights: np.ndarr
             f.write(b)
 
 
+def quantise(rows: np.ndarray, live: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Effective rows (weight folded in) -> (int8 rows, scale per row, weight per row) for
+    `write_table(..., flags=4)`: each row scaled so its largest value is 127. The weight is 1
+    for a row in use and 0 for an unused one: `live` when given, else every non-zero row."""
+    scales = np.abs(rows).max(1) / 127.0
+    if live is None:
+        live = scales > 0
+    scales[scales == 0] = 1.0
+    q = np.clip(np.rint(rows / scales[:, None]), -127, 127).astype(np.int8)
+    return q, scales, np.where(live, 1.0, 0.0)
+
+
 class WordPiece:
     """BERT's WordPiece on one lower-case word: greedy longest match first, continuation
     pieces prefixed with `##`; a word it cannot cover, or longer than 100 characters, is

@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import interpolate  # noqa: E402
 import train  # noqa: E402
-from statictable import Table, WordPiece, write_table  # noqa: E402
+from statictable import Table, WordPiece, quantise, write_table  # noqa: E402
 
 
 def loss_of(model: train.TrainableTable, batch, lexical, tau, weight) -> float:
@@ -99,7 +99,7 @@ class MultilangPairsTest(unittest.TestCase):
 
 class InterpolateTest(unittest.TestCase):
     def write(self, path: Path, rows: np.ndarray) -> Path:
-        q, scales, weights = interpolate.quantise(rows.astype(np.float64))
+        q, scales, weights = quantise(rows.astype(np.float64))
         write_table(path, q, scales, weights, len(rows), [], flags=4)
         path.with_suffix(".vocab.txt").write_text("[UNK]\n" + "".join(f"w{i}\n" for i in range(1, len(rows))))
         return path
@@ -117,7 +117,7 @@ class InterpolateTest(unittest.TestCase):
                 rows = interpolate.blend(start, trained, alpha)
                 expected = (1 - alpha) * start.mat + alpha * trained.mat
                 np.testing.assert_allclose(rows, expected, rtol=1e-6, atol=1e-6)
-            q, scales, weights = interpolate.quantise(interpolate.blend(start, trained, 0.5))
+            q, scales, weights = quantise(interpolate.blend(start, trained, 0.5))
             self.assertEqual(weights[0], 0.0)
             self.assertTrue((weights[1:] == 1.0).all())
             # int8 per row: each value within half a step of the blend

@@ -53,7 +53,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "lib"))
-from statictable import Table, split_words, write_table  # noqa: E402
+from statictable import Table, quantise, split_words, write_table  # noqa: E402
 from retrieval import FN_AFTER_VISIBILITY, FN_RE, extract, suite_crates  # noqa: E402
 
 CACHE = ROOT / "bench" / "out" / "embeddings"
@@ -437,11 +437,7 @@ def main() -> int:
         return ", ".join(f"{lang} {v:.3f}" for lang, v in scores.items())
 
     def write(out: Path) -> None:
-        final = model.effective_rows().astype(np.float64)
-        scales = np.abs(final).max(1) / 127.0
-        scales[scales == 0] = 1.0
-        q = np.clip(np.rint(final / scales[:, None]), -127, 127).astype(np.int8)
-        weights = np.where(live, 1.0, 0.0)
+        q, scales, weights = quantise(model.effective_rows().astype(np.float64), live)
         extra = sorted(base.extra, key=base.extra.get)
         out.parent.mkdir(parents=True, exist_ok=True)
         write_table(out, q, scales, weights, base.n_base, extra, flags=4)
