@@ -413,15 +413,10 @@ fn new_session(
             request.cwd.display()
         )));
     }
-    let servers = match mapping::mcp_server_specs(request.mcp_servers) {
+    let servers = match allowed_servers(state, request.mcp_servers, &request.cwd) {
         Ok(servers) => servers,
-        Err(message) => {
-            return responder.respond_with_error(invalid_params(message));
-        }
+        Err(error) => return responder.respond_with_error(error),
     };
-    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
-        return responder.respond_with_error(error);
-    }
     let session = match state.backend.new_session(request.cwd, servers) {
         Ok(session) => session,
         Err(error) => return responder.respond_with_error(backend_error(error)),
@@ -444,15 +439,10 @@ fn load_session(
     responder: Responder<LoadSessionResponse>,
     cx: &ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+    let servers = match allowed_servers(state, request.mcp_servers.clone(), &request.cwd) {
         Ok(servers) => servers,
-        Err(message) => {
-            return responder.respond_with_error(invalid_params(message));
-        }
+        Err(error) => return responder.respond_with_error(error),
     };
-    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
-        return responder.respond_with_error(error);
-    }
     let loaded = state
         .backend
         .load_session(&request.session_id.0, &request.cwd);
@@ -484,15 +474,10 @@ fn resume_session(
     responder: Responder<ResumeSessionResponse>,
     cx: &ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    let servers = match mapping::mcp_server_specs(request.mcp_servers.clone()) {
+    let servers = match allowed_servers(state, request.mcp_servers.clone(), &request.cwd) {
         Ok(servers) => servers,
-        Err(message) => {
-            return responder.respond_with_error(invalid_params(message));
-        }
+        Err(error) => return responder.respond_with_error(error),
     };
-    if let Err(error) = remote_servers_allowed(state, &servers, &request.cwd) {
-        return responder.respond_with_error(error);
-    }
     let resumed = state
         .backend
         .resume_session(&request.session_id.0, &request.cwd);
@@ -608,6 +593,18 @@ fn set_config_option(
         }
         Err(error) => responder.respond_with_error(error),
     }
+}
+
+/// The MCP servers a session request passes, checked: each must be well formed (invalid
+/// params otherwise), and command (stdio) servers from a remote client need a trusted workspace.
+fn allowed_servers(
+    state: &ConnectionState,
+    servers: Vec<agent_client_protocol::v1::schema::McpServer>,
+    cwd: &Path,
+) -> Result<Vec<crate::backend::McpServerSpec>, Error> {
+    let servers = mapping::mcp_server_specs(servers).map_err(invalid_params)?;
+    remote_servers_allowed(state, &servers, cwd)?;
+    Ok(servers)
 }
 
 /// Refuses command (stdio) MCP servers from a remote client unless the workspace of `cwd` is
