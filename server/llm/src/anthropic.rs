@@ -82,16 +82,14 @@ impl Provider for AnthropicProvider {
                 }
             }
         }
-        let timeouts = self.connection.timeouts;
-        let (response, deadline) = http::send(builder, key, &timeouts, &cancel).await?;
-        Ok(http::event_stream(
-            response,
+        http::open_stream(
+            builder,
             MessageDecoder::default(),
-            deadline,
-            timeouts,
+            key,
+            self.connection.timeouts,
             cancel,
-            key.cloned(),
-        ))
+        )
+        .await
     }
 }
 

@@ -78,7 +78,7 @@ const MAX_ERROR_MESSAGE_CHARS: usize = 1000;
 
 /// Sends `request` and waits for a successful status, failing with `Cancelled` as soon as
 /// `cancel` fires. Returns the response and the deadline for its first body byte.
-pub(crate) async fn send(
+async fn send(
     request: reqwest::RequestBuilder,
     key: Option<&ApiKey>,
     timeouts: &Timeouts,
@@ -339,9 +339,29 @@ struct StreamState<D> {
     received_bytes: bool,
 }
 
+/// Sends a provider's request and, once it answers, streams its events through `decoder`:
+/// [`send`] then [`event_stream`], with the first-byte deadline carried from one to the other.
+pub(crate) async fn open_stream<D: SseDecoder>(
+    request: reqwest::RequestBuilder,
+    decoder: D,
+    key: Option<&ApiKey>,
+    timeouts: Timeouts,
+    cancel: CancellationToken,
+) -> Result<EventStream, LlmError> {
+    let (response, deadline) = send(request, key, &timeouts, &cancel).await?;
+    Ok(event_stream(
+        response,
+        decoder,
+        deadline,
+        timeouts,
+        cancel,
+        key.cloned(),
+    ))
+}
+
 /// The response body as a stream of events. It ends after the provider's end marker or after
 /// the first error; dropping it closes the connection.
-pub(crate) fn event_stream<D: SseDecoder>(
+fn event_stream<D: SseDecoder>(
     response: reqwest::Response,
     decoder: D,
     first_byte_deadline: Instant,

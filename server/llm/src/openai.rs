@@ -72,16 +72,14 @@ impl Provider for OpenAiProvider {
         if let Some(key) = key {
             builder = builder.bearer_auth(key.expose());
         }
-        let timeouts = self.connection.timeouts;
-        let (response, deadline) = http::send(builder, key, &timeouts, &cancel).await?;
-        Ok(http::event_stream(
-            response,
+        http::open_stream(
+            builder,
             ChunkDecoder::default(),
-            deadline,
-            timeouts,
+            key,
+            self.connection.timeouts,
             cancel,
-            key.cloned(),
-        ))
+        )
+        .await
     }
 }
 
