@@ -125,8 +125,9 @@ pub enum Command {
         #[arg(long, value_name = "MODE")]
         mode: Option<lode_index::SearchMode>,
         /// Benchmark knob: hybrid fusion weights for all query shapes, as
-        /// LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] (reciprocal rank fusion) or
-        /// scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE] (score fusion); TABLE weighs the built-in
+        /// LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] (reciprocal rank fusion),
+        /// scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE] (score fusion) or
+        /// standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE] (standard scores); TABLE weighs the built-in
         /// table's cosine over the candidates when the vectors come from another embedder.
         #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
         fusion: Option<lode_index::FusionWeights>,

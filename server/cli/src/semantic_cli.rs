@@ -162,14 +162,19 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
     bar.set_message("embedding");
 }
 
-/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights, or
-/// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion (a benchmark knob). TABLE weighs
-/// the built-in table's cosine over the candidates (for embedders other than the table).
+/// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights,
+/// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion, or
+/// `standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for fusion of standard scores (a benchmark
+/// knob). TABLE weighs the built-in table's cosine over the candidates (for embedders other
+/// than the table).
 pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
     use lode_index::{FusionMethod, FusionWeights};
-    let (by_scores, text) = match text.strip_prefix("scores:") {
-        Some(rest) => (true, rest),
-        None => (false, text),
+    let (method, text) = if let Some(rest) = text.strip_prefix("scores:") {
+        (Some(FusionMethod::Scores), rest)
+    } else if let Some(rest) = text.strip_prefix("standard:") {
+        (Some(FusionMethod::Standardised), rest)
+    } else {
+        (None, text)
     };
     let numbers: Vec<f32> = text
         .split(',')
@@ -179,10 +184,8 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
                 .map_err(|e| format!("{part:?}: {e}"))
         })
         .collect::<Result<_, _>>()?;
-    match (by_scores, &numbers[..]) {
-        (false, &[lexical, semantic, symbols, k, ref table @ ..])
-            if k > 0.0 && table.len() <= 1 =>
-        {
+    match (method, &numbers[..]) {
+        (None, &[lexical, semantic, symbols, k, ref table @ ..]) if k > 0.0 && table.len() <= 1 => {
             Ok(FusionWeights {
                 lexical,
                 semantic,
@@ -191,18 +194,18 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
                 method: FusionMethod::ReciprocalRank { k },
             })
         }
-        (true, &[lexical, semantic, symbols, ref table @ ..]) if table.len() <= 1 => {
+        (Some(method), &[lexical, semantic, symbols, ref table @ ..]) if table.len() <= 1 => {
             Ok(FusionWeights {
                 lexical,
                 semantic,
                 symbols,
                 table: table.first().copied().unwrap_or(0.0),
-                method: FusionMethod::Scores,
+                method,
             })
         }
         _ => Err(
             "expected LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] with K > 0, or \
-             scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]"
+             scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE], or standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]"
                 .into(),
         ),
     }
@@ -225,12 +228,17 @@ mod tests {
             (1.0, 1.0, 2.0)
         );
         assert_eq!(parse_fusion("1,0.4,0,10,2").unwrap().table, 2.0);
+        let standard = parse_fusion("standard:1,0.5,0").unwrap();
+        assert_eq!(standard.method, FusionMethod::Standardised);
+        assert_eq!((standard.lexical, standard.semantic), (1.0, 0.5));
         for bad in [
             "",
             "1,2",
             "1,0.4,0,0",
             "scores:1,2",
             "scores:1,1,0,2,3",
+            "standard:1",
+            "zscore:1,1,0",
             "1,x,0,10",
         ] {
             assert!(parse_fusion(bad).is_err(), "{bad:?} was accepted");

@@ -60,7 +60,7 @@ impl Workspace {
 
     /// Adds the similarity of each of `ids` under the workspace's own vectors to `semantic`
     /// (those under the embedder's floor stay off), best first.
-    fn complete_semantic(
+    pub(crate) fn complete_semantic(
         &self,
         semantic: &mut Vec<(i64, f32)>,
         ids: &[i64],
