@@ -25,9 +25,6 @@ trap print_timings EXIT
 section "cargo fmt --check"
 cargo fmt --all -- --check
 
-section "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
 section "test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
@@ -35,8 +32,19 @@ section "bench builders (bench/multilang: per-language retrieval sets, real tree
 target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
 target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
 
-section "cargo build -p lode (the VS Code extension's chat tests drive target/debug/lode)"
-cargo build --locked -p lode
+# Clippy lints the workspace's crates while they compile for the tests: clippy-driver as
+# cargo's workspace wrapper is what `cargo clippy` runs, with the same -D warnings, but here it
+# also generates code, so the tree is compiled once instead of once to check and once to test
+# (a separate `cargo clippy --all-targets` checks every dependency a second time). Every target
+# is built (--all-targets: libraries, binaries, tests, benches, examples), as clippy would
+# check them. The wrapper is cargo configuration, not an exported variable, so the `cargo`
+# that some tests run on fixture crates does not lint them; the test run passes the same
+# configuration, so nothing is rebuilt.
+clippy_while_building=(--config "build.rustc-workspace-wrapper=\"$(rustc --print sysroot)/bin/clippy-driver\"")
+clippy_args="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
+section "build and clippy (every target, -D warnings; target/debug/lode for the VS Code extension's chat tests)"
+CLIPPY_ARGS="$clippy_args" cargo "${clippy_while_building[@]}" test --workspace --all-targets --locked --no-run
 
 section "VS Code extension (editors/vscode: npm ci, tsc, plain-node tests, vsce package)"
 # Fails when npm is missing: the extension's TypeScript must compile wherever the tests run.
@@ -52,7 +60,7 @@ section "cargo test"
 log="$(mktemp)"
 trap 'rm -f "$log"; print_timings' EXIT
 set +e
-cargo test --workspace --locked 2>&1 | tee "$log"
+CLIPPY_ARGS="$clippy_args" cargo "${clippy_while_building[@]}" test --workspace --locked 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # One closing line with the totals over every test binary.
