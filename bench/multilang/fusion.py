@@ -13,8 +13,8 @@ the training split and checked on the evaluation split:
   issue 27's fusion work; a chunk missing from a list adds nothing for it);
 - `complete`: the same, with every candidate's cosine known (read from the deep list), as
   lode's table signal already does for other embedders;
-- `standard`: each list's scores as standard scores over its own top 50 (cosines with a spread
-  of at least 0.02), every candidate's cosine known, a chunk BM25 did not list counted as its
+- `standard`: each list's scores as standard scores over its own top 50 (the spread pooled
+  with a typical one worth 5 candidates, cosines' at least 0.02), every candidate's cosine known, a chunk BM25 did not list counted as its
   lowest score and one under the table's floor as the floor: what lode does since issue 27
   (`FusionMethod::Standardised`), so a list whose best hits stand out for a query gets the
   larger say for it.
@@ -43,7 +43,11 @@ LEXICAL_DEPTH = 50
 SEMANTIC_DEPTH = 2000
 TOP = 50  # candidates taken from each list, as lode's hybrid search does (candidate_depth)
 TABLE_FLOOR = 0.3  # the built-in table's relevance floor (STATIC_RELEVANCE_FLOOR)
-MIN_COSINE_SPREAD = 0.02  # hybrid.rs's MIN_COSINE_SPREAD
+# hybrid.rs's spread_prior: a list's spread is pooled with a typical one worth 5 scores.
+SPREAD_PRIOR_WEIGHT = 5.0
+TYPICAL_COSINE_SPREAD = 0.05
+TYPICAL_BM25_SPREAD = 0.12  # of the query's best BM25 score
+MIN_COSINE_SPREAD = 0.02
 
 
 def ranked(corpus: Path, query: str, mode: str, depth: int) -> list[dict]:
@@ -85,12 +89,15 @@ def lists_for(lang: str, split: str, jobs: int, refresh: bool) -> list[dict]:
     return json.loads(path.read_text())["rows"]
 
 
-def standardised(scores: list[float], min_spread: float = 0.0) -> tuple[float, float]:
+def standardised(scores: list[float], typical: float, min_spread: float = 0.0) -> tuple[float, float]:
+    """The mean of `scores` and their spread pooled with `typical` (worth SPREAD_PRIOR_WEIGHT
+    scores), at least `min_spread`: hybrid.rs's `Spread::of`."""
     if not scores:
         return 0.0, 1.0
     mean = sum(scores) / len(scores)
-    spread = max(math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores)), min_spread)
-    return mean, spread or 1.0
+    squares = sum((s - mean) ** 2 for s in scores)
+    pooled = (squares + SPREAD_PRIOR_WEIGHT * typical ** 2) / (len(scores) + SPREAD_PRIOR_WEIGHT)
+    return mean, max(math.sqrt(pooled), min_spread) or 1.0
 
 
 def fuse(row: dict, rule: str, weight: float) -> list[bool]:
@@ -109,8 +116,10 @@ def fuse(row: dict, rule: str, weight: float) -> list[bool]:
         best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
         fused = {c: bm25.get(c, 0.0) / best + weight * cosine.get(c, 0.0) for c in candidates}
     elif rule == "standard":
-        semantic_mean, semantic_spread = standardised([s for _, s, _ in semantic_top], MIN_COSINE_SPREAD)
-        lexical_mean, lexical_spread = standardised([s for _, s, _ in lexical])
+        semantic_mean, semantic_spread = standardised([s for _, s, _ in semantic_top],
+                                                      TYPICAL_COSINE_SPREAD, MIN_COSINE_SPREAD)
+        lexical_mean, lexical_spread = standardised(
+            [s for _, s, _ in lexical], TYPICAL_BM25_SPREAD * (lexical[0][1] if lexical else 0.0))
         lowest_bm25 = lexical[-1][1] if lexical else 0.0
         fused = {c: (((bm25.get(c, lowest_bm25) - lexical_mean) / lexical_spread if lexical else 0.0)
                      + weight * ((cosine.get(c, TABLE_FLOOR) - semantic_mean) / semantic_spread
