@@ -28,8 +28,9 @@ cargo fmt --all -- --check
 section "test tools (pyright, Neovim, acpx; cached in target/test-tools)"
 ./scripts/install-test-tools.sh
 
-section "bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the table trainer's gradients)"
+section "bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the offline fusion rules; the table trainer's gradients)"
 target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
+target/test-tools/bench-venv/bin/python bench/multilang/test_fusion.py
 target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
 
 # Clippy lints the workspace's crates while they compile for the tests: clippy-driver as
