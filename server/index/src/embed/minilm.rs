@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::bert::{BertConfig, BertEncoder};
 use super::{EmbedError, Embedder, EmbedderIdentity};
 
 /// The files a model directory must hold.
@@ -35,7 +35,7 @@ const PASS_TOKENS: usize = 4096;
 /// all-MiniLM-L6-v2 from a local directory.
 pub struct MiniLmEmbedder {
     identity: EmbedderIdentity,
-    model: BertModel,
+    model: BertEncoder,
     tokenizer: Tokenizer,
     device: Device,
 }
@@ -49,7 +49,7 @@ impl MiniLmEmbedder {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|e| EmbedError::Config(format!("{}: {e}", path.display())))
         };
-        let config: Config = serde_json::from_slice(&read("config.json")?).map_err(|e| {
+        let config: BertConfig = serde_json::from_slice(&read("config.json")?).map_err(|e| {
             EmbedError::Config(format!("{}: {e}", dir.join("config.json").display()))
         })?;
         let weights = read("model.safetensors")?;
@@ -63,7 +63,7 @@ impl MiniLmEmbedder {
                 dir.join("model.safetensors").display()
             ))
         })?;
-        let model = BertModel::load(
+        let model = BertEncoder::load(
             VarBuilder::from_tensors(tensors, DType::F32, &device),
             &config,
         )
@@ -133,7 +133,7 @@ impl MiniLmEmbedder {
         let mask = Tensor::from_vec(mask, shape, &self.device).map_err(model_error)?;
         let pooled = (|| {
             let types = ids.zeros_like()?;
-            let hidden = self.model.forward(&ids, &types, Some(&mask))?;
+            let hidden = self.model.forward(&ids, &types, &mask)?;
             let weights = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
             let summed = hidden.broadcast_mul(&weights)?.sum(1)?;
             let counts = weights.sum(1)?.clamp(1e-9, f64::MAX)?;

@@ -11,6 +11,8 @@
 //! Nothing here downloads model weights: the static table is compiled into the binary, and
 //! MiniLM's weights are read from a directory the user filled.
 
+#[cfg(feature = "minilm")]
+mod bert;
 mod http;
 #[cfg(feature = "minilm")]
 mod minilm;
