@@ -374,13 +374,7 @@ impl Workspace {
                 .map(|&(id, _)| id)
                 .filter(|id| !on_lexical.contains(id)),
         );
-        let on_semantic: HashSet<i64> = semantic.iter().map(|&(id, _)| id).collect();
-        let unlisted: Vec<i64> = lexical
-            .iter()
-            .map(|&(id, _)| id)
-            .filter(|id| !on_semantic.contains(id))
-            .collect();
-        self.complete_semantic(&mut semantic, &unlisted, query_vector)?;
+        self.complete_semantic(&mut semantic, lexical, query_vector)?;
         let cosine_floor = self
             .embedder()
             .map(|embedder| embedder.relevance_floor())

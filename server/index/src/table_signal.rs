@@ -46,43 +46,44 @@ impl Workspace {
         semantic: &mut Vec<(i64, f32)>,
         query_vector: &[f32],
     ) -> Result<Vec<(i64, f32)>, IndexError> {
+        let mut candidates: Vec<i64> = semantic.iter().map(|&(id, _)| id).collect();
+        let missing = self.complete_semantic(semantic, lexical, query_vector)?;
+        candidates.extend(&missing);
+        self.table_ranked(&request.query, &candidates)
+    }
+
+    /// Adds to `semantic` the similarity, under the workspace's own vectors, of each chunk on
+    /// `lexical` it lacks (those under the embedder's floor stay off), best first. Returns the
+    /// chunks it lacked.
+    pub(crate) fn complete_semantic(
+        &self,
+        semantic: &mut Vec<(i64, f32)>,
+        lexical: &[(i64, f32)],
+        query_vector: &[f32],
+    ) -> Result<Vec<i64>, IndexError> {
         let on_semantic: HashSet<i64> = semantic.iter().map(|&(id, _)| id).collect();
         let missing: Vec<i64> = lexical
             .iter()
             .map(|&(id, _)| id)
             .filter(|id| !on_semantic.contains(id))
             .collect();
-        let mut candidates: Vec<i64> = semantic.iter().map(|&(id, _)| id).collect();
-        candidates.extend(&missing);
-        self.complete_semantic(semantic, &missing, query_vector)?;
-        self.table_ranked(&request.query, &candidates)
-    }
-
-    /// Adds the similarity of each of `ids` under the workspace's own vectors to `semantic`
-    /// (those under the embedder's floor stay off), best first.
-    pub(crate) fn complete_semantic(
-        &self,
-        semantic: &mut Vec<(i64, f32)>,
-        ids: &[i64],
-        query_vector: &[f32],
-    ) -> Result<(), IndexError> {
         let (Some(embedder), Some(store)) = (self.embedder(), self.vector_store_for_search()?)
         else {
-            return Ok(());
+            return Ok(missing);
         };
-        if ids.is_empty() || query_vector.is_empty() {
-            return Ok(());
+        if missing.is_empty() || query_vector.is_empty() {
+            return Ok(missing);
         }
         let floor = embedder.relevance_floor();
         semantic.extend(
             store
-                .vectors(ids)?
+                .vectors(&missing)?
                 .into_iter()
                 .map(|(id, vector)| (id, dot(&vector, query_vector)))
                 .filter(|&(_, cosine)| cosine >= floor),
         );
         semantic.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(())
+        Ok(missing)
     }
 
     /// The built-in table's cosine between `query` and each of `candidates` (chunk ids), best
@@ -195,9 +196,12 @@ mod tests {
         let (mut top, query_vector) = workspace.semantic_ranked(&request, 1).unwrap();
         assert_eq!(top.len(), 1);
         let rest: Vec<i64> = ids.iter().copied().filter(|&id| id != top[0].0).collect();
-        workspace
-            .complete_semantic(&mut top, &rest, &query_vector)
+        // Every chunk as a lexical candidate: the one already on the list is not looked up.
+        let lexical: Vec<(i64, f32)> = ids.iter().map(|&id| (id, 1.0)).collect();
+        let missing = workspace
+            .complete_semantic(&mut top, &lexical, &query_vector)
             .unwrap();
+        assert_eq!(missing, rest);
         assert_eq!(top.len(), all.len());
         for ((id, cosine), (all_id, all_cosine)) in top.iter().zip(&all) {
             assert_eq!(id, all_id);
