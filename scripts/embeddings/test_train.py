@@ -23,6 +23,22 @@ def loss_of(model: train.TrainableTable, batch, lexical, tau, weight) -> float:
     return train.contrastive_step(q, c, lexical, tau, weight)[0]
 
 
+def numeric_gradient(model: train.TrainableTable, loss) -> np.ndarray:
+    """d loss / d table by central differences, one entry at a time."""
+    numeric = np.zeros_like(model.table)
+    h = 1e-6
+    for r in range(model.table.shape[0]):
+        for d in range(model.table.shape[1]):
+            keep = model.table[r, d]
+            model.table[r, d] = keep + h
+            up = loss()
+            model.table[r, d] = keep - h
+            down = loss()
+            model.table[r, d] = keep
+            numeric[r, d] = (up - down) / (2 * h)
+    return numeric
+
+
 class GradientTest(unittest.TestCase):
     def test_gradients_match_finite_differences(self):
         rng = np.random.default_rng(3)
@@ -44,19 +60,37 @@ class GradientTest(unittest.TestCase):
         touched, grads = model.gradients([(qi, qo, q, qn, d_q), (ci, co, c, cn, d_c)])
         analytic = np.zeros_like(model.table)
         analytic[touched] = grads
-        numeric = np.zeros_like(model.table)
-        h = 1e-6
-        for r in range(rows):
-            for d in range(dims):
-                keep = model.table[r, d]
-                model.table[r, d] = keep + h
-                up = loss_of(model, ((qi, qo), (ci, co)), lexical, tau, weight)
-                model.table[r, d] = keep - h
-                down = loss_of(model, ((qi, qo), (ci, co)), lexical, tau, weight)
-                model.table[r, d] = keep
-                numeric[r, d] = (up - down) / (2 * h)
+        numeric = numeric_gradient(model, lambda: loss_of(model, ((qi, qo), (ci, co)), lexical, tau, weight))
         np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-6)
         self.assertTrue(np.all(analytic[0] == 0), "a row that is not live gets no gradient")
+
+    def test_the_sentence_geometry_gradient_matches_finite_differences(self):
+        rng = np.random.default_rng(11)
+        rows, dims = 9, 4
+        model = train.TrainableTable(rng.normal(size=(rows, dims)).astype(np.float32), np.ones(rows, bool), 1e-3, 0.0)
+        model.table = model.table.astype(np.float64)
+        model.live = model.live.astype(np.float64)
+        qi = np.array([1, 2, 3, 3, 4, 5, 6, 7, 8], dtype=np.int64)
+        qo = np.array([0, 2, 4, 7], dtype=np.int64)
+        q_base = rng.normal(size=(4, dims))
+        q_base /= np.linalg.norm(q_base, axis=1, keepdims=True)
+        weight = 0.7
+
+        def loss() -> float:
+            return train.sentence_geometry_step(model.embed(qi, qo), q_base, weight)[0]
+
+        q, qn = model.forward(qi, qo)
+        value, d_q = train.sentence_geometry_step(q, q_base, weight)
+        self.assertGreater(value, 0.0)
+        touched, grads = model.gradients([(qi, qo, q, qn, d_q)])
+        analytic = np.zeros_like(model.table)
+        analytic[touched] = grads
+        numeric = numeric_gradient(model, loss)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-4, atol=1e-7)
+        # Under the table it started from, the term is zero and pulls nowhere.
+        same, d_same = train.sentence_geometry_step(q, q, weight)
+        self.assertEqual(same, 0.0)
+        self.assertTrue(np.all(d_same == 0))
 
     def test_an_adam_step_lowers_the_loss(self):
         rng = np.random.default_rng(5)

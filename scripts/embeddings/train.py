@@ -309,6 +309,22 @@ def contrastive_step(q: np.ndarray, c: np.ndarray, lexical: np.ndarray | None, t
     return float(loss), d_q.astype(np.float32), d_c.astype(np.float32)
 
 
+def sentence_geometry_step(q: np.ndarray, q_base: np.ndarray, weight: float) -> tuple[float, np.ndarray]:
+    """Keeps the English side's geometry: the mean squared difference between the cosines of
+    every two sentences of the batch under the table being trained (q) and under the table
+    training started from (q_base, fixed), times weight. Training on code moves English words
+    towards code words, which spreads plain sentences apart; memory and skill search compare
+    English with English. Returns the loss and its gradient for q's unit vectors."""
+    n = len(q)
+    if n < 2 or not weight:
+        return 0.0, np.zeros_like(q)
+    diff = q @ q.T - q_base @ q_base.T
+    np.fill_diagonal(diff, 0.0)
+    pairs = n * (n - 1)
+    loss = weight * float((diff * diff).sum()) / pairs
+    return loss, (4.0 * weight / pairs) * (diff @ q)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True,
@@ -332,6 +348,9 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--tau", type=float, default=0.05)
     ap.add_argument("--l2", type=float, default=0.0, help="pull of the rows towards the base rows")
+    ap.add_argument("--keep-sentences", type=float, default=0.0,
+                    help="weight of a term keeping the cosines between the batch's sentences what "
+                         "they were under --base (English stays English; 0: off)")
     ap.add_argument("--val-share", type=float, default=0.05, help="share of crates held out for validation")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--fns", choices=["pub", "all"], default="all",
@@ -385,6 +404,8 @@ def main() -> int:
     base = Table(Path(a.base))
     live = np.array(base.weights) > 0
     model = TrainableTable(np.array(base.mat), live, a.lr, a.l2)
+    # --keep-sentences compares with the starting table, which never trains.
+    base_model = TrainableTable(np.array(base.mat), live, a.lr, 0.0)
 
     def bags(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         ids, offs = [], []
@@ -461,6 +482,11 @@ def main() -> int:
                                       [crate_stats[p["crate"]] for p in b])
             loss, d_q, d_c = contrastive_step(q.astype(np.float64), c.astype(np.float64), lexical,
                                               a.tau, a.bm25_weight)
+            if a.keep_sentences:
+                q_base = base_model.embed(qi, qo).astype(np.float64)
+                kept, d_kept = sentence_geometry_step(q.astype(np.float64), q_base, a.keep_sentences)
+                loss += kept
+                d_q = d_q + d_kept.astype(d_q.dtype)
             model.backward([(qi, qo, q, q_norms, d_q), (ci, co, c, c_norms, d_c)])
             total += loss * len(b)
             n += len(b)
