@@ -89,9 +89,16 @@ section "VS Code extension tests (plain node, the chat participant against targe
 # a lane's last slow tests finish; side by side, the crates' tests fill those gaps. The crates'
 # lane prints as it runs; the end-to-end lane's output follows when it is done.
 section "cargo test (two lanes: tests/e2e, and every crate's unit and integration tests)"
+# The crates' integration-test targets, from cargo metadata (an assignment, so a failure here
+# stops the script instead of silently running no integration tests).
+integration_tests="$(cargo metadata --no-deps --format-version 1 --locked \
+    | python3 -c 'import json, sys; print("\n".join(sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]} - {"e2e"})))')"
+if [ -z "$integration_tests" ]; then
+    echo "cargo metadata lists no integration tests besides e2e: refusing to run a partial suite" >&2
+    exit 1
+fi
 crate_targets=(--lib --bins)
-for name in $(cargo metadata --no-deps --format-version 1 --locked \
-    | python3 -c 'import json, sys; print("\n".join(sorted({t["name"] for p in json.load(sys.stdin)["packages"] for t in p["targets"] if "test" in t["kind"]} - {"e2e"})))'); do
+for name in $integration_tests; do
     crate_targets+=(--test "$name")
 done
 set +e
