@@ -231,17 +231,24 @@ class TrainableTable:
 
     def forward(self, ids: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(unit vectors, norms) of the bags: bag i is ids[offs[i]:offs[i+1]]."""
-        sums = np.zeros((len(offs), self.table.shape[1]), self.table.dtype)
-        ends = np.append(offs[1:], len(ids))
-        filled = np.flatnonzero(ends > offs)
-        if len(filled):
-            rows = self.table[ids] * self.live[ids, None]
-            sums[filled] = np.add.reduceat(rows, offs[filled], axis=0)
-        norms = np.maximum(np.linalg.norm(sums, axis=1), 1e-12)
-        return sums / norms[:, None], norms
+        return self._bags(self.table, ids, offs)
 
     def embed(self, ids: np.ndarray, offs: np.ndarray) -> np.ndarray:
         return self.forward(ids, offs)[0]
+
+    def embed_with_base(self, ids: np.ndarray, offs: np.ndarray) -> np.ndarray:
+        """The bags' unit vectors under the rows training started from."""
+        return self._bags(self.rows0, ids, offs)[0]
+
+    def _bags(self, table: np.ndarray, ids: np.ndarray, offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sums = np.zeros((len(offs), table.shape[1]), table.dtype)
+        ends = np.append(offs[1:], len(ids))
+        filled = np.flatnonzero(ends > offs)
+        if len(filled):
+            rows = table[ids] * self.live[ids, None]
+            sums[filled] = np.add.reduceat(rows, offs[filled], axis=0)
+        norms = np.maximum(np.linalg.norm(sums, axis=1), 1e-12)
+        return sums / norms[:, None], norms
 
     def backward(self, bags: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
         """One Adam step from the gradients of the unit vectors of several batches of bags:
@@ -404,8 +411,6 @@ def main() -> int:
     base = Table(Path(a.base))
     live = np.array(base.weights) > 0
     model = TrainableTable(np.array(base.mat), live, a.lr, a.l2)
-    # --keep-sentences compares with the starting table, which never trains.
-    base_model = TrainableTable(np.array(base.mat), live, a.lr, 0.0)
 
     def bags(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         ids, offs = [], []
@@ -480,11 +485,12 @@ def main() -> int:
             if a.bm25_weight:
                 lexical = bm25_matrix([p["q_terms"] for p in b], [p["c_terms"] for p in b],
                                       [crate_stats[p["crate"]] for p in b])
-            loss, d_q, d_c = contrastive_step(q.astype(np.float64), c.astype(np.float64), lexical,
-                                              a.tau, a.bm25_weight)
+            q64 = q.astype(np.float64)
+            loss, d_q, d_c = contrastive_step(q64, c.astype(np.float64), lexical, a.tau, a.bm25_weight)
             if a.keep_sentences:
-                q_base = base_model.embed(qi, qo).astype(np.float64)
-                kept, d_kept = sentence_geometry_step(q.astype(np.float64), q_base, a.keep_sentences)
+                # The same sentences under the table training started from, which never moves.
+                q_base = model.embed_with_base(qi, qo).astype(np.float64)
+                kept, d_kept = sentence_geometry_step(q64, q_base, a.keep_sentences)
                 loss += kept
                 d_q = d_q + d_kept.astype(d_q.dtype)
             model.backward([(qi, qo, q, q_norms, d_q), (ci, co, c, c_norms, d_c)])
