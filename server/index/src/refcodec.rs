@@ -14,6 +14,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxBuildHasher;
+
 use crate::tags::{RefKind, Reference};
 
 const VERSION: u8 = 1;
@@ -37,7 +39,7 @@ impl EncodedRefs<'_> {
 /// Encodes references in the order given (source order, as the tags extractor returns them).
 pub fn encode(references: &[Reference]) -> EncodedRefs<'_> {
     let mut strings: Vec<&str> = Vec::new();
-    let mut string_ids: HashMap<&str, usize> = HashMap::new();
+    let mut string_ids: HashMap<&str, usize, FxBuildHasher> = HashMap::default();
     let mut intern = |text, strings: &mut Vec<_>| -> usize {
         *string_ids.entry(text).or_insert_with(|| {
             strings.push(text);
@@ -45,9 +47,9 @@ pub fn encode(references: &[Reference]) -> EncodedRefs<'_> {
         })
     };
     let mut scopes: Vec<Vec<usize>> = vec![Vec::new()];
-    let mut scope_ids: HashMap<&[String], usize> = HashMap::new();
+    let mut scope_ids: HashMap<&[String], usize, FxBuildHasher> = HashMap::default();
     scope_ids.insert(&[], 0);
-    let mut name_counts: HashMap<usize, usize> = HashMap::new();
+    let mut name_counts: HashMap<usize, usize, FxBuildHasher> = HashMap::default();
     let mut names: Vec<(usize, u32)> = Vec::new();
     let mut rows: Vec<(usize, RefKind, u32, u32, usize)> = Vec::with_capacity(references.len());
     for reference in references {
