@@ -365,6 +365,11 @@ impl LexicalIndex {
         Ok(())
     }
 
+    /// Number of chunks searches see (deleted ones not counted).
+    pub fn document_count(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
     /// Number of segments visible to searches (each costs a term lookup per query term).
     pub fn segment_count(&self) -> usize {
         self.reader.searcher().segment_readers().len()

@@ -294,6 +294,12 @@ impl Workspace {
         self.lexical.segment_count()
     }
 
+    /// How many chunks the lexical index holds: the catalog's chunk count whenever the two
+    /// are in step.
+    pub fn lexical_document_count(&self) -> u64 {
+        self.lexical.document_count()
+    }
+
     /// What this handle had to repair so far, one line each (empty when the index was
     /// healthy): the catalog and lexical index are checked by `open`, the vector store when it
     /// is first used.
@@ -698,7 +704,7 @@ impl Workspace {
                         open,
                         file,
                         outcome,
-                        derived.lexical,
+                        derived.lexical_write(known.contains_key(&file.rel_path)),
                         inline.as_mut(),
                         stats,
                     ),
@@ -820,6 +826,32 @@ pub(crate) struct Derived {
     pub(crate) vectors: bool,
 }
 
+impl Derived {
+    /// How a parsed file's chunks reach the lexical index. `known` says whether the catalog
+    /// held the file when the write began: while the lexical index mirrors the catalog, a file
+    /// the catalog did not know has nothing there to delete, and skipping the delete spares
+    /// tantivy a term lookup per file in every segment at commit (a cold build deletes
+    /// nothing at all).
+    pub(crate) fn lexical_write(self, known: bool) -> LexicalWrite {
+        match (self.lexical, known) {
+            (false, _) => LexicalWrite::Skip,
+            (true, true) => LexicalWrite::Replace,
+            (true, false) => LexicalWrite::Add,
+        }
+    }
+}
+
+/// What a write does with a file's chunks in the lexical index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LexicalWrite {
+    /// Nothing: the lexical index is rebuilt from the catalog later.
+    Skip,
+    /// Deletes the file's old chunks, then adds the new ones.
+    Replace,
+    /// Adds the chunks: the file has none there.
+    Add,
+}
+
 /// The known files gone from disk, and the found files that are new or whose size or mtime
 /// changed (an mtime of 0 is never trusted).
 fn changed_files<'f>(
@@ -914,7 +946,7 @@ impl Workspace {
         batch: &mut CatalogBatch<'_>,
         file: &ScannedFile,
         outcome: FileOutcome,
-        lexical: bool,
+        lexical: LexicalWrite,
         inline: Option<&mut InlineVectors>,
         stats: &mut RefreshStats,
     ) -> Result<(), IndexError> {
@@ -947,7 +979,7 @@ impl Workspace {
             }
             FileOutcome::Binary => {
                 if batch.remove_file(&file.rel_path)? {
-                    if lexical {
+                    if lexical == LexicalWrite::Replace {
                         self.lexical.delete_file(&file.rel_path)?;
                     }
                     stats.removed += 1;
@@ -972,13 +1004,14 @@ impl Workspace {
         mtime_ns: i64,
         hash: u64,
         parsed: &ParsedFile,
-        lexical: bool,
+        lexical: LexicalWrite,
     ) -> Result<Vec<i64>, IndexError> {
         let ids = batch.put_file(rel_path, language, size, mtime_ns, hash, parsed)?;
-        if !lexical {
-            return Ok(ids);
+        match lexical {
+            LexicalWrite::Skip => return Ok(ids),
+            LexicalWrite::Replace => self.lexical.delete_file(rel_path)?,
+            LexicalWrite::Add => {}
         }
-        self.lexical.delete_file(rel_path)?;
         for (&id, chunk) in ids.iter().zip(&parsed.chunks) {
             self.lexical.add_chunk(&LexicalDoc::from_chunk(
                 id,
@@ -1011,7 +1044,8 @@ impl Workspace {
                 0,
                 content_hash(contents),
                 &parsed,
-                derived.lexical,
+                // Whether the catalog holds the file is not looked up: one delete is cheap.
+                derived.lexical_write(true),
             )?;
             let generation = batch.commit()?;
             self.commit_lexical(derived, generation)?;

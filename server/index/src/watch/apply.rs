@@ -228,7 +228,8 @@ impl Workspace {
             for file in &updates {
                 let known_hash = known.get(&file.rel_path).map(|record| record.hash);
                 let outcome = read_and_parse(file, known_hash, max_bytes, sizes, None);
-                self.apply_outcome(&mut batch, file, outcome, derived.lexical, None, &mut stats)?;
+                let lexical = derived.lexical_write(known.contains_key(&file.rel_path));
+                self.apply_outcome(&mut batch, file, outcome, lexical, None, &mut stats)?;
             }
             let generation = batch.commit()?;
             self.commit_lexical(derived, generation)?;

@@ -101,6 +101,77 @@ fn refresh_indexes_then_reparses_only_what_changed() {
     );
 }
 
+/// A refresh deletes a file's old chunks from the lexical index only when the catalog knew
+/// the file; new files are added without a delete. Either way every chunk is there once.
+#[test]
+fn lexical_hits_follow_new_edited_and_removed_files_without_duplicates() {
+    let dir = sample_workspace();
+    let workspace = open(dir.path());
+    let cold = workspace.refresh(&no_progress).unwrap();
+    assert_eq!(workspace.lexical_document_count(), cold.total_chunks);
+    let in_step = |stats: lode_index::RefreshStats| {
+        assert_eq!(
+            workspace.lexical_document_count(),
+            stats.total_chunks,
+            "{stats:?}"
+        );
+    };
+    // The chunks holding `word` itself (a query also matches the parts of an identifier).
+    let hits = |word: &str| -> Vec<(String, u32)> {
+        workspace
+            .search(&SearchRequest::new(word))
+            .unwrap()
+            .into_iter()
+            .filter(|hit| hit.snippet.contains(word))
+            .map(|hit| (hit.path, hit.start_line))
+            .collect()
+    };
+    let before = hits("acquire_connection");
+    assert!(!before.is_empty());
+
+    write(
+        dir.path(),
+        "src/extra.rs",
+        "pub fn frobnicate_widgets() -> u32 {\n    7\n}\n",
+    );
+    write(
+        dir.path(),
+        "tools/pool.py",
+        &TOOL_PY.replace("acquire_connection", "borrow_connection"),
+    );
+    let changed = workspace.refresh(&no_progress).unwrap();
+    assert_eq!(changed.parsed, 2, "{changed:?}");
+    in_step(changed);
+    assert_eq!(
+        hits("frobnicate_widgets"),
+        [("src/extra.rs".to_string(), 1)]
+    );
+    assert!(hits("acquire_connection").is_empty());
+    assert_eq!(hits("borrow_connection"), before);
+
+    // The new file is known now: editing it again replaces its chunks.
+    write(
+        dir.path(),
+        "src/extra.rs",
+        "pub fn polish_gadgets() -> u32 {\n    8\n}\n",
+    );
+    in_step(workspace.refresh(&no_progress).unwrap());
+    assert!(hits("frobnicate_widgets").is_empty());
+    assert_eq!(hits("polish_gadgets"), [("src/extra.rs".to_string(), 1)]);
+
+    // Removed, then created again with the same text: one copy, not two.
+    fs::remove_file(dir.path().join("src/extra.rs")).unwrap();
+    in_step(workspace.refresh(&no_progress).unwrap());
+    assert!(hits("polish_gadgets").is_empty());
+    write(
+        dir.path(),
+        "src/extra.rs",
+        "pub fn polish_gadgets() -> u32 {\n    8\n}\n",
+    );
+    in_step(workspace.refresh(&no_progress).unwrap());
+    assert_eq!(hits("polish_gadgets"), [("src/extra.rs".to_string(), 1)]);
+}
+
 #[test]
 fn an_unchanged_file_with_a_new_mtime_is_hashed_not_parsed() {
     let dir = sample_workspace();
