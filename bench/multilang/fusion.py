@@ -3,8 +3,8 @@
 
     bench/multilang/fusion.py [--lang python ...] [--split train|eval ...] [--refresh-lists]
 
-For every query of the sets that build.py made it takes lode's lexical list (`--mode lexical
---limit 50`) and a deep semantic list (`--mode semantic --limit 2000`, every chunk above the
+For every query of the sets that build.py made it takes a deep lexical list (`--mode lexical
+--limit 2000`; the fusions take its top 50) and a deep semantic list (`--mode semantic --limit 2000`, every chunk above the
 table's floor up to that depth), once, and caches them in bench/out/multilang/lists/. Then it
 scores fusions of the two without running lode again, so that a fusion rule can be chosen on
 the training split and checked on the evaluation split:
@@ -17,7 +17,9 @@ the training split and checked on the evaluation split:
   with a typical one worth 5 candidates, cosines' at least 0.02), every candidate's cosine known, a chunk BM25 did not list counted as its
   lowest score and one under the table's floor as the floor: what lode does since issue 27
   (`FusionMethod::Standardised`), so a list whose best hits stand out for a query gets the
-  larger say for it.
+  larger say for it;
+- `standard-exact`: the same, but a candidate BM25 did not list in its top 50 gets its own
+  BM25 from the deep list (0 when it holds no query word), not the list's lowest score.
 
 A hit counts by eval.py's rule (`is_hit`). The corpora must be indexed by the binary that
 answers (LODE_BIN, else target/release/lode): run eval.py first, or `lode index` in each.
@@ -39,7 +41,7 @@ sys.path.insert(0, str(HERE))
 from eval import LANGS, LODE, OUT, is_hit  # noqa: E402
 
 LISTS = OUT / "lists"
-LEXICAL_DEPTH = 50
+LEXICAL_DEPTH = 2000  # deep, so that the BM25 of a semantic candidate is known too
 SEMANTIC_DEPTH = 2000
 TOP = 50  # candidates taken from each list, as lode's hybrid search does (candidate_depth)
 TABLE_FLOOR = 0.3  # the built-in table's relevance floor (STATIC_RELEVANCE_FLOOR)
@@ -115,12 +117,17 @@ def fuse(row: dict, rule: str, weight: float) -> list[bool]:
     elif rule == "complete":
         best = lexical[0][1] if lexical and lexical[0][1] > 0 else 1.0
         fused = {c: bm25.get(c, 0.0) / best + weight * cosine.get(c, 0.0) for c in candidates}
-    elif rule == "standard":
+    elif rule in ("standard", "standard-exact"):
         semantic_mean, semantic_spread = standardised([s for _, s, _ in semantic_top],
                                                       TYPICAL_COSINE_SPREAD, MIN_COSINE_SPREAD)
         lexical_mean, lexical_spread = standardised(
             [s for _, s, _ in lexical], TYPICAL_BM25_SPREAD * (lexical[0][1] if lexical else 0.0))
         lowest_bm25 = lexical[-1][1] if lexical else 0.0
+        if rule == "standard-exact":
+            # A candidate BM25 did not list in its top 50 scored by BM25 all the same (0 when
+            # it holds no query term), instead of counted as the list's lowest score.
+            deep = {key: score for key, score, _ in row["lexical"]}
+            bm25 = {c: deep.get(c, 0.0) for c in candidates}
         fused = {c: (((bm25.get(c, lowest_bm25) - lexical_mean) / lexical_spread if lexical else 0.0)
                      + weight * ((cosine.get(c, TABLE_FLOOR) - semantic_mean) / semantic_spread
                                  if semantic_top else 0.0))
@@ -143,6 +150,7 @@ RULES = {
     "scaled": [0.25, 0.5, 0.75, 1.0, 1.5, 2.0],
     "complete": [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0],
     "standard": [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
+    "standard-exact": [0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5],
 }
 
 

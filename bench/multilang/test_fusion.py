@@ -52,6 +52,23 @@ class StandardScores(unittest.TestCase):
         self.assertEqual(fusion.standardised([1.0, 1.0], 0.0), (1.0, 1.0))
 
 
+class ExactBm25(unittest.TestCase):
+    def test_a_vector_candidate_gets_its_own_bm25_not_the_lists_lowest(self):
+        # "x" is on the semantic list only. Past the lexical top 50 the deep list knows its
+        # BM25: 0.0 here, well under the top 50's lowest (5.0), so it loses the place that
+        # `standard` gives it at a weight where the lowest score would have carried it.
+        lexical = [(f"l{i}", 10.0 - i * 0.1) for i in range(fusion.TOP)] + [("x", 0.0)]
+        semantic = [("x", 0.60)] + [(f"l{i}", 0.45) for i in range(10)]
+        r = row(lexical, semantic, "x")
+        self.assertEqual(fusion.fuse(r, "standard", 2.0)[0], True)
+        self.assertEqual(fusion.fuse(r, "standard-exact", 2.0)[0], False)
+        # A candidate both lists rank is scored alike by both rules.
+        both = row([("a", 3.0), ("b", 2.0)], [("b", 0.5), ("a", 0.4)], "a")
+        for weight in (0.5, 1.0, 2.0):
+            self.assertEqual(fusion.fuse(both, "standard", weight),
+                             fusion.fuse(both, "standard-exact", weight))
+
+
 class Mrr(unittest.TestCase):
     def test_first_hit_in_the_top_ten_counts(self):
         self.assertAlmostEqual(fusion.mrr([[False, True], [True], [False] * 10 + [True]]),
