@@ -4,10 +4,10 @@
     bench/multilang/fusion.py [--lang python ...] [--split train|eval ...] [--refresh-lists]
 
 For every query of the sets that build.py made it takes a deep lexical list (`--mode lexical
---limit 2000`; the fusions take its top 50) and a deep semantic list (`--mode semantic --limit 2000`, every chunk above the
-table's floor up to that depth), once, and caches them in bench/out/multilang/lists/. Then it
-scores fusions of the two without running lode again, so that a fusion rule can be chosen on
-the training split and checked on the evaluation split:
+--limit 2000`; the fusions take its top 50) and a deep semantic list (`--mode semantic
+--limit 2000`, every chunk above the table's floor up to that depth), once, and caches them in
+bench/out/multilang/lists/. Then it scores fusions of the two without running lode again, so
+that a fusion rule can be chosen on the training split and checked on the evaluation split:
 
 - `scaled`: BM25 / best BM25 + W x cosine over the two lists' top 50 (what lode did until
   issue 27's fusion work; a chunk missing from a list adds nothing for it);
