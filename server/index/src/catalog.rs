@@ -20,8 +20,9 @@ use crate::tags::DefKind;
 /// (5: chunk ids are never reused, so derived stores can diff by id. 6: references are stored
 /// per file in one compact record, with a per-file count of each referenced name. 7: chunks
 /// cut at the smaller default sizes of `chunk::DEFAULT_SIZES`; a file is re-chunked only when
-/// it changes, so an older index is rebuilt rather than left with two chunkings.)
-pub const SCHEMA_VERSION: &str = "7";
+/// it changes, so an older index is rebuilt rather than left with two chunkings. 8: a file
+/// under the maximum chunk size is split at its definitions like a larger one.)
+pub const SCHEMA_VERSION: &str = "8";
 
 /// The catalog's file in an index directory.
 pub const CATALOG_FILE: &str = "catalog.sqlite";

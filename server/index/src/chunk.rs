@@ -67,7 +67,10 @@ pub fn chunk_code_with(
     }
     let counter = NonWhitespace::new(source);
     let mut units = Vec::new();
-    flatten(tree.root_node(), source, &counter, sizes, false, &mut units);
+    // The file opens at the target like a container's body: kept whole up to the maximum, a
+    // small file of three functions would be one chunk, and a search for one of them would
+    // answer with the file.
+    flatten(tree.root_node(), source, &counter, sizes, true, &mut units);
     let spans = group_units(&units, &counter, sizes);
     let lines = LineIndex::new(source);
     let mut definitions = DefinitionCursor::new(&tags.definitions);
@@ -205,7 +208,7 @@ fn flatten(
             out.push(Piece::Unit(Unit {
                 start,
                 end,
-                sticky: is_sticky(node),
+                sticky: is_sticky(node, source),
             }));
         }
         return;
@@ -279,9 +282,44 @@ fn split_by_lines(
     }
 }
 
-fn is_sticky(node: Node) -> bool {
+/// Units that go wherever the unit after them goes: comments, attributes, decorators, overloads.
+fn is_sticky(node: Node, source: &str) -> bool {
     let kind = node.kind();
-    kind.contains("comment") || kind == "attribute_item" || kind == "decorator"
+    kind.contains("comment")
+        || kind == "attribute_item"
+        || kind == "decorator"
+        || is_overload_signature(node, source)
+}
+
+/// A TypeScript overload signature (`function parse(text: string): Node;`, or a method's in a
+/// class) followed by another declaration of the same name: it belongs with the implementation
+/// the signatures lead to, not with whatever precedes it.
+fn is_overload_signature(node: Node, source: &str) -> bool {
+    fn declaration(node: Node) -> Option<Node> {
+        if node.kind() == "export_statement" {
+            node.child_by_field_name("declaration")
+        } else {
+            Some(node)
+        }
+    }
+    let name = |node: Node| {
+        node.child_by_field_name("name")
+            .map(|name| &source[name.byte_range()])
+    };
+    let Some(signature) = declaration(node) else {
+        return false;
+    };
+    if !matches!(signature.kind(), "function_signature" | "method_signature") {
+        return false;
+    }
+    let mut next = node.next_named_sibling();
+    while let Some(sibling) = next
+        && sibling.kind().contains("comment")
+    {
+        next = sibling.next_named_sibling();
+    }
+    let next_name = next.and_then(declaration).and_then(name);
+    next_name.is_some() && next_name == name(signature)
 }
 
 /// Merges consecutive units into spans no larger than the target (a single unit may reach max).
@@ -699,6 +737,62 @@ mod tests {
             "this.notify();",
         );
         assert_one_chunk(&chunks, "javascript", "Takes the oldest job", "return job;");
+    }
+
+    /// A file under the maximum as a whole is still split at its definitions: otherwise a
+    /// search for one of its functions answers with the whole file.
+    #[test]
+    fn a_small_file_is_split_at_its_definitions() {
+        let typescript = "import { format } from 'outvariant';\n\n\
+            function formatMessage(message: string, ...positionals: any[]): string {\n  \
+            const interpolated = format(message, ...positionals);\n  \
+            return `[prefix] ${interpolated} (formatted for the console)`;\n}\n\n\
+            function warn(message: string, ...positionals: any[]): void {\n  \
+            console.warn(formatMessage(message, ...positionals), 'warning', Date.now());\n}\n\n\
+            function error(message: string, ...positionals: any[]): void {\n  \
+            console.error(formatMessage(message, ...positionals), 'error', Date.now());\n}\n";
+        let go = "package dev\n\nimport \"fmt\"\n\n\
+            func FormatMessage(message string, positionals ...any) string {\n\t\
+            interpolated := fmt.Sprintf(message, positionals...)\n\t\
+            return \"[prefix] \" + interpolated + \" (formatted for the console)\"\n}\n\n\
+            func Warn(message string, positionals ...any) {\n\t\
+            fmt.Println(FormatMessage(message, positionals...), \"warning\", len(message))\n}\n\n\
+            func Error(message string, positionals ...any) {\n\t\
+            fmt.Println(FormatMessage(message, positionals...), \"error\", len(message))\n}\n";
+        for (language, source, first, last) in [
+            (
+                Language::TypeScript,
+                typescript,
+                "function formatMessage",
+                "console.error",
+            ),
+            (Language::Go, go, "func FormatMessage", "\"error\""),
+        ] {
+            assert!(
+                non_whitespace(source) < DEFAULT_SIZES.max,
+                "{language:?}: not a small file"
+            );
+            let chunks = parse_file(language, source).unwrap().chunks;
+            let holding_first = chunks.iter().find(|c| c.text.contains(first)).unwrap();
+            assert!(
+                !holding_first.text.contains(last),
+                "{language:?}: the first and the last function share a chunk: {chunks:#?}"
+            );
+        }
+    }
+
+    /// Signatures of different names (a declaration file) are not overloads: they do not all
+    /// wait for one implementation.
+    #[test]
+    fn typescript_signatures_of_different_names_do_not_stick_together() {
+        let mut source = String::new();
+        for i in 0..12 {
+            source.push_str(&format!(
+                "export declare function operation{i}(input: string, options?: Options): Promise<Result{i}>;\n"
+            ));
+        }
+        let chunks = parse_file(Language::TypeScript, &source).unwrap().chunks;
+        assert!(chunks.len() >= 3, "{chunks:#?}");
     }
 
     #[test]
