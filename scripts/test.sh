@@ -42,6 +42,7 @@ section "start in the background: test tools, bench builders, VS Code extension 
     echo "-- bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the offline fusion rules; the table trainer's gradients)"
     target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
     target/test-tools/bench-venv/bin/python bench/multilang/test_fusion.py
+    target/test-tools/bench-venv/bin/python bench/multilang/test_reference.py
     target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
     echo "-- VS Code extension (editors/vscode: npm ci, tsc, vsce package)"
     cd editors/vscode
