@@ -69,7 +69,8 @@ def main() -> int:
                 shutil.rmtree(path / ".lode", ignore_errors=True)
                 r = run_timed([LODE, "index", path]).check()
                 m = re.search(r"parsed ([\d.]+) MB", last_line(r.stderr))
-                lode_mb = float(m.group(1)) if m else st["source_mb"]
+                # lode prints one decimal: a tiny tree's "0.0 MB" falls back to the file sizes
+                lode_mb = float(m.group(1)) if m and float(m.group(1)) > 0 else st["source_mb"]
                 lode_runs.append(r)
             else:
                 remove_ck_index(path)
@@ -85,6 +86,8 @@ def main() -> int:
 
     def summary(runs: list, mb: float) -> dict:
         rss_mb = max(r.max_rss_kb or 0 for r in runs) / 1024
+        if mb <= 0:
+            die(f"nothing indexed in {path} (0 MB); pick a tree with source files")
         return {"wall_s": median([r.wall_s for r in runs]), "runs_wall_s": [r.wall_s for r in runs],
                 "cpu_s": median([r.cpu_s for r in runs]), "runs_cpu_s": [r.cpu_s for r in runs],
                 "peak_rss_mb": rss_mb, "indexed_mb": mb, "rss_mb_per_indexed_mb": rss_mb / mb}
@@ -101,7 +104,7 @@ def main() -> int:
         "targets": {"speedup_wall_min": TARGET_SPEEDUP, "rss_per_mb": "lode <= ck"},
         "meets_targets": {"speed": ok_speed, "rss_per_mb": ok_rss},
     })
-    rows = [[name, fmt_s(s["wall_s"]), f"{s['cpu_s']:.1f} s", f"{s['indexed_mb']:.1f} MB",
+    rows = [[name, fmt_s(s["wall_s"]), f"{s['cpu_s']:.1f} s", f"{s['indexed_mb']:.2f} MB",
              f"{s['indexed_mb'] / s['wall_s']:.2f} MB/s", f"{s['peak_rss_mb']:.0f} MB",
              f"{s['rss_mb_per_indexed_mb']:.1f}"] for name, s in (("lode", lode_s), (f"ck ({CK_MODEL})", ck_s))]
     print()
