@@ -338,6 +338,21 @@ def js_declared_name(node) -> str | None:
     return name_of(node)
 
 
+def overload_end(signature, name: str):
+    """The node that ends a TypeScript overload set: the implementation after its signatures."""
+    end = signature
+    sibling = signature.next_named_sibling
+    while sibling is not None:
+        inner = sibling.child_by_field_name("declaration") if sibling.type == "export_statement" else sibling
+        if inner is None or name_of(inner) != name:
+            break
+        end = sibling
+        if inner.type == "function_declaration":
+            break
+        sibling = sibling.next_named_sibling
+    return end
+
+
 def js_functions(tree, source: bytes) -> list[Documented]:
     found = []
     stack = [tree.root_node]
@@ -363,16 +378,7 @@ def js_functions(tree, source: bytes) -> list[Documented]:
             continue
         end = target_range.end_point[0] + 1
         if target.type == "function_signature":
-            # TypeScript overloads: the implementation after the signatures ends the function.
-            sibling = target_range.next_named_sibling
-            while sibling is not None:
-                inner = sibling.child_by_field_name("declaration") if sibling.type == "export_statement" else sibling
-                if inner is None or name_of(inner) != name:
-                    break
-                end = sibling.end_point[0] + 1
-                if inner.type == "function_declaration":
-                    break
-                sibling = sibling.next_named_sibling
+            end = overload_end(target_range, name).end_point[0] + 1
         query = first_sentence(jsdoc_lines(node.text.decode("utf-8", "replace")))
         if query is None:
             continue

@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from build import EXTENSIONS, JS_FUNCTIONS, LANGS, OUT, js_declared_name, name_of, parser_for
+from build import EXTENSIONS, JS_FUNCTIONS, LANGS, OUT, js_declared_name, overload_end, parser_for
 from eval import is_hit, metrics
 
 K1 = 1.2
@@ -62,21 +62,6 @@ def tokenize(text: str, split_identifiers: bool = False) -> list[str]:
 
 def _line_span(start_node, end_node) -> tuple[int, int]:
     return start_node.start_point[0] + 1, end_node.end_point[0] + 1
-
-
-def overload_end(signature, name: str):
-    """The node that ends a TypeScript overload set: the implementation after its signatures."""
-    end = signature
-    sibling = signature.next_named_sibling
-    while sibling is not None:
-        inner = sibling.child_by_field_name("declaration") if sibling.type == "export_statement" else sibling
-        if inner is None or name_of(inner) != name:
-            break
-        end = sibling
-        if inner.type == "function_declaration":
-            break
-        sibling = sibling.next_named_sibling
-    return end
 
 
 def function_spans(lang: str, tree) -> list[tuple[int, int]]:
