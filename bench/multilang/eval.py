@@ -11,6 +11,7 @@ word with the function's name. Written to bench/out/multilang/results.json and p
 Markdown table.
 
     bench/multilang/eval.py [--lang python ...] [--mode lexical ...] [--fusion SPEC] [--no-reindex]
+                            [--search-arg=--boosts=2,1,1,0.5]
                             [--jobs 2]
 
 Needs a lode binary: LODE_BIN, else target/release/lode. Standard library only.
@@ -46,10 +47,11 @@ def is_hit(hit: dict, gold: dict) -> bool:
 
 
 LODE_ARGS: list[str] = []  # --lode-arg: global options for every lode run (index and search)
+SEARCH_ARGS: list[str] = []  # --search-arg: options of `lode search` only (e.g. --boosts)
 
 
 def search(corpus: Path, query: str, mode: str, fusion: str | None) -> list[dict]:
-    command = [str(LODE), *LODE_ARGS, "search", "--json", "--limit", "10", "--no-refresh"]
+    command = [str(LODE), *LODE_ARGS, "search", *SEARCH_ARGS, "--json", "--limit", "10", "--no-refresh"]
     if mode != "auto":
         command += ["--mode", mode]
     if fusion and mode in ("hybrid", "auto"):
@@ -119,11 +121,14 @@ def main() -> int:
     parser.add_argument("--lode-arg", action="append", default=[],
                         help="a global option for every lode run, e.g. --lode-arg=--chunk-sizes=300,1200,50 "
                              "(delete the corpora's .lode first: a chunking change alone does not re-index)")
+    parser.add_argument("--search-arg", action="append", default=[],
+                        help="an option of lode search, e.g. --search-arg=--boosts=2,1,1,0.5")
     parser.add_argument("--split", choices=["eval", "train"], default="eval",
                         help="train: the sets of build.py --split train (for fitting weights)")
     parser.add_argument("--output", type=Path, default=OUT / "results.json")
     args = parser.parse_args()
     LODE_ARGS.extend(args.lode_arg)
+    SEARCH_ARGS.extend(args.search_arg)
     if not LODE.is_file():
         sys.exit(f"eval.py: no lode binary at {LODE} (build with cargo build --release -p lode, or set LODE_BIN)")
     sets = OUT if args.split == "eval" else OUT / "train"
