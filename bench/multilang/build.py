@@ -492,14 +492,30 @@ class Candidate:
     doc: Documented
 
 
-def process_file(lang: str, parser, source: bytes) -> tuple[bytes, list[Documented]]:
+def first_sentence_blanks(source: bytes, doc: Documented) -> list[tuple[int, int, bytes]]:
+    """Blanks for only the query's own words in the doc (the rest of the doc stays), or the
+    whole doc when the query cannot be found word for word in it (markup removed from the
+    query, such as a link's target, stands between its words)."""
+    words = re.findall(rb"[A-Za-z0-9]+", doc.query.encode("utf-8"))
+    pattern = re.compile(rb"[^A-Za-z0-9]*".join(re.escape(w) for w in words), re.IGNORECASE)
+    for start, end, _ in doc.blanks:
+        found = pattern.search(source, start, end) if words else None
+        if found:
+            return [(found.start(), found.end(), spaces_for(source, found.start(), found.end()))]
+    return doc.blanks
+
+
+def process_file(lang: str, parser, source: bytes, keep_doc_rest: bool = False) -> tuple[bytes, list[Documented]]:
     """The blanked text and the documented functions of one file (checked: same lines, no new
-    parse errors)."""
+    parse errors). With keep_doc_rest only each doc's first sentence, the query, is blanked."""
     tree = parser.parse(source)
     documented = FINDERS[lang](tree, source)
     if not documented:
         return source, []
-    blanked = blank(source, [b for d in documented for b in d.blanks])
+    if keep_doc_rest:
+        blanked = blank(source, [b for d in documented for b in first_sentence_blanks(source, d)])
+    else:
+        blanked = blank(source, [b for d in documented for b in d.blanks])
     if blanked.count(b"\n") != source.count(b"\n"):
         raise ValueError("blanking changed the line count")
     if errors(parser.parse(blanked)) > errors(tree):
@@ -517,7 +533,7 @@ def identifier_words(name: str) -> set[str]:
 
 
 def build(lang: str, packages: list[Package], max_queries: int, per_package: int, seed: int,
-          out_root: Path = OUT) -> dict:
+          out_root: Path = OUT, keep_doc_rest: bool = False) -> dict:
     parser = parser_for(lang)
     out = out_root / lang
     corpus = out / "corpus"
@@ -535,7 +551,7 @@ def build(lang: str, packages: list[Package], max_queries: int, per_package: int
             rel = Path(package.slug) / path.relative_to(root)
             source = path.read_bytes()
             try:
-                blanked, documented = process_file(lang, parser, source)
+                blanked, documented = process_file(lang, parser, source, keep_doc_rest)
             except ValueError as problem:
                 print(f"  skipped {rel}: {problem}", file=sys.stderr)
                 blanked, documented = source, []
@@ -588,6 +604,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--split", choices=["eval", "train"], default="eval",
                         help="train: the packages that fit weights, into bench/out/multilang/train/")
+    parser.add_argument("--keep-doc-rest", action="store_true",
+                        help="blank only each doc's first sentence (the query) and keep the rest of the doc, "
+                             "into bench/out/multilang/keep-rest/ (a set that can judge the comments field)")
     parser.add_argument("--packages", type=Path, default=HERE / "packages.txt")
     parser.add_argument("--check", nargs="+", metavar=("LANG", "FILE"),
                         help="print the documented functions of FILE and its blanked text (a debugging aid)")
@@ -603,9 +622,11 @@ def main() -> int:
         return 0
     packages = read_packages(args.packages, args.split)
     out_root = OUT if args.split == "eval" else OUT / "train"
+    if args.keep_doc_rest:
+        out_root = out_root / "keep-rest"
     for lang in args.lang or LANGS:
         summary = build(lang, [p for p in packages if p.lang == lang], args.max_queries,
-                        args.per_package, args.seed, out_root)
+                        args.per_package, args.seed, out_root, args.keep_doc_rest)
         print(json.dumps(summary))
     return 0
 

@@ -96,6 +96,27 @@ class Extraction(unittest.TestCase):
                     if after.strip() and after.strip() != b'""':
                         self.assertEqual(before, after)
 
+    def test_keep_doc_rest_blanks_only_the_query(self):
+        rests = {"go": b"It blocks until one is ready.", "rust": b"# Examples",
+                 "typescript": None, "javascript": None}  # its first doc has a {@link}: whole
+        for lang, (source, expected) in FIXTURES.items():
+            with self.subTest(lang=lang):
+                parser = build.parser_for(lang)
+                blanked, documented = build.process_file(lang, parser, source, keep_doc_rest=True)
+                self.assertEqual(len(documented), len(expected))
+                self.assertEqual(blanked.count(b"\n"), source.count(b"\n"))
+                self.assertLessEqual(build.errors(parser.parse(blanked)), build.errors(parser.parse(source)))
+                text = build.normalize(blanked.decode())
+                for _, _, _, query in expected:
+                    self.assertNotIn(build.normalize(query), text)
+                if rests.get(lang):
+                    self.assertIn(rests[lang], blanked)
+        # A query whose words the doc does not hold in order (markup removed) blanks the whole doc.
+        source = b'/** Merges into one {@link Array} quickly, always. More text here. */\nfunction m(a) {}\n'
+        blanked, documented = build.process_file("javascript", build.parser_for("javascript"), source, True)
+        self.assertEqual([d.query for d in documented], ["Merges into one Array quickly, always"])
+        self.assertNotIn(b"More text", blanked)
+
     def test_an_ambiguous_or_short_doc_is_not_a_query(self):
         self.assertIsNone(build.first_sentence(["Does it."]))
         self.assertIsNone(build.first_sentence(["@param x the thing"]))
