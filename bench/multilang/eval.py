@@ -123,16 +123,18 @@ def main() -> int:
                              "(delete the corpora's .lode first: a chunking change alone does not re-index)")
     parser.add_argument("--search-arg", action="append", default=[],
                         help="an option of lode search, e.g. --search-arg=--boosts=2,1,1,0.5")
-    parser.add_argument("--split", choices=["eval", "train", "keep-rest"], default="eval",
+    parser.add_argument("--split", choices=["eval", "train", "keep-rest", "train-keep-rest"], default="eval",
                         help="train: the sets of build.py --split train (for fitting weights); keep-rest: "
-                             "build.py --keep-doc-rest (docs kept but for the query's sentence)")
+                             "build.py --keep-doc-rest (docs kept but for the query's sentence); "
+                             "train-keep-rest: both")
     parser.add_argument("--output", type=Path, default=OUT / "results.json")
     args = parser.parse_args()
     LODE_ARGS.extend(args.lode_arg)
     SEARCH_ARGS.extend(args.search_arg)
     if not LODE.is_file():
         sys.exit(f"eval.py: no lode binary at {LODE} (build with cargo build --release -p lode, or set LODE_BIN)")
-    sets = {"eval": OUT, "train": OUT / "train", "keep-rest": OUT / "keep-rest"}[args.split]
+    sets = {"eval": OUT, "train": OUT / "train", "keep-rest": OUT / "keep-rest",
+            "train-keep-rest": OUT / "train" / "keep-rest"}[args.split]
     results = [evaluate(lang, args.mode or MODES, args.fusion, not args.no_reindex, args.jobs, sets)
                for lang in args.lang or LANGS]
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -195,5 +195,6 @@
     "int" "int8" "int16" "int32" "int64" "rune" "string" "uint" "uint8" "uint16" "uint32"
     "uint64" "uintptr"))
 
-; Comments, for the chunker (`@comment` on each whole comment node).
+; Comments, for reading a definition with the docs above it (`@comment` on each whole comment
+; node).
 (comment) @comment

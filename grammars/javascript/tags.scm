@@ -198,6 +198,7 @@
       property: (property_identifier) @name)
   ]) @reference.type
 
-; Comments, for the chunker (`@comment` on each whole comment node).
+; Comments, for reading a definition with the docs above it (`@comment` on each whole comment
+; node).
 (comment) @comment
 (html_comment) @comment

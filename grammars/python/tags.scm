@@ -156,5 +156,6 @@
         attribute: (identifier) @name)
     ])) @reference.type
 
-; Comments, for the chunker (`@comment` on each whole comment node).
+; Comments, for reading a definition with the docs above it (`@comment` on each whole comment
+; node).
 (comment) @comment

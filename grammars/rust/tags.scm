@@ -186,6 +186,7 @@
     (identifier) @name)) @reference.type
   (#eq? @_attribute "derive"))
 
-; Comments, for the chunker (`@comment` on each whole comment node).
+; Comments, for reading a definition with the docs above it (`@comment` on each whole comment
+; node).
 (line_comment) @comment
 (block_comment) @comment

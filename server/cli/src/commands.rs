@@ -86,12 +86,11 @@ fn parse_chunk_sizes(text: &str) -> Result<ChunkSizes, String> {
 }
 
 fn parse_boosts(text: &str) -> Result<FieldBoosts, String> {
-    let [symbols, path, content, comments] = parse_numbers::<4>(text)?;
+    let [symbols, path, content] = parse_numbers::<3>(text)?;
     Ok(FieldBoosts {
         symbols: symbols as f32,
         path: path as f32,
         content: content as f32,
-        comments: comments as f32,
     })
 }
 
@@ -117,7 +116,7 @@ pub enum Command {
         /// Only files in this language (rust, python, javascript, typescript, tsx, go, text).
         #[arg(long, value_name = "LANG")]
         lang: Option<String>,
-        /// Benchmark knob: field weights as SYMBOLS,PATH,CONTENT,COMMENTS.
+        /// Benchmark knob: field weights as SYMBOLS,PATH,CONTENT.
         #[arg(long, hide = true, value_parser = parse_boosts)]
         boosts: Option<FieldBoosts>,
         /// lexical (BM25), semantic (vectors) or hybrid (both, fused; the default when the

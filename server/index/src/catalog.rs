@@ -21,8 +21,9 @@ use crate::tags::DefKind;
 /// per file in one compact record, with a per-file count of each referenced name. 7: chunks
 /// cut at the smaller default sizes of `chunk::DEFAULT_SIZES`; a file is re-chunked only when
 /// it changes, so an older index is rebuilt rather than left with two chunkings. 8: a file
-/// under the maximum chunk size is split at its definitions like a larger one.)
-pub const SCHEMA_VERSION: &str = "8";
+/// under the maximum chunk size is split at its definitions like a larger one. 9: chunks no
+/// longer keep a copy of their comments, which only the dropped lexical field read.)
+pub const SCHEMA_VERSION: &str = "9";
 
 /// The catalog's file in an index directory.
 pub const CATALOG_FILE: &str = "catalog.sqlite";
@@ -57,8 +58,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     kind TEXT,
     scope TEXT NOT NULL,
     defined_names TEXT NOT NULL,
-    text TEXT NOT NULL,
-    comments TEXT NOT NULL
+    text TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS defs(
     file_id INTEGER NOT NULL,
@@ -131,7 +131,6 @@ pub struct ChunkRow {
     pub scope: Vec<String>,
     pub defined_names: Vec<String>,
     pub text: String,
-    pub comments: String,
 }
 
 /// A definition as stored, with its file's path.
@@ -540,7 +539,7 @@ pub struct CatalogCounts {
 
 const CHUNK_SELECT: &str =
     "SELECT c.id, f.path, f.language, c.start_line, c.end_line, c.symbol, c.kind,
-    c.scope, c.defined_names, c.text, c.comments FROM chunks c JOIN files f ON f.id = c.file_id";
+    c.scope, c.defined_names, c.text FROM chunks c JOIN files f ON f.id = c.file_id";
 
 const DEF_SELECT: &str =
     "SELECT f.path, f.language, d.name, d.kind, d.start_line, d.end_line, d.scope,
@@ -558,7 +557,6 @@ fn chunk_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {
         scope: split_scope(&row.get::<_, String>(7)?),
         defined_names: split_scope(&row.get::<_, String>(8)?),
         text: row.get(9)?,
-        comments: row.get(10)?,
     })
 }
 
@@ -671,8 +669,8 @@ impl CatalogBatch<'_> {
 
         let mut chunk_ids = Vec::with_capacity(parsed.chunks.len());
         let mut insert_chunk = self.tx.prepare_cached(
-            "INSERT INTO chunks(file_id, start_line, end_line, symbol, kind, scope, defined_names, text, comments)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            "INSERT INTO chunks(file_id, start_line, end_line, symbol, kind, scope, defined_names, text)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
         for chunk in &parsed.chunks {
             insert_chunk.execute(params![
@@ -684,7 +682,6 @@ impl CatalogBatch<'_> {
                 join_scope(&chunk.scope),
                 join_scope(&chunk.defined_names),
                 chunk.text,
-                chunk.comments,
             ])?;
             chunk_ids.push(self.tx.last_insert_rowid());
         }

@@ -49,17 +49,13 @@ pub struct Chunk {
     pub defined_names: Vec<String>,
     /// The chunk's source text, from the start of its first line.
     pub text: String,
-    /// The chunk's comments, joined by newlines.
-    pub comments: String,
 }
 
-/// Chunks a parsed code file whose comments (byte ranges, in order) are known, as
-/// [`crate::tags::extract_tags_and_comments`] reports them.
+/// Chunks a parsed code file whose definitions are known.
 pub fn chunk_code_with(
     tree: &Tree,
     source: &str,
     tags: &FileTags,
-    comments: &[(usize, usize)],
     sizes: ChunkSizes,
 ) -> Vec<Chunk> {
     if source.trim().is_empty() {
@@ -76,7 +72,7 @@ pub fn chunk_code_with(
     let mut definitions = DefinitionCursor::new(&tags.definitions);
     spans
         .into_iter()
-        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut definitions, comments))
+        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut definitions))
         .collect()
 }
 
@@ -111,7 +107,7 @@ pub fn chunk_text_with(source: &str, sizes: ChunkSizes) -> Vec<Chunk> {
     let mut no_definitions = DefinitionCursor::new(&[]);
     group_units(&units, &counter, sizes)
         .into_iter()
-        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut no_definitions, &[]))
+        .map(|(start, end)| build_chunk(source, &lines, start, end, &mut no_definitions))
         .collect()
 }
 
@@ -469,7 +465,6 @@ fn build_chunk(
     start: usize,
     end: usize,
     definitions: &mut DefinitionCursor<'_>,
-    comments: &[(usize, usize)],
 ) -> Chunk {
     let line_start = source[..start].rfind('\n').map_or(0, |at| at + 1);
     let text = source[line_start..end].trim_end().to_string();
@@ -483,18 +478,6 @@ fn build_chunk(
         .min_by_key(|d| (d.scope.len(), d.start_byte))
         .or(enclosing);
 
-    let mut comment_text = String::new();
-    let first_comment = comments.partition_point(|&(_, comment_end)| comment_end <= line_start);
-    for &(comment_start, comment_end) in &comments[first_comment..] {
-        if comment_start >= end {
-            break;
-        }
-        if !comment_text.is_empty() {
-            comment_text.push('\n');
-        }
-        comment_text.push_str(&source[comment_start.max(line_start)..comment_end.min(end)]);
-    }
-
     Chunk {
         start_line,
         end_line,
@@ -505,7 +488,6 @@ fn build_chunk(
         scope: main.map(|d| d.scope.clone()).unwrap_or_default(),
         defined_names: starting.iter().map(|d| d.name.clone()).collect(),
         text,
-        comments: comment_text,
     }
 }
 
@@ -609,7 +591,6 @@ mod tests {
             "{}",
             second.text
         );
-        assert_eq!(second.comments, "/// Docs of second.\n");
         assert_eq!(second.kind, Some(DefKind::Function));
     }
 
@@ -625,8 +606,8 @@ mod tests {
         }
         source.push_str("    }\n}\n");
         let tree = parse_tree(Language::Rust, &source).unwrap().unwrap();
-        let (tags, comments) = extract_tags_and_comments(Language::Rust, &tree, &source).unwrap();
-        let chunks = chunk_code_with(&tree, &source, &tags, &comments, DEFAULT_SIZES);
+        let tags = extract_tags(Language::Rust, &tree, &source).unwrap();
+        let chunks = chunk_code_with(&tree, &source, &tags, DEFAULT_SIZES);
         let flush = chunks
             .iter()
             .find(|c| c.symbol.as_deref() == Some("flush"))
@@ -919,7 +900,7 @@ mod tests {
 
     /// Over the language fixtures (`fixtures/languages/<dir>/sample.*`, the tags tests' samples).
     #[test]
-    fn every_query_captures_every_comment_and_chunks_agree() {
+    fn every_query_captures_every_comment() {
         let fixtures = [
             ("rust", "sample.rs", Language::Rust),
             ("python", "sample.py", Language::Python),
@@ -951,22 +932,11 @@ mod tests {
             };
             let source = sample + commented;
             let tree = parse_tree(language, &source).unwrap().unwrap();
-            let (tags, captured) = extract_tags_and_comments(language, &tree, &source).unwrap();
+            let (_, captured) = extract_tags_and_comments(language, &tree, &source).unwrap();
             let mut walked = Vec::new();
             comments_by_walking(tree.root_node(), &mut walked);
             assert!(walked.len() >= 3, "{dir}: the fixture should hold comments");
             assert_eq!(captured, walked, "{dir}: comments");
-            // The indexer's chunks are those made with the walked comments.
-            let indexed = parse_file(language, &source).unwrap().chunks;
-            assert_eq!(
-                indexed,
-                chunk_code_with(&tree, &source, &tags, &walked, DEFAULT_SIZES),
-                "{dir}"
-            );
-            assert!(
-                indexed.iter().any(|chunk| !chunk.comments.is_empty()),
-                "{dir}: some chunk carries comments"
-            );
         }
     }
 }

@@ -7,7 +7,7 @@ use tree_sitter::{Parser, Tree};
 use crate::chunk::{Chunk, ChunkSizes, DEFAULT_SIZES, chunk_code_with, chunk_text_with};
 use crate::error::IndexError;
 use crate::language::Language;
-use crate::tags::{FileTags, extract_tags_and_comments};
+use crate::tags::{FileTags, extract_tags};
 
 /// What lode learns from one file's text.
 #[derive(Clone, Debug, Default)]
@@ -70,8 +70,8 @@ pub fn parse_file_with(
 ) -> Result<ParsedFile, IndexError> {
     match parse_tree(language, source)? {
         Some(tree) => {
-            let (tags, comments) = extract_tags_and_comments(language, &tree, source)?;
-            let chunks = chunk_code_with(&tree, source, &tags, &comments, sizes);
+            let tags = extract_tags(language, &tree, source)?;
+            let chunks = chunk_code_with(&tree, source, &tags, sizes);
             Ok(ParsedFile { tags, chunks })
         }
         None => Ok(ParsedFile {

@@ -9,8 +9,9 @@
 //! - A name node that declares something is never a reference: a reference whose `@name` node is
 //!   also a definition's `@name` node, or is captured as `@not_a_reference`, is dropped. This lets
 //!   a query capture a node type broadly (every type name) and list only the exceptions.
-//! - `@comment` on every comment node (not on the parts inside one). The chunker files comment
-//!   text by it; capturing comments here saves it a second walk over the whole tree.
+//! - `@comment` on every comment node (not on the parts inside one). Reading a definition in
+//!   full (`symbol::locate`) takes the doc comments above it from these; capturing them here
+//!   saves a second walk over the whole tree.
 //!
 //! Scope chains come from nesting: a tag's scope is the chain of definitions that enclose it.
 
