@@ -449,7 +449,7 @@ def main() -> int:
     ap.add_argument("--queries-only", action="store_true", help="build the copies and the query file, then stop")
     ap.add_argument("--out", help="result file (default: the suite's)")
     ap.add_argument("--search-arg", action="append", default=[],
-                    help="extra argument for `lode search` (repeatable), e.g. --search-arg=--boosts=2,1,1,1")
+                    help="extra argument for `lode search` (repeatable), e.g. --search-arg=--boosts=2,1,1")
     ap.add_argument("--index-arg", action="append", default=[],
                     help="extra argument for `lode index` (repeatable), e.g. --index-arg=--chunk-sizes=600,1200,100")
     a = ap.parse_args()

@@ -11,7 +11,7 @@ word with the function's name. Written to bench/out/multilang/results.json and p
 Markdown table.
 
     bench/multilang/eval.py [--lang python ...] [--mode lexical ...] [--fusion SPEC] [--no-reindex]
-                            [--search-arg=--boosts=2,1,1,0.5]
+                            [--search-arg=--boosts=2,1,1]
                             [--jobs 2]
 
 Needs a lode binary: LODE_BIN, else target/release/lode. Standard library only.
@@ -122,7 +122,7 @@ def main() -> int:
                         help="a global option for every lode run, e.g. --lode-arg=--chunk-sizes=300,1200,50 "
                              "(delete the corpora's .lode first: a chunking change alone does not re-index)")
     parser.add_argument("--search-arg", action="append", default=[],
-                        help="an option of lode search, e.g. --search-arg=--boosts=2,1,1,0.5")
+                        help="an option of lode search, e.g. --search-arg=--boosts=2,1,1")
     parser.add_argument("--split", choices=["eval", "train", "keep-rest", "train-keep-rest"], default="eval",
                         help="train: the sets of build.py --split train (for fitting weights); keep-rest: "
                              "build.py --keep-doc-rest (docs kept but for the query's sentence); "
