@@ -79,6 +79,14 @@ FIXTURES = {
 
 
 class Extraction(unittest.TestCase):
+    def assert_blanked(self, parser, source: bytes, blanked: bytes, expected) -> None:
+        """Same lines, parses no worse, and no query is left in the text."""
+        self.assertEqual(blanked.count(b"\n"), source.count(b"\n"))
+        self.assertLessEqual(build.errors(parser.parse(blanked)), build.errors(parser.parse(source)))
+        text = build.normalize(blanked.decode())
+        for _, _, _, query in expected:
+            self.assertNotIn(build.normalize(query), text)
+
     def test_every_language(self):
         for lang, (source, expected) in FIXTURES.items():
             with self.subTest(lang=lang):
@@ -86,11 +94,7 @@ class Extraction(unittest.TestCase):
                 blanked, documented = build.process_file(lang, parser, source)
                 got = [(d.name, d.start_line, d.end_line, d.query) for d in documented]
                 self.assertEqual(sorted(got), sorted(expected))
-                self.assertEqual(blanked.count(b"\n"), source.count(b"\n"))
-                self.assertLessEqual(build.errors(parser.parse(blanked)), build.errors(parser.parse(source)))
-                text = build.normalize(blanked.decode())
-                for _, _, _, query in expected:
-                    self.assertNotIn(build.normalize(query), text)
+                self.assert_blanked(parser, source, blanked, expected)
                 # The code itself is untouched: every non-doc line is the same.
                 for before, after in zip(source.split(b"\n"), blanked.split(b"\n")):
                     if after.strip() and after.strip() != b'""':
@@ -104,11 +108,7 @@ class Extraction(unittest.TestCase):
                 parser = build.parser_for(lang)
                 blanked, documented = build.process_file(lang, parser, source, keep_doc_rest=True)
                 self.assertEqual(len(documented), len(expected))
-                self.assertEqual(blanked.count(b"\n"), source.count(b"\n"))
-                self.assertLessEqual(build.errors(parser.parse(blanked)), build.errors(parser.parse(source)))
-                text = build.normalize(blanked.decode())
-                for _, _, _, query in expected:
-                    self.assertNotIn(build.normalize(query), text)
+                self.assert_blanked(parser, source, blanked, expected)
                 if rests.get(lang):
                     self.assertIn(rests[lang], blanked)
         # A query whose words the doc does not hold in order (markup removed) blanks the whole doc.
