@@ -271,6 +271,19 @@ def name_of(node) -> str | None:
     return name.text.decode("utf-8", "replace") if name is not None else None
 
 
+def with_decorators(node):
+    """A Python function with its decorators: the `decorated_definition` around it, if any."""
+    return node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+
+
+def first_attribute(node):
+    """The first of the `#[...]` attribute items right above a Rust item (the item itself if none)."""
+    first, sibling = node, node.prev_named_sibling
+    while sibling is not None and sibling.type == "attribute_item":
+        first, sibling = sibling, sibling.prev_named_sibling
+    return first
+
+
 def python_functions(tree, source: bytes) -> list[Documented]:
     found = []
     stack = [tree.root_node]
@@ -289,7 +302,7 @@ def python_functions(tree, source: bytes) -> list[Documented]:
         if string.type != "string":
             continue
         query = first_sentence(python_doc_lines(string.text.decode("utf-8", "replace")))
-        outer = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+        outer = with_decorators(node)
         name = name_of(node)
         if query is None or name is None:
             continue
@@ -444,11 +457,7 @@ def rust_functions(tree, source: bytes) -> list[Documented]:
         query = first_sentence(line_comment_lines(raws, "///"))
         if query is None:
             continue
-        start = node.start_point[0] + 1
-        sibling = node.prev_named_sibling
-        while sibling is not None and sibling.type == "attribute_item":
-            start = sibling.start_point[0] + 1
-            sibling = sibling.prev_named_sibling
+        start = first_attribute(node).start_point[0] + 1
         blanks = []
         for c in comments:
             end = c.end_byte - 1 if source[c.end_byte - 1:c.end_byte] == b"\n" else c.end_byte
@@ -512,10 +521,8 @@ def process_file(lang: str, parser, source: bytes, keep_doc_rest: bool = False) 
     documented = FINDERS[lang](tree, source)
     if not documented:
         return source, []
-    if keep_doc_rest:
-        blanked = blank(source, [b for d in documented for b in first_sentence_blanks(source, d)])
-    else:
-        blanked = blank(source, [b for d in documented for b in d.blanks])
+    blanked = blank(source, [b for d in documented
+                             for b in (first_sentence_blanks(source, d) if keep_doc_rest else d.blanks)])
     if blanked.count(b"\n") != source.count(b"\n"):
         raise ValueError("blanking changed the line count")
     if errors(parser.parse(blanked)) > errors(tree):

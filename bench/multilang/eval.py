@@ -34,6 +34,9 @@ OUT = HERE.parent / "out" / "multilang"
 LODE = Path(os.environ.get("LODE_BIN", ROOT / "target" / "release" / "lode"))
 LANGS = ["python", "javascript", "typescript", "go", "rust"]
 MODES = ["lexical", "semantic", "hybrid", "auto"]
+# Where build.py writes each split's sets (--keep-doc-rest adds keep-rest/ under its split).
+SET_DIRS = {"eval": OUT, "train": OUT / "train", "keep-rest": OUT / "keep-rest",
+            "train-keep-rest": OUT / "train" / "keep-rest"}
 
 
 def is_hit(hit: dict, gold: dict) -> bool:
@@ -123,7 +126,7 @@ def main() -> int:
                              "(delete the corpora's .lode first: a chunking change alone does not re-index)")
     parser.add_argument("--search-arg", action="append", default=[],
                         help="an option of lode search, e.g. --search-arg=--boosts=2,1,1")
-    parser.add_argument("--split", choices=["eval", "train", "keep-rest", "train-keep-rest"], default="eval",
+    parser.add_argument("--split", choices=list(SET_DIRS), default="eval",
                         help="train: the sets of build.py --split train (for fitting weights); keep-rest: "
                              "build.py --keep-doc-rest (docs kept but for the query's sentence); "
                              "train-keep-rest: both")
@@ -133,8 +136,7 @@ def main() -> int:
     SEARCH_ARGS.extend(args.search_arg)
     if not LODE.is_file():
         sys.exit(f"eval.py: no lode binary at {LODE} (build with cargo build --release -p lode, or set LODE_BIN)")
-    sets = {"eval": OUT, "train": OUT / "train", "keep-rest": OUT / "keep-rest",
-            "train-keep-rest": OUT / "train" / "keep-rest"}[args.split]
+    sets = SET_DIRS[args.split]
     results = [evaluate(lang, args.mode or MODES, args.fusion, not args.no_reindex, args.jobs, sets)
                for lang in args.lang or LANGS]
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ Lucene's standard analyzer and scikit-learn split text), no stemming, no stop wo
 `get_user` and `getUser` stay one word each. `--split-identifiers` also splits them at `_` and
 at lower-to-upper case changes, for a stronger reference.
 
-    bench/multilang/reference.py [--lang python ...] [--split train] [--split-identifiers]
+    bench/multilang/reference.py [--lang python ...] [--split train|keep-rest|...] [--split-identifiers]
 
 Needs the tree-sitter grammars (the bench virtualenv that bench/multilang/run.sh makes).
 Writes bench/out/multilang/reference.json and prints a Markdown table.
@@ -32,8 +32,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from build import EXTENSIONS, JS_FUNCTIONS, LANGS, OUT, js_declared_name, overload_end, parser_for
-from eval import is_hit, metrics
+from build import (EXTENSIONS, JS_FUNCTIONS, LANGS, OUT, first_attribute, js_declared_name, overload_end,
+                   parser_for, with_decorators)
+from eval import SET_DIRS, is_hit, metrics
 
 K1 = 1.2
 B = 0.75
@@ -72,7 +73,7 @@ def function_spans(lang: str, tree) -> list[tuple[int, int]]:
         node = stack.pop()
         stack.extend(node.named_children)
         if lang == "python" and node.type == "function_definition":
-            outer = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+            outer = with_decorators(node)
             spans.append(_line_span(outer, outer))
         elif lang in ("javascript", "typescript") and node.type in JS_FUNCTIONS:
             name = js_declared_name(node)
@@ -85,11 +86,7 @@ def function_spans(lang: str, tree) -> list[tuple[int, int]]:
         elif lang == "go" and node.type in ("function_declaration", "method_declaration"):
             spans.append(_line_span(node, node))
         elif lang == "rust" and node.type == "function_item":
-            first = node
-            sibling = node.prev_named_sibling
-            while sibling is not None and sibling.type == "attribute_item":
-                first, sibling = sibling, sibling.prev_named_sibling
-            spans.append(_line_span(first, node))
+            spans.append(_line_span(first_attribute(node), node))
     return spans
 
 
@@ -149,11 +146,11 @@ def evaluate(lang: str, sets: Path, split_identifiers: bool) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lang", action="append", choices=LANGS)
-    parser.add_argument("--split", choices=["eval", "train"], default="eval")
+    parser.add_argument("--split", choices=list(SET_DIRS), default="eval")
     parser.add_argument("--split-identifiers", action="store_true")
     parser.add_argument("--output", type=Path, default=OUT / "reference.json")
     args = parser.parse_args()
-    sets = OUT if args.split == "eval" else OUT / "train"
+    sets = SET_DIRS[args.split]
     results = []
     for lang in args.lang or LANGS:
         if not (sets / lang / "queries.jsonl").is_file():
