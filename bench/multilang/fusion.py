@@ -104,6 +104,18 @@ def standardised(scores: list[float], typical: float, min_spread: float = 0.0) -
 
 def fuse(row: dict, rule: str, weight: float) -> list[bool]:
     """The fused top 10 of a row, as hit flags."""
+    candidates, hit, fused = fused_scores(row, rule, weight)
+    return top_flags(candidates, hit, fused)
+
+
+def top_flags(candidates: list[str], hit: dict, fused: dict) -> list[bool]:
+    """The hit flags of the 10 best `candidates` by `fused` score."""
+    order = sorted(candidates, key=lambda c: -fused[c])
+    return [hit[c] for c in order[:10]]
+
+
+def fused_scores(row: dict, rule: str, weight: float) -> tuple[list[str], dict, dict]:
+    """A row's candidates (both lists' top 50), whether each is a hit, and its fused score."""
     lexical = row["lexical"][:TOP]
     semantic_top = row["semantic"][:TOP]
     cosine = {key: score for key, score, _ in row["semantic"]}
@@ -134,8 +146,7 @@ def fuse(row: dict, rule: str, weight: float) -> list[bool]:
                  for c in candidates}
     else:
         raise ValueError(rule)
-    order = sorted(candidates, key=lambda c: -fused[c])
-    return [hit[c] for c in order[:10]]
+    return candidates, hit, fused
 
 
 def mrr(flag_lists: list[list[bool]]) -> float:

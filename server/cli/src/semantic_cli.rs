@@ -164,9 +164,9 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
 
 /// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights,
 /// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion, or
-/// `standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for fusion of standard scores (a benchmark
-/// knob). TABLE weighs the built-in table's cosine over the candidates (for embedders other
-/// than the table).
+/// `standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS]]` for fusion of standard scores (a
+/// benchmark knob). TABLE weighs the built-in table's cosine over the candidates (for embedders
+/// other than the table), HEADS the cosine of the candidates' heads (standard scores only).
 pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
     use lode_index::{FusionMethod, FusionWeights};
     let (method, text) = if let Some(rest) = text.strip_prefix("scores:") {
@@ -191,21 +191,26 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
                 semantic,
                 symbols,
                 table: table.first().copied().unwrap_or(0.0),
+                heads: 0.0,
                 method: FusionMethod::ReciprocalRank { k },
             })
         }
-        (Some(method), &[lexical, semantic, symbols, ref table @ ..]) if table.len() <= 1 => {
+        (Some(method), &[lexical, semantic, symbols, ref rest @ ..])
+            if rest.len() <= 1 || (rest.len() == 2 && method == FusionMethod::Standardised) =>
+        {
             Ok(FusionWeights {
                 lexical,
                 semantic,
                 symbols,
-                table: table.first().copied().unwrap_or(0.0),
+                table: rest.first().copied().unwrap_or(0.0),
+                heads: rest.get(1).copied().unwrap_or(0.0),
                 method,
             })
         }
         _ => Err(
             "expected LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] with K > 0, or \
-             scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE], or standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]"
+             scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE], or \
+             standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS]]"
                 .into(),
         ),
     }
@@ -231,7 +236,12 @@ mod tests {
         let standard = parse_fusion("standard:1,0.5,0").unwrap();
         assert_eq!(standard.method, FusionMethod::Standardised);
         assert_eq!((standard.lexical, standard.semantic), (1.0, 0.5));
+        assert_eq!(standard.heads, 0.0);
+        let with_heads = parse_fusion("standard:1,0.5,0,0,0.3").unwrap();
+        assert_eq!((with_heads.table, with_heads.heads), (0.0, 0.3));
         for bad in [
+            "scores:1,1,0,0,0.3",
+            "standard:1,0.5,0,0,0.3,1",
             "",
             "1,2",
             "1,0.4,0,0",

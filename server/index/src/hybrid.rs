@@ -125,6 +125,10 @@ pub struct FusionWeights {
     /// The built-in table's cosine over the other lists' candidates, for workspaces whose
     /// vectors come from another embedder (0 turns it off; see `table_signal`).
     pub table: f32,
+    /// The cosine between the query and each candidate's head (symbol, scope, first line),
+    /// embedded at query time, as a standard score (standardised fusion only; 0 turns it off;
+    /// see `heads`).
+    pub heads: f32,
     pub method: FusionMethod,
 }
 
@@ -142,6 +146,7 @@ impl FusionWeights {
                 semantic: 0.15,
                 symbols: 1.0,
                 table: 0.0,
+                heads: 0.0,
                 method: FusionMethod::ReciprocalRank { k: 20.0 },
             },
             // Tuned offline by bench/semantic/fusion.py on both retrieval suites with the
@@ -173,6 +178,7 @@ impl FusionWeights {
                     semantic: calibrated_semantic_weight(language),
                     symbols: 0.0,
                     table: 0.0,
+                    heads: heads_weight(language),
                     method: FusionMethod::Standardised,
                 }
             }
@@ -189,10 +195,26 @@ impl FusionWeights {
                     semantic: 1.0,
                     symbols: 0.0,
                     table: 2.0,
+                    heads: 0.0,
                     method: FusionMethod::Scores,
                 }
             }
         }
+    }
+}
+
+/// The weight of the candidates' head cosines on sentences (standard scores), by the
+/// workspace's main language. Studied offline on bench/multilang's lists (multilang/heads.py):
+/// of the heads tried (the symbol alone, with its scope, with the first line, the first line
+/// alone, the line naming the symbol), symbol + scope + first line at 0.3 gave the best mean
+/// of default / best single mode over both splits and five languages, 1.129 against 1.096
+/// without heads; 0.2 and 0.4 are within 0.006 of it. Rust takes 0.1: the Rust suites of
+/// bench/retrieval.py (MRR@10, small / large) give 0.402 / 0.430 without heads, 0.400 /
+/// 0.433 at 0.1 and 0.389 / 0.435 at 0.3, and the small suite may not lose more than 1%.
+fn heads_weight(language: Option<Language>) -> f32 {
+    match language {
+        Some(Language::Rust) => 0.1,
+        _ => 0.3,
     }
 }
 
@@ -205,11 +227,12 @@ impl FusionWeights {
 /// split at their definitions (chunk schema 8) JavaScript's split prefers 0.5 (0.371 against
 /// 0.351 at 0.25; the evaluation split: 0.336 against 0.337); the others keep theirs. Refitted
 /// again once the comments field was dropped: Python's and JavaScript's 0.5 are their best, and
-/// the others are within 0.012 of it (TypeScript's 60 queries prefer 1.0, Go's 0.75).
+/// the others are within 0.012 of it (TypeScript's 60 queries prefer 1.0, Go's 0.75). With the
+/// heads' cosine beside them ([`heads_weight`]) Go's split prefers 0.5 (0.539 against 0.530 at
+/// 1.0); the others keep theirs.
 fn calibrated_semantic_weight(language: Option<Language>) -> f32 {
     match language {
-        Some(Language::JavaScript | Language::Python) => 0.5,
-        Some(Language::Go) => 1.0,
+        Some(Language::JavaScript | Language::Python | Language::Go) => 0.5,
         Some(Language::TypeScript | Language::Tsx) => 1.25,
         Some(Language::Rust) => 1.5,
         Some(Language::Text) | None => 1.0,
@@ -229,6 +252,9 @@ mod spread_prior {
     pub const COSINE: f32 = 0.05;
     pub const BM25_OF_BEST: f32 = 0.12;
     pub const MIN_COSINE: f32 = 0.02;
+    /// Heads are a line long, so their cosines spread wider: 0.14-0.15 over a query's
+    /// candidates (median per language on bench/multilang's evaluation sets).
+    pub const HEAD_COSINE: f32 = 0.14;
 }
 
 /// Candidates taken from each list: enough for fusion to reorder, few enough to stay fast.
@@ -343,14 +369,22 @@ impl Workspace {
                 request.limit,
             ),
             FusionMethod::Standardised => {
-                let (lexical, semantic) =
+                let (lexical, semantic, candidates) =
                     self.standard_scores(&lexical, semantic, &query_vector)?;
+                let heads = if weights.heads > 0.0 {
+                    let cosines = self.head_cosines(&candidates, &query_vector)?;
+                    let spread = Spread::of_head_cosines(&cosines);
+                    spread.standardise(&cosines, &candidates, spread.mean)
+                } else {
+                    Vec::new()
+                };
                 fuse_scores(
                     &[
                         (&lexical, weights.lexical),
                         (&semantic, weights.semantic),
                         (&symbols, weights.symbols),
                         (&table, weights.table),
+                        (&heads, weights.heads),
                     ],
                     request.limit,
                 )
@@ -360,13 +394,13 @@ impl Workspace {
     }
 
     /// The standard scores of the lexical and semantic lists over the chunks on either, in the
-    /// same order for both (see [`FusionMethod::Standardised`]).
+    /// same order for both (see [`FusionMethod::Standardised`]), and those chunks.
     fn standard_scores(
         &self,
         lexical: &[(i64, f32)],
         mut semantic: RankedIds,
         query_vector: &[f32],
-    ) -> Result<(RankedIds, RankedIds), IndexError> {
+    ) -> Result<(RankedIds, RankedIds, Vec<i64>), IndexError> {
         let lexical_spread = Spread::of_bm25(lexical);
         let semantic_spread = Spread::of_cosines(&semantic);
         let mut candidates: Vec<i64> = lexical.iter().map(|&(id, _)| id).collect();
@@ -391,6 +425,7 @@ impl Workspace {
                 &candidates,
                 cosine_floor.unwrap_or(lowest_cosine),
             ),
+            candidates,
         ))
     }
 
@@ -548,6 +583,11 @@ impl Spread {
         Spread::of(list, spread_prior::COSINE, spread_prior::MIN_COSINE)
     }
 
+    /// The spread of the candidates' head cosines.
+    fn of_head_cosines(list: &[(i64, f32)]) -> Spread {
+        Spread::of(list, spread_prior::HEAD_COSINE, spread_prior::MIN_COSINE)
+    }
+
     /// The standard score of each of `candidates`: its score on `scores` (first entry wins),
     /// else `missing`. All 0 when the list the spread was measured on was empty.
     fn standardise(&self, scores: &[(i64, f32)], candidates: &[i64], missing: f32) -> RankedIds {
@@ -702,10 +742,21 @@ mod tests {
         };
         assert_eq!(weight(Some(Language::JavaScript)), 0.5);
         assert_eq!(weight(Some(Language::Python)), 0.5);
-        assert_eq!(weight(Some(Language::Go)), 1.0);
+        assert_eq!(weight(Some(Language::Go)), 0.5);
         assert_eq!(weight(Some(Language::TypeScript)), 1.25);
         assert_eq!(weight(Some(Language::Rust)), 1.5);
         assert_eq!(weight(None), 1.0);
+        let heads = |language| {
+            FusionWeights::for_query(sentence, SimilarityScale::Calibrated, language).heads
+        };
+        assert_eq!(heads(Some(Language::Python)), 0.3);
+        assert_eq!(heads(Some(Language::Rust)), 0.1);
+        assert_eq!(heads(None), 0.3);
+        // Other embedders' cosines are not standardised, and take no heads.
+        assert_eq!(
+            FusionWeights::for_query(sentence, SimilarityScale::RankOnly, None).heads,
+            0.0
+        );
         // Identifiers fuse by rank whatever the language.
         let identifier = FusionWeights::for_query(
             query_shape("parse_config"),

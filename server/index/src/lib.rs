@@ -11,6 +11,7 @@ mod catalog;
 mod chunk;
 mod embed;
 mod error;
+mod heads;
 mod hybrid;
 mod language;
 mod lexical;

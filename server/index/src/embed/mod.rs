@@ -28,7 +28,7 @@ pub use http::{HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder};
 #[cfg(feature = "minilm")]
 pub use minilm::{MAX_TOKENS as MINILM_MAX_TOKENS, MINILM_FILES, MiniLmEmbedder};
 pub use static_table::StaticEmbedder;
-pub use text::{ChunkContext, chunk_embedding_text, import_lines};
+pub use text::{ChunkContext, chunk_embedding_text, chunk_head_text, import_lines};
 
 /// Which embedder produced a set of vectors. Stored with the index: a different identity means
 /// every chunk is embedded again.

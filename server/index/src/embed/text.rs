@@ -125,6 +125,37 @@ pub fn chunk_embedding_text(context: &ChunkContext<'_>, append_split_identifiers
     out
 }
 
+/// A chunk's head: its symbol, its scope labels and its first non-blank line (a signature, a
+/// doc comment's first line, or wherever a split body resumes), as one line. Hybrid search
+/// embeds it at query time as a sharper view of what the chunk is than its whole text
+/// (`crate::heads`). `append_split_identifiers` as in [`chunk_embedding_text`].
+pub fn chunk_head_text(
+    symbol: Option<&str>,
+    scope: &[String],
+    text: &str,
+    append_split_identifiers: bool,
+) -> String {
+    let first_line = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("");
+    let mut out = String::with_capacity(first_line.len() + 64);
+    for part in symbol.into_iter().chain(scope.iter().map(String::as_str)) {
+        out.push_str(part);
+        out.push(' ');
+    }
+    out.push_str(first_line);
+    if append_split_identifiers {
+        let split = compound_identifier_words(&out);
+        if !split.is_empty() {
+            out.push('\n');
+            out.push_str(&split);
+        }
+    }
+    out
+}
+
 /// The distinct compound identifiers of `code` (`snake_case`, `camelCase`), each as its words.
 fn compound_identifier_words(code: &str) -> String {
     let mut seen = std::collections::HashSet::new();
