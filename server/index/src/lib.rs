@@ -92,8 +92,8 @@ pub use embed::{MINILM_FILES, MINILM_MAX_TOKENS, MiniLmEmbedder};
 
 // Extension point: vector stores.
 pub use vectors::{
-    EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions, SegmentInfo,
-    StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
+    EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, QuantizedRecord, SearchOptions,
+    SegmentInfo, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
 };
 
 // Keeping an index current (the watcher) and asking the process that does (the lease).

@@ -23,7 +23,9 @@ use super::segment::{
     CODE_GROUP, CodeBlock, Segment, SegmentRow, is_store_file, quantize, segment_file_name,
     write_segment,
 };
-use super::{StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore};
+use super::{
+    QuantizedRecord, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
+};
 use crate::embed::EmbedderIdentity;
 
 const MANIFEST: &str = "manifest.json";
@@ -67,6 +69,14 @@ struct Staged {
     reset: Option<EmbedderIdentity>,
     upserts: HashMap<i64, StagedRow>,
     deletes: HashSet<i64>,
+}
+
+impl Staged {
+    /// Stages `row` as chunk `id`'s, replacing what was staged for it.
+    fn stage(&mut self, id: i64, row: StagedRow) {
+        self.deletes.remove(&id);
+        self.upserts.insert(id, row);
+    }
 }
 
 /// The embedded vector store of one index.
@@ -1059,8 +1069,7 @@ impl VectorStore for EmbeddedStore {
             }
             let mut quantized = Vec::with_capacity(dims);
             let scale = quantize(&record.vector, &mut quantized);
-            staged.deletes.remove(&record.id);
-            staged.upserts.insert(
+            staged.stage(
                 record.id,
                 StagedRow {
                     content_hash: record.content_hash,
@@ -1068,6 +1077,30 @@ impl VectorStore for EmbeddedStore {
                     language: record.language,
                     scale,
                     quantized,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    fn upsert_quantized(&self, records: Vec<QuantizedRecord>) -> Result<(), VectorError> {
+        let mut staged = self.staged();
+        let dims = self.dims(&staged).ok_or(VectorError::NoIdentity)?;
+        for record in records {
+            if record.quantized.len() != dims {
+                return Err(VectorError::Dimension {
+                    expected: dims,
+                    found: record.quantized.len(),
+                });
+            }
+            staged.stage(
+                record.id,
+                StagedRow {
+                    content_hash: record.content_hash,
+                    path: record.path,
+                    language: record.language,
+                    scale: record.scale,
+                    quantized: record.quantized,
                 },
             );
         }
@@ -1308,6 +1341,87 @@ mod tests {
 
     fn ids(hits: &[VectorHit]) -> Vec<i64> {
         hits.iter().map(|h| h.id).collect()
+    }
+
+    fn quantized(record: VectorRecord) -> QuantizedRecord {
+        let mut quantized = Vec::new();
+        let scale = quantize(&record.vector, &mut quantized);
+        QuantizedRecord {
+            id: record.id,
+            content_hash: record.content_hash,
+            path: record.path,
+            language: record.language,
+            scale,
+            quantized,
+        }
+    }
+
+    #[test]
+    fn quantized_upserts_store_exactly_what_upserts_of_their_floats_store() {
+        let records = vec![
+            record(1, "src/a.rs", "rust", axis(0, 0.3)),
+            record(2, "src/b.py", "python", axis(1, 0.7)),
+            record(3, "lib/c.rs", "rust", axis(2, 0.05)),
+        ];
+        let (floats_dir, quantized_dir) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let floats = EmbeddedStore::open(floats_dir.path()).unwrap();
+        let from_quantized = EmbeddedStore::open(quantized_dir.path()).unwrap();
+        for store in [&floats, &from_quantized] {
+            store.reset(&identity(4)).unwrap();
+        }
+        floats.upsert(records.clone()).unwrap();
+        from_quantized
+            .upsert_quantized(records.into_iter().map(quantized).collect())
+            .unwrap();
+        for store in [&floats, &from_quantized] {
+            store.commit(1).unwrap();
+        }
+        assert_eq!(floats.entries().unwrap(), from_quantized.entries().unwrap());
+        let stored = |store: &EmbeddedStore| {
+            let mut vectors = store.vectors(&[1, 2, 3]).unwrap();
+            vectors.sort_by_key(|&(id, _)| id);
+            vectors
+        };
+        assert_eq!(stored(&floats), stored(&from_quantized));
+        let query = axis(1, 0.2);
+        assert_eq!(
+            floats.search(&query, 3, &VectorFilter::default()).unwrap(),
+            from_quantized
+                .search(&query, 3, &VectorFilter::default())
+                .unwrap()
+        );
+
+        let wrong = QuantizedRecord {
+            quantized: vec![1, 2, 3],
+            ..quantized(record(4, "d.rs", "rust", axis(3, 0.0)))
+        };
+        assert!(matches!(
+            from_quantized.upsert_quantized(vec![wrong]),
+            Err(VectorError::Dimension {
+                expected: 4,
+                found: 3
+            })
+        ));
+    }
+
+    #[test]
+    fn a_quantized_record_dequantizes_to_its_scale_times_its_values() {
+        let record = QuantizedRecord {
+            id: 9,
+            content_hash: 5,
+            path: "a.rs".into(),
+            language: "rust".into(),
+            scale: 0.5,
+            quantized: vec![2, -4, 0, 127],
+        };
+        let floats = record.dequantized();
+        assert_eq!(floats.vector, [1.0, -2.0, 0.0, 63.5]);
+        assert_eq!((floats.id, floats.content_hash), (9, 5));
+        assert_eq!(
+            (floats.path.as_str(), floats.language.as_str()),
+            ("a.rs", "rust")
+        );
     }
 
     #[test]

@@ -5,13 +5,16 @@
 //! file's chunks while its text is still in memory, and the catalog writer stages the vectors
 //! under the chunk ids it just assigned; the sync that follows the commit then finds nothing
 //! left to embed and only publishes. The vectors are the ones the sync would have made: same
-//! text ([`chunk_text`]), same content hash.
+//! text ([`chunk_text`]), same content hash. The workers quantize them to int8 ([`quantize`])
+//! before handing them over: a quarter of the bytes to carry across threads and hold until
+//! the catalog commits, and exactly what the embedded store would have made of the floats. A
+//! store that keeps floats gets them back dequantized (`VectorStore::upsert_quantized`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::sync::PARTIAL_GENERATION;
-use super::{VectorRecord, VectorStore};
+use super::{QuantizedRecord, VectorStore, quantize};
 use crate::catalog::{Catalog, ChunkRow};
 use crate::chunk::Chunk;
 use crate::embed::{ChunkContext, EmbedError, Embedder, chunk_embedding_text, import_lines};
@@ -21,11 +24,12 @@ use crate::error::IndexError;
 /// few segments for a large cold build.
 const PUBLISH_ROWS: usize = 150_000;
 
-/// The vector of one chunk, before the catalog has given the chunk an id.
+/// The vector of one chunk, quantized, before the catalog has given the chunk an id.
 #[derive(Clone, Debug)]
 pub struct ChunkVector {
     pub content_hash: u64,
-    pub vector: Vec<f32>,
+    pub scale: f32,
+    pub quantized: Vec<i8>,
 }
 
 /// The text a chunk is embedded as by `embedder`, and its content hash.
@@ -103,9 +107,14 @@ pub fn embed_chunks(
     Ok(hashes
         .into_iter()
         .zip(vectors)
-        .map(|(content_hash, vector)| ChunkVector {
-            content_hash,
-            vector,
+        .map(|(content_hash, vector)| {
+            let mut quantized = Vec::with_capacity(vector.len());
+            let scale = quantize(&vector, &mut quantized);
+            ChunkVector {
+                content_hash,
+                scale,
+                quantized,
+            }
         })
         .collect())
 }
@@ -117,7 +126,7 @@ pub fn embed_chunks(
 pub(crate) struct InlineVectors {
     embedder: Arc<dyn Embedder>,
     store: Arc<dyn VectorStore>,
-    pending: Vec<VectorRecord>,
+    pending: Vec<QuantizedRecord>,
     held: usize,
     reset: bool,
     /// A reset was staged and no commit has published it yet.
@@ -173,12 +182,13 @@ impl InlineVectors {
     ) {
         self.held += ids.len().min(vectors.len());
         self.pending
-            .extend(ids.iter().zip(vectors).map(|(&id, chunk)| VectorRecord {
+            .extend(ids.iter().zip(vectors).map(|(&id, chunk)| QuantizedRecord {
                 id,
                 content_hash: chunk.content_hash,
                 path: path.to_string(),
                 language: language.to_string(),
-                vector: chunk.vector,
+                scale: chunk.scale,
+                quantized: chunk.quantized,
             }));
     }
 
@@ -202,7 +212,8 @@ impl InlineVectors {
     pub(crate) fn committed(&mut self, last: bool) -> Result<(), IndexError> {
         if !self.pending.is_empty() {
             self.unpublished += self.pending.len();
-            self.store.upsert(std::mem::take(&mut self.pending))?;
+            self.store
+                .upsert_quantized(std::mem::take(&mut self.pending))?;
         }
         let something = self.unpublished > 0 || self.reset_unpublished;
         if something && (last || self.unpublished >= PUBLISH_ROWS) {

@@ -18,6 +18,7 @@ pub mod sync;
 pub use embedded::{
     EXACT_SEARCH_BELOW, EXACT_SEARCH_BELOW_VAR, EmbeddedStore, SearchOptions, SegmentInfo,
 };
+pub use segment::quantize;
 
 use std::path::PathBuf;
 
@@ -35,6 +36,37 @@ pub struct VectorRecord {
     /// Language name (`rust`, `python`, ...).
     pub language: String,
     pub vector: Vec<f32>,
+}
+
+/// A [`VectorRecord`] whose vector is already int8: `scale * quantized[i]` is component `i`
+/// (see [`quantize`]). The parse workers hand vectors over in this form ([`inline`]), a
+/// quarter of the bytes of the floats.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantizedRecord {
+    pub id: i64,
+    pub content_hash: u64,
+    pub path: String,
+    pub language: String,
+    pub scale: f32,
+    pub quantized: Vec<i8>,
+}
+
+impl QuantizedRecord {
+    /// The record with its vector as floats.
+    pub fn dequantized(self) -> VectorRecord {
+        let scale = self.scale;
+        VectorRecord {
+            id: self.id,
+            content_hash: self.content_hash,
+            path: self.path,
+            language: self.language,
+            vector: self
+                .quantized
+                .iter()
+                .map(|&q| scale * f32::from(q))
+                .collect(),
+        }
+    }
 }
 
 /// Which records a search may return.
@@ -110,6 +142,18 @@ pub trait VectorStore: Send + Sync {
 
     /// Stages adding or replacing records (by id).
     fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), VectorError>;
+
+    /// [`VectorStore::upsert`] of records already quantized. A store that keeps int8 vectors
+    /// (the embedded one) stages them as they are, exactly what `upsert` of the floats they
+    /// were quantized from would stage; the default gives `upsert` the dequantized floats.
+    fn upsert_quantized(&self, records: Vec<QuantizedRecord>) -> Result<(), VectorError> {
+        self.upsert(
+            records
+                .into_iter()
+                .map(QuantizedRecord::dequantized)
+                .collect(),
+        )
+    }
 
     /// Stages removing records by id (unknown ids are ignored).
     fn delete(&self, ids: &[i64]) -> Result<(), VectorError>;

@@ -676,6 +676,25 @@ fn a_cold_build_publishes_its_vectors_once_not_at_every_checkpoint() {
     assert!(workspace.has_vectors());
 }
 
+/// The workers hand over int8 vectors; a store that only takes floats (this one leaves
+/// `upsert_quantized` to the trait's default) gets them dequantized, and quantizing those
+/// again gives back exactly what the embedded store keeps when it takes them as they are.
+#[test]
+fn a_store_of_floats_gets_the_workers_vectors_dequantized_to_the_same_values() {
+    let dir = sample();
+    many_files(dir.path(), 4);
+    let vectors_dir = tempfile::tempdir().unwrap();
+    let (through_floats, _) = open_counting(dir.path(), vectors_dir.path(), None);
+    through_floats.refresh(&|_| {}).unwrap();
+    let direct_dir = sample();
+    many_files(direct_dir.path(), 4);
+    let direct = open_static(direct_dir.path());
+    let stats = direct.refresh(&|_| {}).unwrap();
+    let expected = stored_vectors(&direct);
+    assert_eq!(expected.len() as u64, stats.total_chunks);
+    assert_eq!(stored_vectors(&through_floats), expected);
+}
+
 #[test]
 fn hybrid_search_weighs_the_vectors_by_the_workspace_s_main_language() {
     let dir = tempfile::tempdir().unwrap();
