@@ -250,7 +250,11 @@ pub fn read_source(path: &Path, max_bytes: u64) -> Result<Option<String>, IndexE
         path: path.to_path_buf(),
         source,
     })?;
-    let mut bytes = Vec::new();
+    // Sized up front: through `take`, `read_to_end` cannot see the file's length and would
+    // grow the buffer by doubling, copying it each time.
+    let length = file.metadata().map_or(0, |metadata| metadata.len());
+    let capacity = usize::try_from(length.min(max_bytes) + 1).unwrap_or(0);
+    let mut bytes = Vec::with_capacity(capacity);
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(|source| IndexError::Read {
