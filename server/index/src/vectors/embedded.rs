@@ -1058,29 +1058,8 @@ impl VectorStore for EmbeddedStore {
     }
 
     fn upsert(&self, records: Vec<VectorRecord>) -> Result<(), VectorError> {
-        let mut staged = self.staged();
-        let dims = self.dims(&staged).ok_or(VectorError::NoIdentity)?;
-        for record in records {
-            if record.vector.len() != dims {
-                return Err(VectorError::Dimension {
-                    expected: dims,
-                    found: record.vector.len(),
-                });
-            }
-            let mut quantized = Vec::with_capacity(dims);
-            let scale = quantize(&record.vector, &mut quantized);
-            staged.stage(
-                record.id,
-                StagedRow {
-                    content_hash: record.content_hash,
-                    path: record.path,
-                    language: record.language,
-                    scale,
-                    quantized,
-                },
-            );
-        }
-        Ok(())
+        // Quantizing keeps a vector's length, so the dimension check below still sees it.
+        self.upsert_quantized(records.into_iter().map(VectorRecord::quantized).collect())
     }
 
     fn upsert_quantized(&self, records: Vec<QuantizedRecord>) -> Result<(), VectorError> {
@@ -1343,66 +1322,49 @@ mod tests {
         hits.iter().map(|h| h.id).collect()
     }
 
-    fn quantized(record: VectorRecord) -> QuantizedRecord {
-        let mut quantized = Vec::new();
-        let scale = quantize(&record.vector, &mut quantized);
-        QuantizedRecord {
-            id: record.id,
-            content_hash: record.content_hash,
-            path: record.path,
-            language: record.language,
-            scale,
-            quantized,
-        }
-    }
-
     #[test]
-    fn quantized_upserts_store_exactly_what_upserts_of_their_floats_store() {
+    fn upserts_keep_vectors_to_int8_precision_and_check_their_dimension() {
         let records = vec![
             record(1, "src/a.rs", "rust", axis(0, 0.3)),
             record(2, "src/b.py", "python", axis(1, 0.7)),
-            record(3, "lib/c.rs", "rust", axis(2, 0.05)),
         ];
-        let (floats_dir, quantized_dir) =
-            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let floats = EmbeddedStore::open(floats_dir.path()).unwrap();
-        let from_quantized = EmbeddedStore::open(quantized_dir.path()).unwrap();
-        for store in [&floats, &from_quantized] {
-            store.reset(&identity(4)).unwrap();
-        }
-        floats.upsert(records.clone()).unwrap();
-        from_quantized
-            .upsert_quantized(records.into_iter().map(quantized).collect())
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store.upsert(records.clone()).unwrap();
+        // Already quantized, as the parse workers hand them over.
+        store
+            .upsert_quantized(vec![
+                record(3, "lib/c.rs", "rust", axis(2, 0.05)).quantized(),
+            ])
             .unwrap();
-        for store in [&floats, &from_quantized] {
-            store.commit(1).unwrap();
+        store.commit(1).unwrap();
+        let mut stored = store.vectors(&[1, 2, 3]).unwrap();
+        stored.sort_by_key(|&(id, _)| id);
+        let expected = [axis(0, 0.3), axis(1, 0.7), axis(2, 0.05)];
+        for ((id, vector), expected) in stored.iter().zip(&expected) {
+            let largest = expected.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            for (got, want) in vector.iter().zip(expected) {
+                // Half a quantization step at most.
+                assert!(
+                    (got - want).abs() <= largest / 254.0 + 1e-6,
+                    "chunk {id}: {vector:?} against {expected:?}"
+                );
+            }
         }
-        assert_eq!(floats.entries().unwrap(), from_quantized.entries().unwrap());
-        let stored = |store: &EmbeddedStore| {
-            let mut vectors = store.vectors(&[1, 2, 3]).unwrap();
-            vectors.sort_by_key(|&(id, _)| id);
-            vectors
-        };
-        assert_eq!(stored(&floats), stored(&from_quantized));
-        let query = axis(1, 0.2);
-        assert_eq!(
-            floats.search(&query, 3, &VectorFilter::default()).unwrap(),
-            from_quantized
-                .search(&query, 3, &VectorFilter::default())
-                .unwrap()
-        );
-
-        let wrong = QuantizedRecord {
-            quantized: vec![1, 2, 3],
-            ..quantized(record(4, "d.rs", "rust", axis(3, 0.0)))
-        };
-        assert!(matches!(
-            from_quantized.upsert_quantized(vec![wrong]),
-            Err(VectorError::Dimension {
-                expected: 4,
-                found: 3
-            })
-        ));
+        let short = record(4, "d.rs", "rust", vec![1.0, 0.0, 0.0]);
+        for result in [
+            store.upsert(vec![short.clone()]),
+            store.upsert_quantized(vec![short.quantized()]),
+        ] {
+            assert!(matches!(
+                result,
+                Err(VectorError::Dimension {
+                    expected: 4,
+                    found: 3
+                })
+            ));
+        }
     }
 
     #[test]

@@ -51,6 +51,22 @@ pub struct QuantizedRecord {
     pub quantized: Vec<i8>,
 }
 
+impl VectorRecord {
+    /// The record with its vector quantized to int8 ([`quantize`]).
+    pub fn quantized(self) -> QuantizedRecord {
+        let mut quantized = Vec::with_capacity(self.vector.len());
+        let scale = quantize(&self.vector, &mut quantized);
+        QuantizedRecord {
+            id: self.id,
+            content_hash: self.content_hash,
+            path: self.path,
+            language: self.language,
+            scale,
+            quantized,
+        }
+    }
+}
+
 impl QuantizedRecord {
     /// The record with its vector as floats.
     pub fn dequantized(self) -> VectorRecord {
