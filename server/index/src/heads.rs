@@ -4,10 +4,12 @@
 //! more than the words of its body. Its head (symbol, scope labels, first line: see
 //! [`chunk_head_text`]) says what the chunk is. For sentence queries, hybrid search embeds the
 //! head of each candidate BM25 and the vectors proposed, at query time, with the workspace's
-//! embedder, and adds the head's cosine to the query as a standard score beside theirs. A
-//! hundred heads of one line each take well under a millisecond with the built-in table; no
-//! second vector is stored per chunk. Measured on bench/multilang (bench/README.md, "Chunk
-//! heads"): the default mode gains in every language, most in JavaScript.
+//! embedder, and adds the head's cosine to the query as a standard score beside theirs. No
+//! second vector is stored per chunk; the catalog reads and the embedding of up to a hundred
+//! one-line heads did not move a whole `lode search` process's median out of its noise (17.3
+//! against 17.9 ms and 15.4 against 14.8 ms on two sets). Measured on bench/multilang
+//! (bench/README.md, "Chunk heads"): the default mode gains in every language, most in
+//! JavaScript.
 
 use crate::embed::chunk_head_text;
 use crate::error::IndexError;

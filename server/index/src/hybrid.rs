@@ -4,7 +4,8 @@
 //! BM25 and symbol names by weighted reciprocal rank fusion (a chunk at rank `r`, 1-based, of a
 //! list adds `weight / (k + r)`); a sentence (`read the config from disk`) adds each list's
 //! standard scores (how far a chunk stands above that list's mean, in its spread), so the list
-//! whose best hits stand out for this query has the larger say. The weights were tuned on
+//! whose best hits stand out for this query has the larger say, plus the standard score of
+//! each candidate's head cosine (`heads`). The weights were tuned on
 //! `bench/retrieval.py` with `bench/semantic/fusion.py` and per language on `bench/multilang`
 //! with `bench/multilang/fusion.py` ([`FusionWeights`]).
 
