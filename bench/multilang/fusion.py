@@ -38,7 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from eval import LANGS, LODE, OUT, is_hit  # noqa: E402
+from eval import LANGS, LODE, OUT, SET_DIRS, is_hit  # noqa: E402
 
 LISTS = OUT / "lists"
 LEXICAL_DEPTH = 2000  # deep, so that the BM25 of a semantic candidate is known too
@@ -64,7 +64,7 @@ def ranked(corpus: Path, query: str, mode: str, depth: int) -> list[dict]:
 def collect(lang: str, split: str, jobs: int) -> list[dict]:
     """One row per query: its gold, the lexical list and the deep semantic list, each as
     [key, score, hit] with key = "path:start-end"."""
-    sets = OUT if split == "eval" else OUT / "train"
+    sets = SET_DIRS[split]
     corpus = sets / lang / "corpus"
     queries = [json.loads(line) for line in (sets / lang / "queries.jsonl").read_text().splitlines()]
 

@@ -11,13 +11,9 @@
 //! (bench/README.md, "Chunk heads"): the default mode gains in every language, most in
 //! JavaScript.
 
-use crate::embed::chunk_head_text;
+use crate::embed::{chunk_head_text, dot};
 use crate::error::IndexError;
 use crate::workspace::Workspace;
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
 
 impl Workspace {
     /// The cosine between `query_vector` (the workspace embedder's vector of the query) and

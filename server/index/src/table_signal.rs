@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
-use crate::embed::{EmbedError, Embedder, StaticEmbedder};
+use crate::embed::{EmbedError, Embedder, StaticEmbedder, dot};
 use crate::error::IndexError;
 use crate::search::SearchRequest;
 use crate::vectors::inline::{file_imports, row_text};
@@ -29,10 +29,6 @@ fn shared_table() -> Result<Arc<StaticEmbedder>, EmbedError> {
         })
         .clone()
         .map_err(EmbedError::BadTable)
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl Workspace {

@@ -146,6 +146,11 @@ pub fn default_embedder() -> Result<Arc<dyn Embedder>, EmbedError> {
     Ok(Arc::new(StaticEmbedder::builtin()?))
 }
 
+/// The dot product of two vectors: their cosine when both are unit vectors.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// Scales `vector` to unit length in place (a zero vector stays zero).
 pub fn normalize(vector: &mut [f32]) {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
