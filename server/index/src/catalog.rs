@@ -22,8 +22,9 @@ use crate::tags::DefKind;
 /// cut at the smaller default sizes of `chunk::DEFAULT_SIZES`; a file is re-chunked only when
 /// it changes, so an older index is rebuilt rather than left with two chunkings. 8: a file
 /// under the maximum chunk size is split at its definitions like a larger one. 9: chunks no
-/// longer keep a copy of their comments, which only the dropped lexical field read.)
-pub const SCHEMA_VERSION: &str = "9";
+/// longer keep a copy of their comments, which only the dropped lexical field read. 10: an
+/// exported or decorated class opens at its methods like a bare class.)
+pub const SCHEMA_VERSION: &str = "10";
 
 /// The catalog's file in an index directory.
 pub const CATALOG_FILE: &str = "catalog.sqlite";

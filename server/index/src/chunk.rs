@@ -184,6 +184,21 @@ const CONTAINER_KINDS: &[&str] = &[
     "module",
 ];
 
+/// A container, or a wrapper around one: `export class` (JavaScript, TypeScript) and a
+/// decorated class (Python) open at the target like the bare class. Without this, nearly every
+/// class of a module (they are exported) was kept whole up to the maximum.
+fn is_container(node: Node) -> bool {
+    if CONTAINER_KINDS.contains(&node.kind()) {
+        return true;
+    }
+    let wrapped = match node.kind() {
+        "export_statement" => node.child_by_field_name("declaration"),
+        "decorated_definition" => node.child_by_field_name("definition"),
+        _ => None,
+    };
+    wrapped.is_some_and(is_container)
+}
+
 fn flatten(
     node: Node,
     source: &str,
@@ -193,7 +208,7 @@ fn flatten(
     out: &mut Vec<Piece>,
 ) {
     let (start, end) = (node.start_byte(), node.end_byte());
-    let container = CONTAINER_KINDS.contains(&node.kind());
+    let container = is_container(node);
     let keep_whole_up_to = if container || body_of_container {
         sizes.target
     } else {
@@ -658,6 +673,65 @@ mod tests {
             .find(|c| c.symbol.as_deref() == Some("refresh"))
             .unwrap();
         assert_eq!(refresh.scope, ["Cache"]);
+    }
+
+    /// An exported class (JavaScript, TypeScript) and a decorated one (Python) open at their
+    /// methods like a bare class: a search for one method answers with the method.
+    #[test]
+    fn exported_and_decorated_classes_open_at_their_methods() {
+        let methods = |open: &str, close: &str, indent: &str| {
+            let mut body = String::new();
+            for name in ["report_observed", "report_changed", "become_stale"] {
+                body.push_str(&format!(
+                    "{indent}{name}{open}\n{indent}{indent}const observers = this.observers_for_{name}.size;\n\
+                     {indent}{indent}return observers + this.pending_{name}.length;\n{close}"
+                ));
+            }
+            body
+        };
+        let typescript = format!(
+            "import {{ Set }} from './set';\n\nexport class Atom implements IAtom {{\n{}}}\n",
+            methods("(): number {", "  }\n", "  ")
+        );
+        let javascript = format!(
+            "export default class Atom {{\n{}}}\n",
+            methods("() {", "  }\n", "  ")
+        );
+        let python = format!(
+            "import dataclasses\n\n@dataclasses.dataclass\nclass Atom:\n    name: str\n\n{}",
+            methods("(self):", "\n", "    ")
+                .replace("const ", "")
+                .replace(';', "")
+                .replace("this.", "self.")
+                .replace("report_observed(self):", "def report_observed(self):")
+                .replace("report_changed(self):", "def report_changed(self):")
+                .replace("become_stale(self):", "def become_stale(self):")
+        );
+        for (language, source) in [
+            (Language::TypeScript, &typescript),
+            (Language::JavaScript, &javascript),
+            (Language::Python, &python),
+        ] {
+            assert!(
+                non_whitespace(source) > DEFAULT_SIZES.target
+                    && non_whitespace(source) < DEFAULT_SIZES.max,
+                "{language:?}: the class must be over the target and under the maximum"
+            );
+            let chunks = parse_file(language, source).unwrap().chunks;
+            let observed = chunks
+                .iter()
+                .find(|c| c.text.contains("report_observed"))
+                .unwrap();
+            assert!(
+                !observed.text.contains("become_stale"),
+                "{language:?}: the class was kept whole: {chunks:#?}"
+            );
+            let stale = chunks
+                .iter()
+                .find(|c| c.symbol.as_deref() == Some("become_stale"))
+                .unwrap_or_else(|| panic!("{language:?}: no chunk for a method: {chunks:#?}"));
+            assert_eq!(stale.scope, ["Atom"], "{language:?}");
+        }
     }
 
     #[test]
