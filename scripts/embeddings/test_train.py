@@ -131,6 +131,43 @@ class MultilangPairsTest(unittest.TestCase):
             self.assertFalse({(p.lang, p.name) for p in training} & evaluated)
 
 
+class ProseTest(unittest.TestCase):
+    def test_readme_prose_keeps_sentences_and_drops_code_tables_and_markup(self):
+        import tempfile
+        readme_text = """# Fancy cache
+
+[![build](https://ci.example/badge.svg)](https://ci.example)
+
+Fancy cache keeps the [recent answers](https://example.com/docs) of a slow service in memory.
+It evicts the oldest entry when the memory budget is spent. Tiny line.
+
+```python
+cache = FancyCache(budget=1024)  # Stores answers in memory for a while here.
+```
+
+    indented = "Code blocks indented by four spaces are not prose either."
+
+| option | meaning of the option in this table |
+|---|---|
+
+Install it with `pip install fancy-cache` and read the guide at https://example.com/guide today.
+"""
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "pkg" / "docs").mkdir(parents=True)
+            (root / "pkg" / "README.md").write_text(readme_text)
+            (root / "pkg" / "docs" / "readme.txt").write_text("Deeper notes are found after the top one, always.\n")
+            (root / "pkg" / "src.py").write_text("print('not a readme at all, not even close')\n")
+            files = train.readmes(root)
+            self.assertEqual([f.name for f in files], ["README.md", "readme.txt"])
+            sentences = train.prose_sentences(files[:1])
+        self.assertEqual(sentences, sorted([
+            "Fancy cache keeps the recent answers of a slow service in memory.",
+            "It evicts the oldest entry when the memory budget is spent.",
+            "Install it with and read the guide at today.",
+        ]))
+
+
 class InterpolateTest(unittest.TestCase):
     def write(self, path: Path, rows: np.ndarray) -> Path:
         q, scales, weights = quantise(rows.astype(np.float64))

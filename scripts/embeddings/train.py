@@ -214,6 +214,49 @@ def mine_pairs(crates: list[tuple[Path, str]], fns: str) -> list[dict]:
     return [p for corpus, c in crates for p in crate_pairs(corpus, c, fns)]
 
 
+PROSE_MIN_WORDS, PROSE_MAX_WORDS = 6, 40
+READMES_PER_PACKAGE = 5
+
+
+def readmes(root: Path) -> list[Path]:
+    """The README files of one unpacked package or crate, shallowest first (a Debian Go
+    package keeps its sources, README included, five directories down)."""
+    found = [p for p in root.rglob("*") if p.name.lower().split(".")[0] == "readme"
+             and p.suffix.lower() in ("", ".md", ".rst", ".markdown", ".txt")
+             and p.is_file() and p.stat().st_size < 200_000
+             and "node_modules" not in p.parts]
+    found.sort(key=lambda p: (len(p.parts), str(p)))
+    return found[:READMES_PER_PACKAGE]
+
+
+def prose_sentences(files: list[Path]) -> list[str]:
+    """Plain-English sentences from README files: code blocks, tables, headings, links'
+    targets and markup dropped. What `--keep-prose` holds still: notes, questions and skill
+    descriptions are English like this, not like doc comments, which name parameters and
+    return values."""
+    sentences: set[str] = set()
+    for path in files:
+        text = re.sub(r"```.*?```", " ", path.read_text(errors="replace"), flags=re.S)
+        lines = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if (not stripped or line.startswith(("    ", "\t"))
+                    or stripped.startswith(("#", "|", "..", ":", "<", "!", "=", "---", "$"))):
+                lines.append("")  # a paragraph break: code, headings, tables, directives
+            else:
+                lines.append(stripped.lstrip("*-+> ").strip())
+        text = "\n".join(lines)
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # [words](url) -> words
+        text = re.sub(r"`[^`]*`|https?://\S+|[*_]{1,2}", " ", text)
+        for paragraph in re.split(r"\n\s*\n", text):
+            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(paragraph.split())):
+                letters = sum(ch.isalpha() for ch in sentence)
+                if (PROSE_MIN_WORDS <= len(sentence.split()) <= PROSE_MAX_WORDS
+                        and letters >= 0.7 * len(sentence) and sentence[:1].isupper()):
+                    sentences.add(sentence)
+    return sorted(sentences)
+
+
 class TrainableTable:
     """The table's embedding with its effective rows (weight x row) as parameters, trained with
     Adam (betas 0.9 / 0.999, eps 1e-8; a row no batch touched still moves with its moments,
@@ -358,6 +401,9 @@ def main() -> int:
     ap.add_argument("--keep-sentences", type=float, default=0.0,
                     help="weight of a term keeping the cosines between the batch's sentences what "
                          "they were under --base (English stays English; 0: off)")
+    ap.add_argument("--keep-prose", type=int, default=0,
+                    help="with --keep-sentences: also hold the cosines between this many README "
+                         "sentences of the training packages per batch to --base's (0: off)")
     ap.add_argument("--val-share", type=float, default=0.05, help="share of crates held out for validation")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--fns", choices=["pub", "all"], default="all",
@@ -391,6 +437,16 @@ def main() -> int:
         import multilang_pairs
         for lang in others:
             pairs += multilang_pairs.language_pairs(lang, a.per_package, a.seed)
+    prose: list[str] = []
+    if a.keep_prose:
+        if not a.keep_sentences:
+            sys.exit("train.py: --keep-prose weighs its term by --keep-sentences; set both")
+        roots = [corpus / crate for corpus, crate in train_names] if "rust" in languages else []
+        if others:
+            roots += [multilang_pairs.build.fetch(package) for lang in others
+                      for package in multilang_pairs.packages_for_training(lang)]
+        prose = prose_sentences([f for root in roots for f in readmes(root)])
+        print(f"{len(prose)} README sentences from {len(roots)} packages to keep", file=sys.stderr)
     for p in pairs:
         p["code"] = code_text(p, not a.no_imports)
     if a.bm25_weight:
@@ -473,6 +529,7 @@ def main() -> int:
             if src.exists() and src.resolve() != dst.resolve():
                 shutil.copyfile(src, dst)
 
+    prose_rng = random.Random(a.seed + 1)  # apart from the batches' draws, which stay as they were
     print(f"epoch 0: validation MRR@10 {show(val_mrr())}", file=sys.stderr)
     for ep in range(a.epochs):
         total, n = 0.0, 0
@@ -493,7 +550,15 @@ def main() -> int:
                 kept, d_kept = sentence_geometry_step(q64, q_base, a.keep_sentences)
                 loss += kept
                 d_q = d_q + d_kept.astype(d_q.dtype)
-            model.backward([(qi, qo, q, q_norms, d_q), (ci, co, c, c_norms, d_c)])
+            groups = [(qi, qo, q, q_norms, d_q), (ci, co, c, c_norms, d_c)]
+            if prose:
+                pi, po = bags(prose_rng.sample(prose, min(a.keep_prose, len(prose))))
+                p_vecs, p_norms = model.forward(pi, po)
+                p_base = model.embed_with_base(pi, po).astype(np.float64)
+                kept, d_p = sentence_geometry_step(p_vecs.astype(np.float64), p_base, a.keep_sentences)
+                loss += kept
+                groups.append((pi, po, p_vecs, p_norms, d_p.astype(p_vecs.dtype)))
+            model.backward(groups)
             total += loss * len(b)
             n += len(b)
         print(f"epoch {ep + 1}: loss {total / n:.3f}, validation MRR@10 {show(val_mrr())} "
