@@ -17,8 +17,11 @@
 #    the packages of bench/multilang/packages.txt's `table` split too (fetched from PyPI, npm
 #    and Debian by bench/multilang/build.py's own fetcher);
 # 8. interpolate.py: the Rust table and the five-language one blended half-way ->
-#    assets/embeddings/static-minilm.{bin,vocab.txt}, the built-in table (README.md, "Five
-#    languages": the blend keeps what the Rust table knew about plain English).
+#    bench/out/embeddings/blend.bin (README.md, "Five languages": the blend keeps what the Rust
+#    table knew about plain English);
+# 9. train.py from the blend, 5 epochs, with the cosines between doc sentences and between
+#    README sentences held to the blend's -> assets/embeddings/static-minilm.{bin,vocab.txt},
+#    the built-in table (README.md, "More TypeScript, README prose held still").
 # Slow steps cache their results under bench/out/embeddings/ (delete it to start over).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -45,4 +48,8 @@ fi
   --seed 7
 "$VENV/bin/python" scripts/embeddings/interpolate.py --from bench/out/embeddings/rust.bin \
   --to bench/out/embeddings/multi/static-minilm.bin --alpha 0.5 \
-  --out assets/embeddings/static-minilm.bin
+  --out bench/out/embeddings/blend.bin
+"$VENV/bin/python" scripts/embeddings/train.py --base bench/out/embeddings/blend.bin \
+  --out assets/embeddings/static-minilm.bin --corpus bench/corpus/rust-vendor \
+  --languages rust,python,javascript,typescript,go --per-language 10000 --epochs 5 \
+  --keep-sentences 400 --keep-prose 64 --seed 7

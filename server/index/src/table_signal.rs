@@ -166,10 +166,12 @@ mod tests {
         );
         for ((id, cosine), (stored_id, stored_cosine)) in at_query_time.iter().zip(&stored) {
             assert_eq!(id, stored_id);
-            // The stored vectors are int8, the query-time ones are not: 0.0002 apart here,
-            // 0.003 when the file's imports are left out of the text.
+            // The stored vectors are int8, the query-time ones are not: half a quantization
+            // step per component. 0.0002 apart here with the table of 11-24, 0.0017 with that
+            // of 11-27; a different text (the file's imports left out) moves it by 0.003 and
+            // more, and the fusion's cosine spreads are 0.02 and up.
             assert!(
-                (cosine - stored_cosine).abs() < 1e-3,
+                (cosine - stored_cosine).abs() < 2.5e-3,
                 "{cosine} vs {stored_cosine}"
             );
         }
