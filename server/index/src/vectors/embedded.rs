@@ -234,8 +234,7 @@ impl EmbeddedStore {
             }
             None => None,
         };
-        let mut quantized = Vec::with_capacity(query.len());
-        let query_scale = quantize(query, &mut quantized);
+        let (query_scale, quantized) = quantize(query);
         if k == 0 || query_scale == 0.0 {
             return Ok(Vec::new());
         }

@@ -108,8 +108,7 @@ pub fn embed_chunks(
         .into_iter()
         .zip(vectors)
         .map(|(content_hash, vector)| {
-            let mut quantized = Vec::with_capacity(vector.len());
-            let scale = quantize(&vector, &mut quantized);
+            let (scale, quantized) = quantize(&vector);
             ChunkVector {
                 content_hash,
                 scale,

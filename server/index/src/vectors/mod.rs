@@ -54,8 +54,7 @@ pub struct QuantizedRecord {
 impl VectorRecord {
     /// The record with its vector quantized to int8 ([`quantize`]).
     pub fn quantized(self) -> QuantizedRecord {
-        let mut quantized = Vec::with_capacity(self.vector.len());
-        let scale = quantize(&self.vector, &mut quantized);
+        let (scale, quantized) = quantize(&self.vector);
         QuantizedRecord {
             id: self.id,
             content_hash: self.content_hash,

@@ -51,21 +51,18 @@ pub struct SegmentRow<'a> {
     pub quantized: &'a [i8],
 }
 
-/// Quantises `vector` to int8 with one scale (`max |x| / 127`).
-pub fn quantize(vector: &[f32], out: &mut Vec<i8>) -> f32 {
+/// Quantises `vector` to int8 with one scale (`max |x| / 127`): `(scale, components)`.
+pub fn quantize(vector: &[f32]) -> (f32, Vec<i8>) {
     let max = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    out.clear();
     if max == 0.0 || !max.is_finite() {
-        out.resize(vector.len(), 0);
-        return 0.0;
+        return (0.0, vec![0; vector.len()]);
     }
     let scale = max / 127.0;
-    out.extend(
-        vector
-            .iter()
-            .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8),
-    );
-    scale
+    let quantized = vector
+        .iter()
+        .map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8)
+        .collect();
+    (scale, quantized)
 }
 
 /// Bytes of one row's binary code.
