@@ -679,33 +679,28 @@ mod tests {
     /// methods like a bare class: a search for one method answers with the method.
     #[test]
     fn exported_and_decorated_classes_open_at_their_methods() {
-        let methods = |open: &str, close: &str, indent: &str| {
-            let mut body = String::new();
+        // A class of three small methods: `NAME` in `method` is each method's name.
+        let class = |head: &str, method: &str| {
+            let mut source = head.to_string();
             for name in ["report_observed", "report_changed", "become_stale"] {
-                body.push_str(&format!(
-                    "{indent}{name}{open}\n{indent}{indent}const observers = this.observers_for_{name}.size;\n\
-                     {indent}{indent}return observers + this.pending_{name}.length;\n{close}"
-                ));
+                source.push_str(&method.replace("NAME", name));
             }
-            body
+            source
         };
-        let typescript = format!(
-            "import {{ Set }} from './set';\n\nexport class Atom implements IAtom {{\n{}}}\n",
-            methods("(): number {", "  }\n", "  ")
-        );
-        let javascript = format!(
-            "export default class Atom {{\n{}}}\n",
-            methods("() {", "  }\n", "  ")
-        );
-        let python = format!(
-            "import dataclasses\n\n@dataclasses.dataclass\nclass Atom:\n    name: str\n\n{}",
-            methods("(self):", "\n", "    ")
-                .replace("const ", "")
-                .replace(';', "")
-                .replace("this.", "self.")
-                .replace("report_observed(self):", "def report_observed(self):")
-                .replace("report_changed(self):", "def report_changed(self):")
-                .replace("become_stale(self):", "def become_stale(self):")
+        let typescript = class(
+            "import { Set } from './set';\n\nexport class Atom implements IAtom {\n",
+            "  NAME(): number {\n    const observers = this.observers_for_NAME.size;\n    \
+             return observers + this.pending_NAME.length;\n  }\n",
+        ) + "}\n";
+        let javascript = class(
+            "export default class Atom {\n",
+            "  NAME() {\n    const observers = this.observers_for_NAME.size;\n    \
+             return observers + this.pending_NAME.length;\n  }\n",
+        ) + "}\n";
+        let python = class(
+            "import dataclasses\n\n@dataclasses.dataclass\nclass Atom:\n    name: str\n\n",
+            "    def NAME(self):\n        observers = self.observers_for_NAME.size\n        \
+             return observers + self.pending_NAME.length\n\n",
         );
         for (language, source) in [
             (Language::TypeScript, &typescript),
