@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
 use super::segment::{
-    CODE_GROUP, CodeBlock, Segment, SegmentRow, is_store_file, quantize, segment_file_name,
-    write_segment,
+    CODE_GROUP, CodeBlock, NotOrdered, Segment, SegmentRow, is_store_file, quantize,
+    segment_file_name, write_segment,
 };
 use super::{
     QuantizedRecord, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
@@ -1020,29 +1021,44 @@ impl VectorStore for EmbeddedStore {
     }
 
     fn vectors(&self, ids: &[i64]) -> Result<Vec<(i64, Vec<f32>)>, VectorError> {
-        let wanted: HashSet<i64> = ids.iter().copied().collect();
-        let mut found = Vec::new();
+        let mut found = Vec::with_capacity(ids.len());
+        let mut have: FxHashSet<i64> = FxHashSet::default();
         {
             let staged = self.staged();
-            for (&id, row) in staged.upserts.iter().filter(|(id, _)| wanted.contains(id)) {
-                found.push((
-                    id,
-                    row.quantized
-                        .iter()
-                        .map(|&q| row.scale * f32::from(q))
-                        .collect(),
-                ));
+            for &id in ids {
+                if let Some(row) = staged.upserts.get(&id)
+                    && have.insert(id)
+                {
+                    found.push((
+                        id,
+                        row.quantized
+                            .iter()
+                            .map(|&q| row.scale * f32::from(q))
+                            .collect(),
+                    ));
+                }
             }
         }
         let published = self.published();
-        let mut have: HashSet<i64> = found.iter().map(|(id, _)| *id).collect();
+        let mut wanted: Vec<i64> = ids
+            .iter()
+            .copied()
+            .filter(|id| !have.contains(id))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
         for (segment, live) in published.segments.iter().zip(&published.live) {
-            for row in (0..segment.rows).filter(|&row| live[row]) {
+            if wanted.is_empty() {
+                break;
+            }
+            let rows = rows_holding(segment, &wanted);
+            for row in rows.into_iter().filter(|&row| live[row]) {
                 let id = segment.id(row);
-                if wanted.contains(&id) && have.insert(id) {
+                if have.insert(id) {
                     found.push((id, segment.vector(row)));
                 }
             }
+            wanted.retain(|id| !have.contains(id));
         }
         Ok(found)
     }
@@ -1129,10 +1145,13 @@ impl VectorStore for EmbeddedStore {
         new_rows.sort_by_key(|&(id, _)| id);
         let total: usize = live.iter().map(Vec::len).sum::<usize>() + new_rows.len();
         let dead = live.iter().flatten().filter(|&&alive| !alive).count();
-        // Segments written before binary codes existed are rewritten with them.
+        // Segments written before binary codes existed are rewritten with them, and those
+        // written before rows were kept in id order are rewritten in it.
         let merge = segments.len() + 1 > MAX_SEGMENTS
             || dead * 4 > total
-            || segments.iter().any(|segment| !segment.is_current());
+            || segments
+                .iter()
+                .any(|segment| !segment.is_current() || !segment.ids_ascending());
 
         let mut rows: Vec<SegmentRow<'_>> = Vec::new();
         let mut kept_quantized: Vec<Vec<i8>> = Vec::new();
@@ -1165,6 +1184,8 @@ impl VectorStore for EmbeddedStore {
             scale: row.scale,
             quantized: &row.quantized,
         }));
+        // In id order, so that lookups by id binary-search (`Segment::row_of`).
+        rows.sort_unstable_by_key(|row| row.id);
         let mut new_segment = None;
         if !rows.is_empty() {
             let dims = dims.ok_or(VectorError::NoIdentity)?;
@@ -1263,6 +1284,25 @@ fn remove_unreferenced(dir: &Path, referenced: &HashSet<&str>) {
             let _ = fs::remove_file(entry.path());
         }
     }
+}
+
+/// The rows of `segment` holding any of `wanted` (ascending ids): a binary search per id when
+/// the segment's rows are in id order, one scan of its id column otherwise.
+fn rows_holding(segment: &Segment, wanted: &[i64]) -> Vec<usize> {
+    let mut rows = Vec::new();
+    for &id in wanted {
+        match segment.row_of(id) {
+            Ok(Some(row)) => rows.push(row),
+            Ok(None) => {}
+            Err(NotOrdered) => {
+                let wanted: FxHashSet<i64> = wanted.iter().copied().collect();
+                return (0..segment.rows)
+                    .filter(|&row| wanted.contains(&segment.id(row)))
+                    .collect();
+            }
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
@@ -1531,6 +1571,139 @@ mod tests {
         let vectors = reopened.vectors(&[10, 999]).unwrap();
         assert_eq!(vectors.len(), 1);
         assert!((vectors[0].1[1] - 1.0).abs() < 0.01);
+    }
+
+    /// Lookups by id across several segments, staged rows and replaced rows: each id comes
+    /// back once, with its newest vector, whichever segment holds it.
+    #[test]
+    fn vectors_by_id_come_from_the_live_row_of_any_segment_or_the_staged_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        // Three commits of 200 rows each, upserted in descending id order.
+        for (generation, base) in [(1, 0), (2, 1000), (3, 2000)] {
+            let records = (0..200)
+                .rev()
+                .map(|n| record(base + n, "src/a.rs", "rust", axis(0, 0.1)))
+                .collect();
+            store.upsert(records).unwrap();
+            store.commit(generation).unwrap();
+        }
+        // 1005 moves to axis 2 in a fourth segment; 2007 is deleted; 7 is staged on axis 3.
+        store
+            .upsert(vec![record(1005, "src/a.rs", "rust", axis(2, 0.0))])
+            .unwrap();
+        store.delete(&[2007]).unwrap();
+        store.commit(4).unwrap();
+        store
+            .upsert(vec![record(7, "src/a.rs", "rust", axis(3, 0.0))])
+            .unwrap();
+
+        let mut found = store
+            .vectors(&[2199, 7, 1005, 3, 2007, 150, 5000, 3, -1])
+            .unwrap();
+        found.sort_by_key(|(id, _)| *id);
+        let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [3, 7, 150, 1005, 2199]);
+        let main_axis = |vector: &[f32]| {
+            (0..4)
+                .max_by(|&a, &b| vector[a].total_cmp(&vector[b]))
+                .unwrap()
+        };
+        let axes: Vec<usize> = found.iter().map(|(_, vector)| main_axis(vector)).collect();
+        assert_eq!(axes, [0, 3, 0, 2, 0]);
+    }
+
+    /// A segment of an older lode, its rows in no id order, is scanned instead.
+    #[test]
+    fn rows_of_a_segment_in_no_id_order_are_found_by_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let quantized = [1i8, 0, 0, 0];
+        let ids = [30i64, 10, 20, 50, 40];
+        let rows: Vec<SegmentRow<'_>> = ids
+            .iter()
+            .map(|&id| SegmentRow {
+                id,
+                content_hash: 0,
+                path: "a.rs",
+                language: "rust",
+                scale: 1.0,
+                quantized: &quantized,
+            })
+            .collect();
+        let path = dir.path().join("old.vec");
+        write_segment(&path, 4, &rows).unwrap();
+        let segment = Segment::open(&path, "old.vec").unwrap();
+        let mut found = rows_holding(&segment, &[10, 40, 45]);
+        found.sort_unstable();
+        assert_eq!(found, [1, 4]);
+    }
+
+    /// A store whose segment an older lode wrote in no id order: lookups by id still find
+    /// every row, and the next commit rewrites the segment in id order.
+    #[test]
+    fn a_segment_in_no_id_order_is_read_and_rewritten_in_order_at_the_next_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store.reset(&identity(4)).unwrap();
+        store
+            .upsert(
+                (0..50)
+                    .map(|n| record(n, "a.rs", "rust", axis(1, 0.2)))
+                    .collect(),
+            )
+            .unwrap();
+        store.commit(1).unwrap();
+        drop(store);
+        // Rewrite the segment with its rows reversed, as an older lode could have left them.
+        let path = segment_paths(dir.path()).remove(0);
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let owned: Vec<(i64, u64, f32, Vec<i8>)> = {
+            let segment = Segment::open(&path, &name).unwrap();
+            (0..segment.rows)
+                .rev()
+                .map(|row| {
+                    let quantized = segment.quantized(row).iter().map(|&b| b as i8).collect();
+                    (
+                        segment.id(row),
+                        segment.content_hash(row),
+                        segment.scale(row),
+                        quantized,
+                    )
+                })
+                .collect()
+        };
+        let rows: Vec<SegmentRow<'_>> = owned
+            .iter()
+            .map(|(id, content_hash, scale, quantized)| SegmentRow {
+                id: *id,
+                content_hash: *content_hash,
+                path: "a.rs",
+                language: "rust",
+                scale: *scale,
+                quantized,
+            })
+            .collect();
+        write_segment(&path, 4, &rows).unwrap();
+
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert!(!store.published().segments[0].ids_ascending());
+        let mut found: Vec<i64> = store
+            .vectors(&[49, 0, 17, 50])
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        found.sort_unstable();
+        assert_eq!(found, [0, 17, 49]);
+        store
+            .upsert(vec![record(60, "b.rs", "rust", axis(2, 0.0))])
+            .unwrap();
+        store.commit(2).unwrap();
+        let published = store.published();
+        assert_eq!(published.segments.len(), 1, "rewritten as one segment");
+        assert!(published.segments[0].ids_ascending());
+        assert_eq!(published.segments[0].rows, 51);
     }
 
     #[test]

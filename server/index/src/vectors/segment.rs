@@ -23,6 +23,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
@@ -140,7 +141,8 @@ impl BinaryCodes {
     }
 }
 
-/// Writes a segment to `path` and flushes it to disk.
+/// Writes a segment to `path` and flushes it to disk, its rows in the order given (the store
+/// gives them in ascending id order, so that [`Segment::row_of`] can binary-search).
 pub fn write_segment(path: &Path, dims: usize, rows: &[SegmentRow<'_>]) -> Result<(), VectorError> {
     let io = |source| VectorError::Io {
         path: path.to_path_buf(),
@@ -223,6 +225,10 @@ pub fn write_segment(path: &Path, dims: usize, rows: &[SegmentRow<'_>]) -> Resul
     Ok(())
 }
 
+/// A segment whose rows are in no id order (written by an older lode): look ids up by a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotOrdered;
+
 /// An open, memory-mapped segment.
 pub struct Segment {
     pub name: String,
@@ -235,6 +241,9 @@ pub struct Segment {
     codes: Option<CodesLayout>,
     /// The centre the codes are signs around (empty without codes).
     centre: Vec<f32>,
+    /// Whether the rows are in ascending id order, checked on the first lookup by id. The
+    /// store writes them so; segments written before 2026-11-28 are in no order.
+    ids_ascending: OnceLock<bool>,
 }
 
 /// The binary codes of consecutive rows of a segment, from a multiple of [`CODE_GROUP`] on.
@@ -357,6 +366,7 @@ impl Segment {
             languages,
             codes,
             centre,
+            ids_ascending: OnceLock::new(),
         };
         // The largest index of each column, in loops that vectorise: checking row by row took
         // a millisecond of every `lode search` process on the benchmark corpus.
@@ -388,6 +398,35 @@ impl Segment {
     pub fn id(&self, row: usize) -> i64 {
         let b = self.column(0, 8, row);
         i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+
+    /// The row holding chunk `id`: a binary search when the rows are in ascending id order,
+    /// `Err(NotOrdered)` when they are not (the caller scans instead).
+    pub fn row_of(&self, id: i64) -> Result<Option<usize>, NotOrdered> {
+        if !self.ids_ascending() {
+            return Err(NotOrdered);
+        }
+        let (mut low, mut high) = (0, self.rows);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.id(middle).cmp(&id) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Ok(Some(middle)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the rows are in ascending id order (see [`Segment::row_of`]).
+    pub fn ids_ascending(&self) -> bool {
+        *self.ids_ascending.get_or_init(|| {
+            let ids = self
+                .column_bytes(0, 8)
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
+            ids.clone().zip(ids.skip(1)).all(|(a, b)| a < b)
+        })
     }
 
     pub fn content_hash(&self, row: usize) -> u64 {
@@ -530,6 +569,47 @@ pub fn flatten_codes(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows in ascending id order are found by binary search, absent ids (below, between and
+    /// above the stored ones) are not; rows in another order say so instead of guessing.
+    #[test]
+    fn rows_are_found_by_id_only_in_a_segment_written_in_id_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let quantized = [1i8, -2, 3, -4];
+        let segment_of = |name: &str, ids: &[i64]| {
+            let rows: Vec<SegmentRow<'_>> = ids
+                .iter()
+                .map(|&id| SegmentRow {
+                    id,
+                    content_hash: 0,
+                    path: "a.rs",
+                    language: "rust",
+                    scale: 1.0,
+                    quantized: &quantized,
+                })
+                .collect();
+            let path = dir.path().join(name);
+            write_segment(&path, 4, &rows).unwrap();
+            Segment::open(&path, name).unwrap()
+        };
+        let ordered_ids: Vec<i64> = (0..1000).map(|n| 3 * n + 10).collect();
+        let ordered = segment_of("ordered.vec", &ordered_ids);
+        for (row, &id) in ordered_ids.iter().enumerate() {
+            assert_eq!(ordered.row_of(id), Ok(Some(row)), "id {id}");
+        }
+        for absent in [-5, 0, 9, 11, 12, 1_001, 3_008, 3_010, i64::MAX] {
+            assert_eq!(ordered.row_of(absent), Ok(None), "id {absent}");
+        }
+        let single = segment_of("single.vec", &[42]);
+        assert_eq!(single.row_of(42), Ok(Some(0)));
+        assert_eq!(single.row_of(41), Ok(None));
+
+        let unordered = segment_of("unordered.vec", &[5, 3, 8]);
+        assert_eq!(unordered.row_of(3), Err(NotOrdered));
+        // A repeated id is not "ascending" either.
+        let repeated = segment_of("repeated.vec", &[1, 2, 2, 3]);
+        assert_eq!(repeated.row_of(2), Err(NotOrdered));
+    }
 
     /// Every bit of every code, over more rows than one group and a partial last byte,
     /// against the sign of its component's difference from the centre, computed here one
