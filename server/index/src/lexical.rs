@@ -23,8 +23,24 @@ use crate::chunk::Chunk;
 use crate::error::IndexError;
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
 
-/// Memory the tantivy writer may use before flushing a segment.
-const WRITER_MEMORY_BYTES: usize = 96 * 1024 * 1024;
+/// Memory each tantivy indexing thread may use before it flushes a segment. The whole of
+/// `bench/`'s corpus (1M chunks) fits one; a write that fits closes one segment per commit.
+const WRITER_MEMORY_PER_THREAD: usize = 512 * 1024 * 1024;
+
+/// Cores per tantivy indexing thread. Each thread builds segments of its own, each with a term
+/// dictionary of nearly the whole vocabulary, which a merge later unites again: on 2 cores,
+/// one thread took 12% less CPU for a cold index than two did (bench/README.md). Parsing,
+/// which keeps every core busy, is the bulk of the work anyway.
+const CORES_PER_WRITER_THREAD: usize = 4;
+
+/// How many threads the tantivy writer indexes with: one per four cores, at least one and at
+/// most four.
+fn writer_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .div_ceil(CORES_PER_WRITER_THREAD)
+        .clamp(1, 4)
+}
 
 /// The analyzer of every text field: code-aware splitting, then English stemming of each part
 /// (so `matches`, `matching` and `matched` meet `match`).
@@ -222,12 +238,10 @@ impl LexicalIndex {
     ) -> Result<T, IndexError> {
         let mut slot = self.writer.lock();
         if slot.is_none() {
-            let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(4);
+            let threads = writer_threads();
             let writer = self
                 .index
-                .writer_with_num_threads(threads, WRITER_MEMORY_BYTES)
+                .writer_with_num_threads(threads, threads * WRITER_MEMORY_PER_THREAD)
                 .map_err(|error| match error {
                     TantivyError::LockFailure(LockError::LockBusy, _) => IndexError::Locked {
                         path: self.dir.clone(),

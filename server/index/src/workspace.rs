@@ -566,12 +566,23 @@ impl Workspace {
         let mut batch = catalog.begin()?;
         self.remove_deleted(&mut batch, &deleted, derived, &mut stats)?;
         let mut inline = self.inline_vectors(&catalog, derived)?;
+        // A cold build publishes its lexical index once, at the end: each lexical commit
+        // closes a segment, and every segment costs a term dictionary now and a merge later.
+        // The catalog and the vectors still checkpoint; the next handle to open an interrupted
+        // build's index rebuilds the lexical index from the catalog, without parsing again.
+        let checkpoints = Derived {
+            lexical: derived.lexical && !bulk_load,
+            ..derived
+        };
         let batch = self.parse_and_write(
             &catalog,
             batch,
             candidates,
             &known,
-            derived,
+            Checkpointed {
+                derived,
+                checkpoints,
+            },
             &mut inline,
             &mut stats,
             progress,
@@ -671,11 +682,15 @@ impl Workspace {
         batch: CatalogBatch<'c>,
         candidates: Vec<&ScannedFile>,
         known: &HashMap<String, FileRecord>,
-        derived: Derived,
+        writes: Checkpointed,
         inline: &mut Option<InlineVectors>,
         stats: &mut RefreshStats,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<Option<CatalogBatch<'c>>, IndexError> {
+        let Checkpointed {
+            derived,
+            checkpoints,
+        } = writes;
         let mut batch = Some(batch);
         let worker_embedder = inline.as_ref().map(InlineVectors::embedder);
         let total = candidates.len();
@@ -724,7 +739,7 @@ impl Workspace {
                     || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
                     && let Some(open) = batch.take()
                 {
-                    match self.checkpoint(catalog, open, derived, inline) {
+                    match self.checkpoint(catalog, open, checkpoints, inline) {
                         Ok(next) => batch = Some(next),
                         Err(error) => write_error = Some(error),
                     }
@@ -739,8 +754,8 @@ impl Workspace {
         }
     }
 
-    /// Commits `batch` mid-refresh (catalog, lexical index, the vectors held so far) and opens
-    /// the next.
+    /// Commits `batch` mid-refresh (the catalog, the vectors held so far, and the lexical
+    /// index when `derived` says so) and opens the next.
     fn checkpoint<'c>(
         &self,
         catalog: &'c Catalog,
@@ -817,6 +832,14 @@ impl Workspace {
         }
         Ok(())
     }
+}
+
+/// What a refresh writes to the derived indexes (`derived`), and which of them its
+/// checkpoints publish (`checkpoints`).
+#[derive(Clone, Copy, Debug)]
+struct Checkpointed {
+    derived: Derived,
+    checkpoints: Derived,
 }
 
 /// Which derived indexes a write keeps in step with the catalog.

@@ -565,6 +565,49 @@ fn a_refresh_that_fails_while_embedding_leaves_no_vector_without_its_chunk() {
     }
 }
 
+/// A cold build publishes its lexical index only at its end, so its checkpoints leave the
+/// catalog (and vectors) ahead of it. After a build that fails half-way, the next handle
+/// rebuilds the lexical index from the catalog: every committed file is found without being
+/// parsed again, and no file the catalog lacks.
+#[test]
+fn an_interrupted_cold_build_is_indexed_lexically_from_its_checkpoints_by_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    many_files(dir.path(), 12);
+    let mut options = WorkspaceOptions::new(dir.path());
+    options.embedder = Some(Arc::new(Switchable::new(true, Some(9))));
+    options.checkpoint_files = 3;
+    let workspace = Workspace::open(options).unwrap();
+    let error = workspace.refresh(&|_| {}).unwrap_err();
+    assert!(error.to_string().contains("failing on purpose"), "{error}");
+    drop(workspace);
+
+    let conn = rusqlite::Connection::open(dir.path().join(".lode/index/catalog.sqlite")).unwrap();
+    let committed: Vec<String> = conn
+        .prepare("SELECT path FROM files")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        (3..12).contains(&committed.len()),
+        "checkpoints every 3 files before the 9th embedding: {committed:?}"
+    );
+
+    let workspace = Workspace::open(WorkspaceOptions::new(dir.path())).unwrap();
+    assert_repaired(&workspace, "built it from the catalog");
+    for n in 0..12 {
+        let path = format!("src/module_{n}.rs");
+        let request = SearchRequest::new(format!("compute_value_{n}"));
+        let found = workspace
+            .search_with_mode(&request, SearchMode::Lexical)
+            .unwrap()
+            .iter()
+            .any(|hit| hit.path == path);
+        assert_eq!(found, committed.contains(&path), "{path}");
+    }
+}
+
 /// The embedded store, counting its commits.
 struct CountingStore {
     inner: EmbeddedStore,

@@ -382,9 +382,9 @@ fn a_lexical_index_behind_the_catalog_is_rebuilt_on_open() {
     assert!(open(dir.path()).repairs().is_empty());
 }
 
-/// Every checkpoint of a cold build commits the lexical index, leaving small segments; the
-/// build merges them once at the end (into one per core, at most two) instead of as they come,
-/// which left a dozen behind.
+/// A cold build's checkpoints commit the catalog but not the lexical index, which it publishes
+/// once at its end (a segment per commit would leave a dozen small ones behind, or a merge to
+/// pay for): however many checkpoints, at most two segments remain.
 #[test]
 fn a_cold_build_ends_with_at_most_two_lexical_segments_however_many_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
