@@ -838,6 +838,18 @@ impl Pool {
         self.worst.is_none_or(|worst| estimate >= worst.estimate)
     }
 
+    /// Whether any of these estimates could be kept ([`Pool::admits`] for a run of them,
+    /// without a branch per estimate).
+    #[inline]
+    fn admits_any(&self, estimates: &[f32]) -> bool {
+        match self.worst {
+            None => true,
+            Some(worst) => estimates
+                .iter()
+                .fold(false, |any, &estimate| any | (estimate >= worst.estimate)),
+        }
+    }
+
     #[inline]
     fn offer(&mut self, candidate: Candidate) {
         if self.worst.is_some_and(|worst| candidate >= worst) {
@@ -917,14 +929,22 @@ fn first_pass_and_rescore(
                     return (pool, estimates);
                 };
                 estimate(&tables, &codes, centre_dots[index], &mut estimates);
-                for (row, &estimate) in block.zip(&estimates) {
-                    if pool.admits(estimate) && rows.accepts(segment, row) {
-                        pool.offer(Candidate {
-                            estimate,
-                            // Segments are a handful and rows fit the file format's u32.
-                            segment: index as u32,
-                            row: row as u32,
-                        });
+                for (group, group_estimates) in estimates.chunks(CODE_GROUP).enumerate() {
+                    // Once the pool is full, most groups hold no row it would take: one
+                    // vectorised comparison rules out all of a group's rows.
+                    if !pool.admits_any(group_estimates) {
+                        continue;
+                    }
+                    let first = block.start + group * CODE_GROUP;
+                    for (row, &estimate) in (first..).zip(group_estimates) {
+                        if pool.admits(estimate) && rows.accepts(segment, row) {
+                            pool.offer(Candidate {
+                                estimate,
+                                // Segments are a handful and rows fit the file format's u32.
+                                segment: index as u32,
+                                row: row as u32,
+                            });
+                        }
                     }
                 }
                 (pool, estimates)
