@@ -1638,22 +1638,10 @@ mod tests {
     #[test]
     fn rows_of_a_segment_in_no_id_order_are_found_by_a_scan() {
         let dir = tempfile::tempdir().unwrap();
-        let quantized = [1i8, 0, 0, 0];
-        let ids = [30i64, 10, 20, 50, 40];
-        let rows: Vec<SegmentRow<'_>> = ids
-            .iter()
-            .map(|&id| SegmentRow {
-                id,
-                content_hash: 0,
-                path: "a.rs",
-                language: "rust",
-                scale: 1.0,
-                quantized: &quantized,
-            })
-            .collect();
-        let path = dir.path().join("old.vec");
-        write_segment(&path, 4, &rows).unwrap();
-        let segment = Segment::open(&path, "old.vec").unwrap();
+        let segment = super::super::segment::segment_of_ids(
+            &dir.path().join("old.vec"),
+            &[30, 10, 20, 50, 40],
+        );
         let mut found = rows_holding(&segment, &[10, 40, 45]);
         found.sort_unstable();
         assert_eq!(found, [1, 4]);

@@ -585,6 +585,27 @@ pub fn flatten_codes(path: &Path) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Writes and opens a segment of 4-dimensional rows with these ids, in this order, all with
+/// the same vector.
+#[cfg(test)]
+pub fn segment_of_ids(path: &Path, ids: &[i64]) -> Segment {
+    let quantized = [1i8, -2, 3, -4];
+    let rows: Vec<SegmentRow<'_>> = ids
+        .iter()
+        .map(|&id| SegmentRow {
+            id,
+            content_hash: 0,
+            path: "a.rs",
+            language: "rust",
+            scale: 1.0,
+            quantized: &quantized,
+        })
+        .collect();
+    write_segment(path, 4, &rows).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    Segment::open(path, &name).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,23 +645,7 @@ mod tests {
     #[test]
     fn rows_are_found_by_id_only_in_a_segment_written_in_id_order() {
         let dir = tempfile::tempdir().unwrap();
-        let quantized = [1i8, -2, 3, -4];
-        let segment_of = |name: &str, ids: &[i64]| {
-            let rows: Vec<SegmentRow<'_>> = ids
-                .iter()
-                .map(|&id| SegmentRow {
-                    id,
-                    content_hash: 0,
-                    path: "a.rs",
-                    language: "rust",
-                    scale: 1.0,
-                    quantized: &quantized,
-                })
-                .collect();
-            let path = dir.path().join(name);
-            write_segment(&path, 4, &rows).unwrap();
-            Segment::open(&path, name).unwrap()
-        };
+        let segment_of = |name: &str, ids: &[i64]| segment_of_ids(&dir.path().join(name), ids);
         let ordered_ids: Vec<i64> = (0..1000).map(|n| 3 * n + 10).collect();
         let ordered = segment_of("ordered.vec", &ordered_ids);
         for (row, &id) in ordered_ids.iter().enumerate() {
