@@ -11,6 +11,9 @@
 //! (bench/README.md, "Chunk heads"): the default mode gains in every language, most in
 //! JavaScript.
 
+use std::collections::HashMap;
+
+use crate::catalog::ChunkRow;
 use crate::embed::{chunk_head_text, dot};
 use crate::error::IndexError;
 use crate::workspace::Workspace;
@@ -19,9 +22,22 @@ impl Workspace {
     /// The cosine between `query_vector` (the workspace embedder's vector of the query) and
     /// the head of each of `candidates` that is still in the catalog, in `candidates` order.
     /// Empty without an embedder, candidates or query vector.
+    #[cfg(test)]
     pub(crate) fn head_cosines(
         &self,
         candidates: &[i64],
+        query_vector: &[f32],
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
+        let rows = self.with_catalog(|catalog| catalog.chunks_by_id(candidates))?;
+        self.head_cosines_of(candidates, &rows, query_vector)
+    }
+
+    /// [`Self::head_cosines`] with the candidates' catalog rows already read (`rows`; a
+    /// candidate it lacks is no longer in the catalog).
+    pub(crate) fn head_cosines_of(
+        &self,
+        candidates: &[i64],
+        rows: &HashMap<i64, ChunkRow>,
         query_vector: &[f32],
     ) -> Result<Vec<(i64, f32)>, IndexError> {
         let Some(embedder) = self.embedder() else {
@@ -31,19 +47,16 @@ impl Workspace {
             return Ok(Vec::new());
         }
         let split = !embedder.splits_identifiers();
-        let (ids, heads) = self.with_catalog(|catalog| {
-            let rows = catalog.chunks_by_id(candidates)?;
-            Ok(candidates
-                .iter()
-                .filter_map(|id| {
-                    let row = rows.get(id)?;
-                    Some((
-                        *id,
-                        chunk_head_text(row.symbol.as_deref(), &row.scope, &row.text, split),
-                    ))
-                })
-                .unzip::<_, _, Vec<i64>, Vec<String>>())
-        })?;
+        let (ids, heads): (Vec<i64>, Vec<String>) = candidates
+            .iter()
+            .filter_map(|id| {
+                let row = rows.get(id)?;
+                Some((
+                    *id,
+                    chunk_head_text(row.symbol.as_deref(), &row.scope, &row.text, split),
+                ))
+            })
+            .unzip();
         let texts: Vec<&str> = heads.iter().map(String::as_str).collect();
         let vectors = embedder.embed_batch(&texts)?;
         Ok(ids

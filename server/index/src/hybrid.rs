@@ -350,8 +350,20 @@ impl Workspace {
         } else {
             Vec::new()
         };
+        // The catalog rows of the chunks on either list, read once for the two signals that
+        // embed them at query time (the table and the heads).
+        let heads_wanted =
+            weights.heads > 0.0 && matches!(weights.method, FusionMethod::Standardised);
+        let rows = if weights.table > 0.0 || heads_wanted {
+            let mut ids: Vec<i64> = lexical.iter().chain(&semantic).map(|&(id, _)| id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?
+        } else {
+            HashMap::new()
+        };
         let table = if weights.table > 0.0 {
-            self.table_signal(request, &lexical, &mut semantic, &query_vector)?
+            self.table_signal(request, &lexical, &mut semantic, &query_vector, &rows)?
         } else {
             Vec::new()
         };
@@ -378,8 +390,8 @@ impl Workspace {
             FusionMethod::Standardised => {
                 let (lexical, semantic, candidates) =
                     self.standard_scores(&lexical, semantic, &query_vector)?;
-                let heads = if weights.heads > 0.0 {
-                    let cosines = self.head_cosines(&candidates, &query_vector)?;
+                let heads = if heads_wanted {
+                    let cosines = self.head_cosines_of(&candidates, &rows, &query_vector)?;
                     let spread = Spread::of_head_cosines(&cosines);
                     spread.standardise(&cosines, &candidates, spread.mean)
                 } else {

@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
+use crate::catalog::ChunkRow;
 use crate::embed::{EmbedError, Embedder, StaticEmbedder, dot};
 use crate::error::IndexError;
 use crate::search::SearchRequest;
@@ -35,17 +36,20 @@ impl Workspace {
     /// The table's list for a hybrid query: its cosine for every chunk on `lexical` or
     /// `semantic`, best first. `semantic` (the workspace embedder's hits for `query_vector`)
     /// is completed with the cosine of the lexical candidates it lacks.
+    /// `rows` holds the catalog rows of the chunks on either list (those it lacks are no
+    /// longer in the catalog).
     pub(crate) fn table_signal(
         &self,
         request: &SearchRequest,
         lexical: &[(i64, f32)],
         semantic: &mut Vec<(i64, f32)>,
         query_vector: &[f32],
+        rows: &HashMap<i64, ChunkRow>,
     ) -> Result<Vec<(i64, f32)>, IndexError> {
         let mut candidates: Vec<i64> = semantic.iter().map(|&(id, _)| id).collect();
         let missing = self.complete_semantic(semantic, lexical, query_vector)?;
         candidates.extend(&missing);
-        self.table_ranked(&request.query, &candidates)
+        self.table_ranked_of(&request.query, &candidates, rows)
     }
 
     /// Adds to `semantic` the similarity, under the workspace's own vectors, of each chunk on
@@ -84,13 +88,24 @@ impl Workspace {
 
     /// The built-in table's cosine between `query` and each of `candidates` (chunk ids), best
     /// first, without those under the table's relevance floor or no longer in the catalog.
+    #[cfg(test)]
     fn table_ranked(&self, query: &str, candidates: &[i64]) -> Result<Vec<(i64, f32)>, IndexError> {
+        let rows = self.with_catalog(|catalog| catalog.chunks_by_id(candidates))?;
+        self.table_ranked_of(query, candidates, &rows)
+    }
+
+    /// [`Self::table_ranked`] with the candidates' catalog rows already read.
+    fn table_ranked_of(
+        &self,
+        query: &str,
+        candidates: &[i64],
+        rows: &HashMap<i64, ChunkRow>,
+    ) -> Result<Vec<(i64, f32)>, IndexError> {
         if candidates.is_empty() || query.trim().is_empty() {
             return Ok(Vec::new());
         }
         let table = shared_table()?;
         let (ids, texts) = self.with_catalog(|catalog| {
-            let rows = catalog.chunks_by_id(candidates)?;
             let mut imports_of = HashMap::new();
             let mut ids = Vec::with_capacity(rows.len());
             let mut texts = Vec::with_capacity(rows.len());
