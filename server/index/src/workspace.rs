@@ -566,23 +566,13 @@ impl Workspace {
         let mut batch = catalog.begin()?;
         self.remove_deleted(&mut batch, &deleted, derived, &mut stats)?;
         let mut inline = self.inline_vectors(&catalog, derived)?;
-        // A cold build publishes its lexical index once, at the end: each lexical commit
-        // closes a segment, and every segment costs a term dictionary now and a merge later.
-        // The catalog and the vectors still checkpoint; the next handle to open an interrupted
-        // build's index rebuilds the lexical index from the catalog, without parsing again.
-        let checkpoints = Derived {
-            lexical: derived.lexical && !bulk_load,
-            ..derived
-        };
         let batch = self.parse_and_write(
             &catalog,
             batch,
             candidates,
             &known,
-            Checkpointed {
-                derived,
-                checkpoints,
-            },
+            derived,
+            bulk_load,
             &mut inline,
             &mut stats,
             progress,
@@ -682,15 +672,12 @@ impl Workspace {
         batch: CatalogBatch<'c>,
         candidates: Vec<&ScannedFile>,
         known: &HashMap<String, FileRecord>,
-        writes: Checkpointed,
+        derived: Derived,
+        bulk_load: bool,
         inline: &mut Option<InlineVectors>,
         stats: &mut RefreshStats,
         progress: &(dyn Fn(RefreshProgress) + Sync),
     ) -> Result<Option<CatalogBatch<'c>>, IndexError> {
-        let Checkpointed {
-            derived,
-            checkpoints,
-        } = writes;
         let mut batch = Some(batch);
         let worker_embedder = inline.as_ref().map(InlineVectors::embedder);
         let total = candidates.len();
@@ -739,7 +726,7 @@ impl Workspace {
                     || last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL)
                     && let Some(open) = batch.take()
                 {
-                    match self.checkpoint(catalog, open, checkpoints, inline) {
+                    match self.checkpoint(catalog, open, derived, bulk_load, inline) {
                         Ok(next) => batch = Some(next),
                         Err(error) => write_error = Some(error),
                     }
@@ -755,16 +742,24 @@ impl Workspace {
     }
 
     /// Commits `batch` mid-refresh (the catalog, the vectors held so far, and the lexical
-    /// index when `derived` says so) and opens the next.
+    /// index unless this is a cold build) and opens the next.
+    ///
+    /// A cold build (`bulk_load`) publishes its lexical index once, at the end: each lexical
+    /// commit closes a segment, and every segment costs a term dictionary now and a merge
+    /// later. The next handle to open an interrupted cold build's index rebuilds the lexical
+    /// index from the catalog, without parsing again.
     fn checkpoint<'c>(
         &self,
         catalog: &'c Catalog,
         batch: CatalogBatch<'c>,
         derived: Derived,
+        bulk_load: bool,
         inline: &mut Option<InlineVectors>,
     ) -> Result<CatalogBatch<'c>, IndexError> {
         let generation = batch.commit()?;
-        self.commit_lexical(derived, generation)?;
+        if !bulk_load {
+            self.commit_lexical(derived, generation)?;
+        }
         if let Some(inline) = inline.as_mut() {
             inline.committed(false)?;
         }
@@ -832,14 +827,6 @@ impl Workspace {
         }
         Ok(())
     }
-}
-
-/// What a refresh writes to the derived indexes (`derived`), and which of them its
-/// checkpoints publish (`checkpoints`).
-#[derive(Clone, Copy, Debug)]
-struct Checkpointed {
-    derived: Derived,
-    checkpoints: Derived,
 }
 
 /// Which derived indexes a write keeps in step with the catalog.
