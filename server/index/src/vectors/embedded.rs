@@ -1309,20 +1309,17 @@ fn remove_unreferenced(dir: &Path, referenced: &HashSet<&str>) {
 /// The rows of `segment` holding any of `wanted` (ascending ids): a binary search per id when
 /// the segment's rows are in id order, one scan of its id column otherwise.
 fn rows_holding(segment: &Segment, wanted: &[i64]) -> Vec<usize> {
-    let mut rows = Vec::new();
-    for &id in wanted {
-        match segment.row_of(id) {
-            Ok(Some(row)) => rows.push(row),
-            Ok(None) => {}
-            Err(NotOrdered) => {
-                let wanted: FxHashSet<i64> = wanted.iter().copied().collect();
-                return (0..segment.rows)
-                    .filter(|&row| wanted.contains(&segment.id(row)))
-                    .collect();
-            }
+    let searched: Result<Vec<Option<usize>>, NotOrdered> =
+        wanted.iter().map(|&id| segment.row_of(id)).collect();
+    match searched {
+        Ok(rows) => rows.into_iter().flatten().collect(),
+        Err(NotOrdered) => {
+            let wanted: FxHashSet<i64> = wanted.iter().copied().collect();
+            (0..segment.rows)
+                .filter(|&row| wanted.contains(&segment.id(row)))
+                .collect()
         }
     }
-    rows
 }
 
 #[cfg(test)]
@@ -1663,36 +1660,9 @@ mod tests {
             .unwrap();
         store.commit(1).unwrap();
         drop(store);
-        // Rewrite the segment with its rows reversed, as an older lode could have left them.
-        let path = segment_paths(dir.path()).remove(0);
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let owned: Vec<(i64, u64, f32, Vec<i8>)> = {
-            let segment = Segment::open(&path, &name).unwrap();
-            (0..segment.rows)
-                .rev()
-                .map(|row| {
-                    let quantized = segment.quantized(row).iter().map(|&b| b as i8).collect();
-                    (
-                        segment.id(row),
-                        segment.content_hash(row),
-                        segment.scale(row),
-                        quantized,
-                    )
-                })
-                .collect()
-        };
-        let rows: Vec<SegmentRow<'_>> = owned
-            .iter()
-            .map(|(id, content_hash, scale, quantized)| SegmentRow {
-                id: *id,
-                content_hash: *content_hash,
-                path: "a.rs",
-                language: "rust",
-                scale: *scale,
-                quantized,
-            })
-            .collect();
-        write_segment(&path, 4, &rows).unwrap();
+        // Rewrite the segment with its ids in reverse, as an older lode could have left them.
+        let reversed: Vec<i64> = (0..50).rev().collect();
+        super::super::segment::segment_of_ids(&segment_paths(dir.path())[0], &reversed);
 
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert!(!store.published().segments[0].ids_ascending());
