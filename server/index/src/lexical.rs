@@ -29,7 +29,8 @@ const WRITER_MEMORY_PER_THREAD: usize = 512 * 1024 * 1024;
 
 /// Cores per tantivy indexing thread. Each thread builds segments of its own, each with a term
 /// dictionary of nearly the whole vocabulary, which a merge later unites again: on 2 cores,
-/// one thread took 12% less CPU for a cold index than two did (bench/README.md). Parsing,
+/// one thread took 8–12% less CPU for a cold index than two did, and 10% less together with
+/// no lexical commit at a cold build's checkpoints (bench/README.md). Parsing,
 /// which keeps every core busy, is the bulk of the work anyway.
 const CORES_PER_WRITER_THREAD: usize = 4;
 

@@ -470,8 +470,13 @@ fn stored_vectors(workspace: &Workspace) -> Vec<(u64, Vec<i32>)> {
 
 /// The chunk ids of the workspace's catalog, read straight from its SQLite file.
 fn catalog_chunk_ids(workspace: &Workspace) -> Vec<i64> {
-    let conn = rusqlite::Connection::open(workspace.index_dir().join("catalog.sqlite")).unwrap();
-    let mut statement = conn.prepare("SELECT id FROM chunks ORDER BY id").unwrap();
+    catalog_column(workspace.index_dir(), "SELECT id FROM chunks ORDER BY id")
+}
+
+/// The one column `sql` selects from the catalog in `index_dir`, read straight from SQLite.
+fn catalog_column<T: rusqlite::types::FromSql>(index_dir: &Path, sql: &str) -> Vec<T> {
+    let conn = rusqlite::Connection::open(index_dir.join("catalog.sqlite")).unwrap();
+    let mut statement = conn.prepare(sql).unwrap();
     statement
         .query_map([], |row| row.get(0))
         .unwrap()
@@ -581,14 +586,8 @@ fn an_interrupted_cold_build_is_indexed_lexically_from_its_checkpoints_by_the_ne
     assert!(error.to_string().contains("failing on purpose"), "{error}");
     drop(workspace);
 
-    let conn = rusqlite::Connection::open(dir.path().join(".lode/index/catalog.sqlite")).unwrap();
-    let committed: Vec<String> = conn
-        .prepare("SELECT path FROM files")
-        .unwrap()
-        .query_map([], |row| row.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let committed: Vec<String> =
+        catalog_column(&dir.path().join(".lode/index"), "SELECT path FROM files");
     assert!(
         (3..12).contains(&committed.len()),
         "checkpoints every 3 files before the 9th embedding: {committed:?}"
