@@ -391,15 +391,31 @@ impl Catalog {
     }
 
     /// The chunks with these ids, in no particular order.
+    ///
+    /// One statement reads them all, the ids passed as a JSON array: a statement per id began
+    /// a read transaction (a WAL lock) per id, a tenth of a hybrid query's CPU for its hundred
+    /// candidates.
     pub fn chunks_by_id(&self, ids: &[i64]) -> Result<HashMap<i64, ChunkRow>, IndexError> {
-        let mut statement = self
-            .conn
-            .prepare_cached(&format!("{CHUNK_SELECT} WHERE c.id = ?1"))?;
-        let mut found = HashMap::with_capacity(ids.len());
-        for &id in ids {
-            if let Some(chunk) = statement.query_row([id], chunk_from_row).optional()? {
-                found.insert(id, chunk);
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut list = String::with_capacity(ids.len() * 8 + 2);
+        list.push('[');
+        for (index, id) in ids.iter().enumerate() {
+            if index > 0 {
+                list.push(',');
             }
+            list.push_str(&id.to_string());
+        }
+        list.push(']');
+        let mut statement = self.conn.prepare_cached(&format!(
+            "{CHUNK_SELECT} WHERE c.id IN (SELECT value FROM json_each(?1))"
+        ))?;
+        let mut found = HashMap::with_capacity(ids.len());
+        let mut rows = statement.query([list])?;
+        while let Some(row) = rows.next()? {
+            let chunk = chunk_from_row(row)?;
+            found.insert(chunk.id, chunk);
         }
         Ok(found)
     }
@@ -737,5 +753,48 @@ impl CatalogBatch<'_> {
         )?;
         self.tx.commit()?;
         Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_file;
+
+    #[test]
+    fn chunks_are_read_by_id_in_one_statement_skipping_unknown_and_repeated_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = Catalog::open(&dir.path().join(CATALOG_FILE)).unwrap();
+        let source = "fn alpha() -> u32 {\n    1\n}\n\nfn beta() -> u32 {\n    2\n}\n";
+        let parsed = parse_file(Language::Rust, source).unwrap();
+        let mut batch = catalog.begin().unwrap();
+        let ids = batch
+            .put_file(
+                "src/lib.rs",
+                Language::Rust,
+                source.len() as u64,
+                0,
+                7,
+                &parsed,
+            )
+            .unwrap();
+        batch.commit().unwrap();
+        assert!(!ids.is_empty());
+
+        let missing = ids.iter().max().unwrap() + 1_000;
+        let mut asked = ids.clone();
+        asked.push(missing);
+        asked.push(ids[0]);
+        let rows = catalog.chunks_by_id(&asked).unwrap();
+        assert_eq!(rows.len(), ids.len());
+        for id in &ids {
+            let row = &rows[id];
+            assert_eq!(row.id, *id);
+            assert_eq!(row.path, "src/lib.rs");
+            assert_eq!(row.language, "rust");
+            assert!(source.contains(row.text.trim()), "{:?}", row.text);
+        }
+        assert!(catalog.chunks_by_id(&[]).unwrap().is_empty());
+        assert!(catalog.chunks_by_id(&[missing]).unwrap().is_empty());
     }
 }
