@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
+use crate::catalog::ChunkRow;
 use crate::embed::SimilarityScale;
 use crate::error::IndexError;
 use crate::language::Language;
@@ -343,25 +344,36 @@ impl Workspace {
         weights: FusionWeights,
     ) -> Result<Vec<SearchHit>, IndexError> {
         let depth = candidate_depth(request.limit);
-        let lexical = self.lexical_ranked(request, depth)?;
-        let (mut semantic, query_vector) = self.semantic_ranked(request, depth)?;
-        let symbols = if weights.symbols > 0.0 {
-            self.symbol_ranked(request)?
-        } else {
-            Vec::new()
-        };
         // The catalog rows of the chunks on either list, read once for the two signals that
-        // embed them at query time (the table and the heads).
+        // embed them at query time (the table and the heads) and for the hits.
         let heads_wanted =
             weights.heads > 0.0 && matches!(weights.method, FusionMethod::Standardised);
-        let rows = if weights.table > 0.0 || heads_wanted {
-            let mut ids: Vec<i64> = lexical.iter().chain(&semantic).map(|&(id, _)| id).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?
-        } else {
-            HashMap::new()
-        };
+        let rows_wanted = weights.table > 0.0 || heads_wanted;
+        // BM25, the symbol names and the BM25 hits' rows are read while the vector search,
+        // the longest step, runs on the other cores.
+        let (lexical_side, semantic_side) = rayon::join(
+            || {
+                let lexical = self.lexical_ranked(request, depth)?;
+                let symbols = if weights.symbols > 0.0 {
+                    self.symbol_ranked(request)?
+                } else {
+                    Vec::new()
+                };
+                let rows = if rows_wanted {
+                    self.chunk_rows(lexical.iter().map(|&(id, _)| id), &HashMap::new())?
+                } else {
+                    HashMap::new()
+                };
+                Ok::<_, IndexError>((lexical, symbols, rows))
+            },
+            || self.semantic_ranked(request, depth),
+        );
+        let (lexical, symbols, mut rows) = lexical_side?;
+        let (mut semantic, query_vector) = semantic_side?;
+        if rows_wanted {
+            let more = self.chunk_rows(semantic.iter().map(|&(id, _)| id), &rows)?;
+            rows.extend(more);
+        }
         let table = if weights.table > 0.0 {
             self.table_signal(request, &lexical, &mut semantic, &query_vector, &rows)?
         } else {
@@ -409,7 +421,19 @@ impl Workspace {
                 )
             }
         };
-        self.hits_for(&request.query, fused)
+        self.hits_with_rows(&request.query, fused, rows)
+    }
+
+    /// The catalog rows of the chunks `ids` that `read` lacks.
+    fn chunk_rows(
+        &self,
+        ids: impl Iterator<Item = i64>,
+        read: &HashMap<i64, ChunkRow>,
+    ) -> Result<HashMap<i64, ChunkRow>, IndexError> {
+        let mut ids: Vec<i64> = ids.filter(|id| !read.contains_key(id)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.with_catalog(|catalog| catalog.chunks_by_id(&ids))
     }
 
     /// The standard scores of the lexical and semantic lists over the chunks on either, in the

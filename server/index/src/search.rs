@@ -1,8 +1,11 @@
 //! Queries over an indexed workspace: ranked chunks, definitions by name, references by name.
 
+use std::collections::HashMap;
+
 use globset::{GlobBuilder, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::ChunkRow;
 use crate::error::IndexError;
 use crate::language::Language;
 use crate::lexical::{DEFAULT_BOOSTS, FieldBoosts, LexicalFilter};
@@ -141,8 +144,26 @@ impl Workspace {
         query: &str,
         ranked: Vec<(i64, f32)>,
     ) -> Result<Vec<SearchHit>, IndexError> {
-        let ids: Vec<i64> = ranked.iter().map(|&(id, _)| id).collect();
-        let mut rows = self.with_catalog(|catalog| catalog.chunks_by_id(&ids))?;
+        self.hits_with_rows(query, ranked, HashMap::new())
+    }
+
+    /// [`Self::hits_for`] given the catalog rows of some of the chunks, read by the caller
+    /// (the rest are read here).
+    pub(crate) fn hits_with_rows(
+        &self,
+        query: &str,
+        ranked: Vec<(i64, f32)>,
+        mut rows: HashMap<i64, ChunkRow>,
+    ) -> Result<Vec<SearchHit>, IndexError> {
+        let missing: Vec<i64> = ranked
+            .iter()
+            .map(|&(id, _)| id)
+            .filter(|id| !rows.contains_key(id))
+            .collect();
+        if !missing.is_empty() {
+            let read = self.with_catalog(|catalog| catalog.chunks_by_id(&missing))?;
+            rows.extend(read);
+        }
         let query_terms = token_texts(query);
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
