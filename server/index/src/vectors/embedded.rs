@@ -725,11 +725,10 @@ fn estimates_avx2(
     out: &mut Vec<f32>,
 ) {
     use std::arch::x86_64::{
-        __m128i, __m256i, _mm_loadu_si128, _mm256_add_epi8, _mm256_add_epi16, _mm256_add_ps,
-        _mm256_and_si256, _mm256_castsi256_si128, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32,
-        _mm256_extracti128_si256, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps,
-        _mm256_set1_epi8, _mm256_set1_ps, _mm256_setzero_si256, _mm256_shuffle_epi8,
-        _mm256_srli_epi16, _mm256_storeu_ps, _mm256_sub_ps, _mm256_unpackhi_epi8,
+        __m128i, _mm_loadu_si128, _mm256_add_epi8, _mm256_add_epi16, _mm256_add_ps,
+        _mm256_castsi256_si128, _mm256_cvtepi32_ps, _mm256_cvtepu16_epi32,
+        _mm256_extracti128_si256, _mm256_loadu_ps, _mm256_mul_ps, _mm256_set1_ps,
+        _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_ps, _mm256_unpackhi_epi8,
         _mm256_unpacklo_epi8,
     };
     out.clear();
@@ -739,7 +738,6 @@ fn estimates_avx2(
     }
     let rows = (block.factors.len() / 4).min(block.counts.len() / 2);
     out.reserve(rows);
-    let nibble = _mm256_set1_epi8(0x0f);
     let zero = _mm256_setzero_si256();
     let twice_low = _mm256_set1_ps(2.0 * tables.low);
     let twice_step = _mm256_set1_ps(2.0 * tables.step);
@@ -754,26 +752,16 @@ fn estimates_avx2(
             continue;
         }
         // u16 sums of rows 0..8 and 16..24 (`low`), 8..16 and 24..32 (`high`): the byte
-        // unpacks work within each 128-bit lane.
+        // unpacks work within each 128-bit lane. Two code bytes' sums (at most 120 each) are
+        // added as bytes before they are widened: half the unpacks.
         let mut low = zero;
         let mut high = zero;
-        for (bytes, table) in group.chunks_exact(CODE_GROUP).zip(&tables.tables) {
-            // SAFETY: `bytes` is 32 bytes long (`chunks_exact(CODE_GROUP)`) and `table` 64:
-            // each load reads 32 bytes inside them, unaligned loads allowed.
-            let (codes, low_table, high_table) = unsafe {
-                (
-                    _mm256_loadu_si256(bytes.as_ptr().cast::<__m256i>()),
-                    _mm256_loadu_si256(table.as_ptr().cast::<__m256i>()),
-                    _mm256_loadu_si256(table[32..].as_ptr().cast::<__m256i>()),
-                )
-            };
-            let low_nibbles = _mm256_and_si256(codes, nibble);
-            let high_nibbles = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
-            // Two sums of four levels: at most 120, a byte.
-            let sums = _mm256_add_epi8(
-                _mm256_shuffle_epi8(low_table, low_nibbles),
-                _mm256_shuffle_epi8(high_table, high_nibbles),
-            );
+        let mut bytes_and_tables = group.chunks_exact(CODE_GROUP).zip(&tables.tables);
+        while let Some((bytes, table)) = bytes_and_tables.next() {
+            let mut sums = byte_level_sums(bytes, table);
+            if let Some((bytes, table)) = bytes_and_tables.next() {
+                sums = _mm256_add_epi8(sums, byte_level_sums(bytes, table));
+            }
             low = _mm256_add_epi16(low, _mm256_unpacklo_epi8(sums, zero));
             high = _mm256_add_epi16(high, _mm256_unpackhi_epi8(sums, zero));
         }
@@ -811,6 +799,38 @@ fn estimates_avx2(
         }
         out.extend_from_slice(&estimates);
     }
+}
+
+/// The sums of the query levels of the set bits of one code byte of 32 rows (`bytes`, one per
+/// row), at most 120 each: two `vpshufb` look both nibbles up in `table`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn byte_level_sums(bytes: &[u8], table: &[u8; 64]) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi8, _mm256_and_si256, _mm256_loadu_si256, _mm256_set1_epi8,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_srli_epi16,
+    };
+    if bytes.len() < CODE_GROUP {
+        return _mm256_setzero_si256();
+    }
+    let nibble = _mm256_set1_epi8(0x0f);
+    // SAFETY: `bytes` holds 32 bytes at least (checked above) and `table` 64: each load
+    // reads 32 bytes inside them, unaligned loads allowed.
+    let (codes, low_table, high_table) = unsafe {
+        (
+            _mm256_loadu_si256(bytes.as_ptr().cast::<__m256i>()),
+            _mm256_loadu_si256(table.as_ptr().cast::<__m256i>()),
+            _mm256_loadu_si256(table[32..].as_ptr().cast::<__m256i>()),
+        )
+    };
+    let low_nibbles = _mm256_and_si256(codes, nibble);
+    let high_nibbles = _mm256_and_si256(_mm256_srli_epi16(codes, 4), nibble);
+    // Two sums of four levels: at most 120, a byte.
+    _mm256_add_epi8(
+        _mm256_shuffle_epi8(low_table, low_nibbles),
+        _mm256_shuffle_epi8(high_table, high_nibbles),
+    )
 }
 
 /// The best `capacity` candidates offered, kept in a buffer that is cut back to them whenever
