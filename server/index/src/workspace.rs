@@ -372,6 +372,16 @@ impl Workspace {
         Ok(opened)
     }
 
+    /// For a process that keeps this workspace open to answer queries (the lease holder):
+    /// opens the vector store now and lets it prepare for many searches in the background
+    /// ([`VectorStore::keep_resident`]).
+    pub fn keep_resident(&self) -> Result<(), IndexError> {
+        if let Some(store) = self.vector_store()? {
+            store.keep_resident();
+        }
+        Ok(())
+    }
+
     /// Where this workspace's vectors live ([`VectorStore::location`]), without opening the
     /// embedded store: [`crate::watch::EMBEDDED_STORE`] unless another store was configured.
     pub fn vector_store_location(&self) -> String {

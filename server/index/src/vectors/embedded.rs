@@ -15,6 +15,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashSet;
@@ -85,6 +86,8 @@ pub struct EmbeddedStore {
     dir: PathBuf,
     published: RwLock<Arc<Published>>,
     staged: Mutex<Staged>,
+    /// Set by [`EmbeddedStore::keep_resident`]: segments are populated as they are published.
+    resident: AtomicBool,
     options: SearchOptions,
 }
 
@@ -178,6 +181,7 @@ impl EmbeddedStore {
             dir: dir.to_path_buf(),
             published: RwLock::new(Arc::new(published)),
             staged: Mutex::new(Staged::default()),
+            resident: AtomicBool::new(false),
             options: SearchOptions::from_env(),
         })
     }
@@ -202,6 +206,46 @@ impl EmbeddedStore {
     pub fn with_search_options(mut self, options: SearchOptions) -> EmbeddedStore {
         self.options = options;
         self
+    }
+
+    /// For a process that keeps the store open to answer many queries (the lease holder):
+    /// every segment, and every segment a later commit or reload publishes, is mapped into
+    /// memory on a background thread ([`Segment::populate`]).
+    pub fn keep_resident(&self) {
+        self.resident.store(true, AtomicOrdering::Release);
+        self.populate_in_background();
+    }
+
+    /// Whether every published segment has been populated (tests).
+    pub fn is_populated(&self) -> bool {
+        self.published()
+            .segments
+            .iter()
+            .all(|segment| segment.is_populated())
+    }
+
+    fn populate_in_background(&self) {
+        if !self.resident.load(AtomicOrdering::Acquire) {
+            return;
+        }
+        let segments: Vec<Arc<Segment>> = self
+            .published()
+            .segments
+            .iter()
+            .filter(|segment| !segment.is_populated())
+            .cloned()
+            .collect();
+        if segments.is_empty() {
+            return;
+        }
+        // Best effort: a thread that cannot start leaves the pages to be faulted in.
+        let _ = std::thread::Builder::new()
+            .name("lode-vectors-populate".into())
+            .spawn(move || {
+                for segment in segments {
+                    segment.populate();
+                }
+            });
     }
 
     /// The `k` live rows closest to `query` that pass `filter`, best first, found as
@@ -1288,6 +1332,8 @@ impl VectorStore for EmbeddedStore {
             live,
             count,
         });
+        drop(staged);
+        self.populate_in_background();
         Ok(())
     }
 
@@ -1300,6 +1346,10 @@ impl VectorStore for EmbeddedStore {
         self.search_with(query, k, filter, &self.options)
     }
 
+    fn keep_resident(&self) {
+        EmbeddedStore::keep_resident(self);
+    }
+
     fn reload(&self) -> Result<(), VectorError> {
         let on_disk = read_manifest(&self.dir)?.unwrap_or_default();
         if on_disk == self.published().manifest {
@@ -1307,6 +1357,7 @@ impl VectorStore for EmbeddedStore {
         }
         let published = load(&self.dir)?;
         *self.published.write() = Arc::new(published);
+        self.populate_in_background();
         Ok(())
     }
 }
@@ -1784,6 +1835,64 @@ mod tests {
                 .search(&axis(0, 0.0), 1, &VectorFilter::default())
                 .is_err()
         );
+    }
+
+    /// Waits (up to a minute, for a loaded machine) until `store` has populated every segment.
+    fn wait_until_populated(store: &EmbeddedStore) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            if store.is_populated() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        false
+    }
+
+    #[test]
+    fn a_resident_store_populates_its_segments_and_those_published_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = EmbeddedStore::open(dir.path()).unwrap();
+        let reader = EmbeddedStore::open(dir.path()).unwrap();
+        writer.reset(&identity(4)).unwrap();
+        writer
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        writer.commit(1).unwrap();
+        // A store nobody keeps resident maps nothing ahead of its searches.
+        reader.reload().unwrap();
+        assert!(!reader.is_populated());
+        assert!(!writer.is_populated());
+
+        writer.keep_resident();
+        assert!(wait_until_populated(&writer));
+        writer
+            .upsert(vec![record(2, "b.rs", "rust", axis(1, 0.0))])
+            .unwrap();
+        writer.commit(2).unwrap();
+        assert_eq!(writer.segments().len(), 2);
+        assert!(wait_until_populated(&writer), "the committed segment");
+
+        reader.keep_resident();
+        reader.reload().unwrap();
+        assert!(wait_until_populated(&reader), "the reloaded segments");
+        // Searches read the same rows either way.
+        let hits = reader
+            .search(&axis(1, 0.0), 1, &VectorFilter::default())
+            .unwrap();
+        assert_eq!(ids(&hits), [2]);
+    }
+
+    #[test]
+    fn a_segment_is_populated_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let segment =
+            super::super::segment::segment_of_ids(&dir.path().join("seg-00000000.vec"), &[1, 2, 3]);
+        assert!(!segment.is_populated());
+        assert!(segment.populate());
+        assert!(segment.is_populated());
+        assert!(!segment.populate());
+        assert_eq!(segment.row_of(2), Ok(Some(1)));
     }
 
     #[test]

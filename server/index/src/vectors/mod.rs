@@ -186,6 +186,11 @@ pub trait VectorStore: Send + Sync {
 
     /// Picks up commits made by other handles or processes.
     fn reload(&self) -> Result<(), VectorError>;
+
+    /// Told by a process that keeps the store open to answer many queries (the lease holder):
+    /// the store may prepare, in the background, what makes them faster (the embedded store
+    /// maps its segments into memory). Nothing by default.
+    fn keep_resident(&self) {}
 }
 
 impl std::fmt::Debug for dyn VectorStore {

@@ -238,6 +238,16 @@ impl Watcher {
             queries: options.queries.take(),
             on_stop: options.on_stop.take(),
         });
+        if let (Some(_), Some(workspace)) = (&lease, holder.queries.clone()) {
+            // The queries' vector store is opened and mapped into memory beside the watcher;
+            // until it is, they fault its pages in as they read them. A store that cannot be
+            // opened now is reported by the first query that needs it.
+            let _ = std::thread::Builder::new()
+                .name("lode-watch-resident".into())
+                .spawn(move || {
+                    let _ = workspace.keep_resident();
+                });
+        }
         let server = match &lease {
             Some(lease) => {
                 let listener = lease.listener.try_clone().map_err(WatchError::Thread)?;
