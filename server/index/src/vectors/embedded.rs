@@ -902,15 +902,21 @@ impl Pool {
         self.worst.is_none_or(|worst| estimate >= worst.estimate)
     }
 
-    /// Whether any of these estimates could be kept ([`Pool::admits`] for a run of them,
-    /// without a branch per estimate).
+    /// Which of these estimates (at most 32) could be kept: bit `i` for `estimates[i]`
+    /// ([`Pool::admits`] for a group of them, in one vectorised comparison).
     #[inline]
-    fn admits_any(&self, estimates: &[f32]) -> bool {
+    fn admitted(&self, estimates: &[f32]) -> u32 {
+        debug_assert!(estimates.len() <= 32);
         match self.worst {
-            None => true,
+            None => u32::MAX
+                .checked_shr(32 - estimates.len() as u32)
+                .unwrap_or(0),
             Some(worst) => estimates
                 .iter()
-                .fold(false, |any, &estimate| any | (estimate >= worst.estimate)),
+                .enumerate()
+                .fold(0, |mask, (index, &estimate)| {
+                    mask | (u32::from(estimate >= worst.estimate) << index)
+                }),
         }
     }
 
@@ -994,13 +1000,15 @@ fn first_pass_and_rescore(
                 };
                 estimate(&tables, &codes, centre_dots[index], &mut estimates);
                 for (group, group_estimates) in estimates.chunks(CODE_GROUP).enumerate() {
-                    // Once the pool is full, most groups hold no row it would take: one
-                    // vectorised comparison rules out all of a group's rows.
-                    if !pool.admits_any(group_estimates) {
-                        continue;
-                    }
+                    // Once the pool is full, most groups hold no row it would take, and the
+                    // others one or two: one vectorised comparison finds them, and only
+                    // they are visited (the pool's bar may rise on the way: checked again).
+                    let mut admitted = pool.admitted(group_estimates);
                     let first = block.start + group * CODE_GROUP;
-                    for (row, &estimate) in (first..).zip(group_estimates) {
+                    while admitted != 0 {
+                        let offset = admitted.trailing_zeros() as usize;
+                        admitted &= admitted - 1;
+                        let (row, estimate) = (first + offset, group_estimates[offset]);
                         if pool.admits(estimate) && rows.accepts(segment, row) {
                             pool.offer(Candidate {
                                 estimate,
@@ -1881,6 +1889,27 @@ mod tests {
             .search(&axis(1, 0.0), 1, &VectorFilter::default())
             .unwrap();
         assert_eq!(ids(&hits), [2]);
+    }
+
+    #[test]
+    fn the_pool_admits_a_group_by_a_bit_mask() {
+        let estimates: Vec<f32> = (0..32).map(|i| i as f32).collect();
+        let mut pool = Pool::new(2);
+        assert_eq!(pool.admitted(&estimates), u32::MAX);
+        assert_eq!(pool.admitted(&estimates[..5]), 0b11111);
+        assert_eq!(pool.admitted(&[]), 0);
+        for (row, &estimate) in estimates.iter().enumerate().take(4) {
+            pool.offer(Candidate {
+                estimate: estimate + 10.0,
+                segment: 0,
+                row: row as u32,
+            });
+        }
+        // Four offers fill it twice over: it keeps the best two (13 and 12) and admits
+        // only what reaches 12.
+        assert_eq!(pool.worst.map(|w| w.estimate), Some(12.0));
+        assert_eq!(pool.admitted(&estimates), u32::MAX << 12);
+        assert_eq!(pool.admitted(&estimates[..12]), 0);
     }
 
     #[test]
