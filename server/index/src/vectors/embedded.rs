@@ -1845,6 +1845,19 @@ mod tests {
         );
     }
 
+    /// Two handles on the store in `dir`: the first has committed one row, which the second
+    /// has not reloaded.
+    fn writer_and_reader_of_one_row(dir: &Path) -> (EmbeddedStore, EmbeddedStore) {
+        let writer = EmbeddedStore::open(dir).unwrap();
+        let reader = EmbeddedStore::open(dir).unwrap();
+        writer.reset(&identity(4)).unwrap();
+        writer
+            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
+            .unwrap();
+        writer.commit(1).unwrap();
+        (writer, reader)
+    }
+
     /// Waits (up to a minute, for a loaded machine) until `store` has populated every segment.
     fn wait_until_populated(store: &EmbeddedStore) -> bool {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -1860,13 +1873,7 @@ mod tests {
     #[test]
     fn a_resident_store_populates_its_segments_and_those_published_later() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = EmbeddedStore::open(dir.path()).unwrap();
-        let reader = EmbeddedStore::open(dir.path()).unwrap();
-        writer.reset(&identity(4)).unwrap();
-        writer
-            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
-            .unwrap();
-        writer.commit(1).unwrap();
+        let (writer, reader) = writer_and_reader_of_one_row(dir.path());
         // A store nobody keeps resident maps nothing ahead of its searches.
         reader.reload().unwrap();
         assert!(!reader.is_populated());
@@ -1927,13 +1934,7 @@ mod tests {
     #[test]
     fn other_handles_see_commits_after_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let writer = EmbeddedStore::open(dir.path()).unwrap();
-        let reader = EmbeddedStore::open(dir.path()).unwrap();
-        writer.reset(&identity(4)).unwrap();
-        writer
-            .upsert(vec![record(1, "a.rs", "rust", axis(0, 0.0))])
-            .unwrap();
-        writer.commit(1).unwrap();
+        let (_writer, reader) = writer_and_reader_of_one_row(dir.path());
         assert_eq!(reader.state().count, 0);
         reader.reload().unwrap();
         assert_eq!(reader.state().count, 1);
