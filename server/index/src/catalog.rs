@@ -399,15 +399,10 @@ impl Catalog {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let mut list = String::with_capacity(ids.len() * 8 + 2);
-        list.push('[');
-        for (index, id) in ids.iter().enumerate() {
-            if index > 0 {
-                list.push(',');
-            }
-            list.push_str(&id.to_string());
-        }
-        list.push(']');
+        let list = format!(
+            "[{}]",
+            ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+        );
         let mut statement = self.conn.prepare_cached(&format!(
             "{CHUNK_SELECT} WHERE c.id IN (SELECT value FROM json_each(?1))"
         ))?;

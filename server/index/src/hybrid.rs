@@ -12,7 +12,6 @@
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
-use crate::catalog::ChunkRow;
 use crate::embed::SimilarityScale;
 use crate::error::IndexError;
 use crate::language::Language;
@@ -422,18 +421,6 @@ impl Workspace {
             }
         };
         self.hits_with_rows(&request.query, fused, rows)
-    }
-
-    /// The catalog rows of the chunks `ids` that `read` lacks.
-    fn chunk_rows(
-        &self,
-        ids: impl Iterator<Item = i64>,
-        read: &HashMap<i64, ChunkRow>,
-    ) -> Result<HashMap<i64, ChunkRow>, IndexError> {
-        let mut ids: Vec<i64> = ids.filter(|id| !read.contains_key(id)).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        self.with_catalog(|catalog| catalog.chunks_by_id(&ids))
     }
 
     /// The standard scores of the lexical and semantic lists over the chunks on either, in the

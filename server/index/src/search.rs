@@ -155,15 +155,8 @@ impl Workspace {
         ranked: Vec<(i64, f32)>,
         mut rows: HashMap<i64, ChunkRow>,
     ) -> Result<Vec<SearchHit>, IndexError> {
-        let missing: Vec<i64> = ranked
-            .iter()
-            .map(|&(id, _)| id)
-            .filter(|id| !rows.contains_key(id))
-            .collect();
-        if !missing.is_empty() {
-            let read = self.with_catalog(|catalog| catalog.chunks_by_id(&missing))?;
-            rows.extend(read);
-        }
+        let missing = self.chunk_rows(ranked.iter().map(|&(id, _)| id), &rows)?;
+        rows.extend(missing);
         let query_terms = token_texts(query);
         let mut hits = Vec::with_capacity(ranked.len());
         for (id, score) in ranked {
@@ -194,6 +187,18 @@ impl Workspace {
             });
         }
         Ok(hits)
+    }
+
+    /// The catalog rows of the chunks `ids` that `read` lacks.
+    pub(crate) fn chunk_rows(
+        &self,
+        ids: impl Iterator<Item = i64>,
+        read: &HashMap<i64, ChunkRow>,
+    ) -> Result<HashMap<i64, ChunkRow>, IndexError> {
+        let mut ids: Vec<i64> = ids.filter(|id| !read.contains_key(id)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.with_catalog(|catalog| catalog.chunks_by_id(&ids))
     }
 
     /// Definitions whose name matches `query` exactly, ignoring case, by prefix, by substring or

@@ -216,8 +216,9 @@ impl EmbeddedStore {
         self.populate_in_background();
     }
 
-    /// Whether every published segment has been populated (tests).
-    pub fn is_populated(&self) -> bool {
+    /// Whether every published segment has been populated.
+    #[cfg(test)]
+    fn is_populated(&self) -> bool {
         self.published()
             .segments
             .iter()
