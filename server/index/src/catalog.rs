@@ -10,11 +10,11 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::error::IndexError;
-use crate::language::Language;
-use crate::parse::ParsedFile;
 use crate::refcodec;
 use crate::scan::DirStamp;
-use crate::tags::DefKind;
+use lode_syntax::DefKind;
+use lode_syntax::Language;
+use lode_syntax::ParsedFile;
 
 /// Bumped whenever the tables or the meaning of their contents change; a mismatch rebuilds.
 /// (5: chunk ids are never reused, so derived stores can diff by id. 6: references are stored
@@ -754,7 +754,7 @@ impl CatalogBatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse::parse_file;
+    use lode_syntax::parse_file;
 
     #[test]
     fn chunks_are_read_by_id_in_one_statement_skipping_unknown_and_repeated_ids() {

@@ -19,16 +19,8 @@ pub enum IndexError {
     OutsideRoot { path: PathBuf, root: PathBuf },
     #[error("workspace root {path} is not a directory")]
     NotADirectory { path: PathBuf },
-    #[error("the {language} tags query does not compile: {message}")]
-    Query {
-        language: &'static str,
-        message: String,
-    },
-    #[error("tree-sitter could not load the {language} grammar: {message}")]
-    Grammar {
-        language: &'static str,
-        message: String,
-    },
+    #[error(transparent)]
+    Syntax(#[from] lode_syntax::SyntaxError),
     #[error(
         "the index was written by another version of lode (catalog schema {found}, this version uses {expected})"
     )]

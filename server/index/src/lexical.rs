@@ -19,9 +19,9 @@ use tantivy::{
 };
 
 use crate::catalog::ChunkRow;
-use crate::chunk::Chunk;
 use crate::error::IndexError;
 use crate::tokenizer::{CODE_TOKENIZER, CodeTokenizer};
+use lode_syntax::Chunk;
 
 /// Memory each tantivy indexing thread may use before it flushes a segment. The whole of
 /// `bench/`'s corpus (1M chunks) fits one; a write that fits closes one segment per commit.

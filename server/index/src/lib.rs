@@ -1,31 +1,28 @@
 //! lode's code intelligence: everything lode knows about a workspace's code.
 //!
-//! This crate owns scanning a workspace, recognising languages, extracting definitions and
-//! references with tree-sitter, cutting files into retrieval chunks, the on-disk index (a SQLite
-//! catalog plus a tantivy BM25 index), search, symbol and reference lookup, and the repo map.
+//! This crate owns scanning a workspace, the on-disk index (a SQLite catalog of every file's
+//! definitions, references and chunks, a tantivy BM25 index, the vectors), embedders, search,
+//! symbol and reference lookup, and the repo map. What a file's text means (its language,
+//! definitions, references, chunks) is `lode-syntax`'s; this crate stores and queries it, and
+//! re-exports the syntax types its callers need.
 //!
 //! It must not know about agents, LLMs, editors or protocols: callers (the agent, the ACP and LSP
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
 mod catalog;
-mod chunk;
 mod embed;
 mod error;
 mod heads;
 mod hybrid;
-mod language;
 mod lexical;
 mod lock;
 mod nearby;
-mod parse;
 mod query;
 mod refcodec;
 mod repomap;
 mod scan;
 mod search;
-mod symbol;
 mod table_signal;
-mod tags;
 mod tokenizer;
 mod vectors;
 mod watch;
@@ -35,7 +32,7 @@ mod workspace;
 
 // The workspace, opening and refreshing it, and its errors.
 pub use error::IndexError;
-pub use language::Language;
+pub use lode_syntax::Language;
 pub use workspace::{
     RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, RefreshTimings, Workspace,
     WorkspaceOptions,
@@ -58,22 +55,22 @@ pub use nearby::{Nearness, Proximity, same_file_references};
 pub use catalog::{CATALOG_FILE, CatalogCounts, index_counts};
 
 // What opening a workspace and searching it take.
-pub use chunk::ChunkSizes;
 pub use hybrid::{FusionMethod, FusionWeights};
 pub use lexical::FieldBoosts;
+pub use lode_syntax::ChunkSizes;
 pub use scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};
 
 // Files found, read, named and written the way the index does.
 pub use scan::{Scan, ScannedFile, read_source, relative_path, scan, write_atomic};
 
 // Syntax for callers that keep their own buffers (the language server).
-pub use parse::{ParsedFile, parse_file, parse_tree, reparse_tree};
-pub use tags::{
-    DefKind, Definition, FileTags, RefKind, Reference, extract_tags, extract_tags_within,
+pub use lode_syntax::{
+    DefKind, Definition, FileTags, ParsedFile, RefKind, Reference, SyntaxError, extract_tags,
+    extract_tags_within, parse_file, parse_tree, reparse_tree,
 };
 
 // Naming a symbol in a file's text and editing by it.
-pub use symbol::{
+pub use lode_syntax::{
     Candidate, LineRange, Spliced, SymbolEdit, SymbolError, SymbolName, SymbolSpan, SymbolTarget,
     file_symbols, locate, splice,
 };

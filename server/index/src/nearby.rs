@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use crate::search::{ReferenceHit, SymbolHit};
-use crate::tags::{FileTags, RefKind, Reference};
+use lode_syntax::{FileTags, RefKind, Reference};
 
 /// How close a location is to the buffer a request came from; lower ranks first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -157,9 +157,9 @@ pub fn same_file_references<'t>(tags: &'t FileTags, name: &str) -> Vec<&'t Refer
 mod tests {
     use super::*;
     use crate::Language;
-    use crate::parse::parse_tree;
     use crate::search::NameMatch;
-    use crate::tags::extract_tags;
+    use lode_syntax::extract_tags;
+    use lode_syntax::parse_tree;
 
     fn tags_of(language: &str, text: &str) -> FileTags {
         let language = Language::from_name(language).unwrap();

@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::IndexError;
 use crate::hybrid::SearchMode;
-use crate::language::Language;
 use crate::repomap::{MapRequest, RepoMap};
 use crate::search::{ReferenceHit, SearchHit, SearchRequest, SymbolHit};
 use crate::workspace::Workspace;
+use lode_syntax::Language;
 
 /// One read query.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use rustc_hash::FxBuildHasher;
 
-use crate::tags::{RefKind, Reference};
+use lode_syntax::{RefKind, Reference};
 
 const VERSION: u8 = 1;
 

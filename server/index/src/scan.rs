@@ -10,7 +10,7 @@ use ignore::WalkState;
 use ignore::overrides::OverrideBuilder;
 
 use crate::error::IndexError;
-use crate::language::Language;
+use lode_syntax::Language;
 
 /// Files larger than this are skipped unless configured otherwise.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1024 * 1024;

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::ChunkRow;
 use crate::error::IndexError;
-use crate::language::Language;
 use crate::lexical::{DEFAULT_BOOSTS, FieldBoosts, LexicalFilter};
 use crate::tokenizer::code_tokens;
 use crate::workspace::Workspace;
+use lode_syntax::Language;
 
 /// A chunk search.
 #[derive(Clone, Debug)]

@@ -17,19 +17,19 @@ use rayon::prelude::*;
 use crate::catalog::{
     CATALOG_FILE, Catalog, CatalogBatch, CatalogCounts, FileRecord, content_hash,
 };
-use crate::chunk::{ChunkSizes, DEFAULT_SIZES};
 use crate::embed::Embedder;
 use crate::error::IndexError;
-use crate::language::Language;
 use crate::lexical::{LexicalDoc, LexicalIndex};
 use crate::lock::WriterLock;
-use crate::parse::{ParsedFile, parse_file_with};
 use crate::scan::{
     Scan, ScanOptions, ScannedFile, mtime_ns, read_source, relative_path, scan, stamp_dir,
 };
 use crate::vectors::inline::{ChunkVector, InlineVectors, embed_chunks};
 use crate::vectors::sync::{SyncStats, in_step, sync_store};
 use crate::vectors::{EmbeddedStore, VectorStore};
+use lode_syntax::Language;
+use lode_syntax::{ChunkSizes, DEFAULT_SIZES};
+use lode_syntax::{ParsedFile, parse_file_with};
 
 /// Where the index lives when no directory is configured: `<root>/.lode/index`.
 pub const DEFAULT_INDEX_DIR: &str = ".lode/index";
@@ -1288,7 +1288,7 @@ pub(crate) fn read_and_parse(
     }
     let parsed = match parse_file_with(file.language, &text, sizes) {
         Ok(parsed) => parsed,
-        Err(error) => return FileOutcome::Failed(error),
+        Err(error) => return FileOutcome::Failed(error.into()),
     };
     let embedded = embedder.map(|embedder| {
         embed_chunks(

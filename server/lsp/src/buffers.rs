@@ -20,7 +20,7 @@ use tree_sitter::InputEdit;
 
 use crate::document::Document;
 use crate::outline::document_symbols;
-use crate::syntax::Syntax;
+use lode_syntax::live::Syntax;
 
 /// How long a request waits for its version's analysis before taking the newest one.
 pub const PATIENCE: Duration = Duration::from_secs(2);

@@ -14,11 +14,12 @@ pub mod document;
 pub mod downstream;
 pub mod framing;
 pub mod live;
+#[cfg(test)]
+mod live_syntax_tests;
 pub mod navigate;
 pub mod outline;
 pub mod resolved;
 pub mod server;
-pub mod syntax;
 pub mod transport;
 pub mod trust_prompt;
 pub mod watch;

@@ -10,7 +10,7 @@ use crate::document::Document;
 pub fn buffer_tags(
     language: Option<Language>,
     text: &str,
-) -> Result<FileTags, lode_index::IndexError> {
+) -> Result<FileTags, lode_syntax::SyntaxError> {
     let Some(language) = language else {
         return Ok(FileTags::default());
     };
@@ -36,6 +36,9 @@ pub fn symbol_kind(kind: DefKind) -> SymbolKind {
         DefKind::Macro => SymbolKind::FUNCTION,
         DefKind::Field => SymbolKind::FIELD,
         DefKind::Variable => SymbolKind::VARIABLE,
+        DefKind::Record => SymbolKind::STRUCT,
+        DefKind::Protocol => SymbolKind::INTERFACE,
+        DefKind::Section => SymbolKind::STRING,
     }
 }
 

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use super::sync::PARTIAL_GENERATION;
 use super::{QuantizedRecord, VectorStore, quantize};
 use crate::catalog::{Catalog, ChunkRow};
-use crate::chunk::Chunk;
 use crate::embed::{ChunkContext, EmbedError, Embedder, chunk_embedding_text, import_lines};
 use crate::error::IndexError;
+use lode_syntax::Chunk;
 
 /// Staged vectors published together during a refresh: about 60 MB staged at most, and a
 /// few segments for a large cold build.

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::IndexError;
-use crate::language::Language;
 use crate::scan::{ScannedFile, admitted_entries, mtime_ns, relative_path};
 use crate::workspace::{RefreshMode, RefreshStats, Workspace, read_and_parse};
+use lode_syntax::Language;
 
 /// What applying a batch of file-system events did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

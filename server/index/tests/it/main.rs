@@ -4,7 +4,5 @@
 mod http_embedders;
 mod minilm;
 mod semantic;
-mod symbol;
-mod tags;
 mod watch;
 mod workspace;

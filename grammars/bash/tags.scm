@@ -1,0 +1,1 @@
+; bash tags: definitions and references (to be written).

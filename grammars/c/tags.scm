@@ -1,0 +1,1 @@
+; c tags: definitions and references (to be written).

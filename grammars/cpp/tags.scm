@@ -1,0 +1,1 @@
+; cpp tags: definitions and references (to be written).

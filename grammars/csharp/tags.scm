@@ -1,0 +1,1 @@
+; csharp tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; elixir tags: definitions and references (to be written).

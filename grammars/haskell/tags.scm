@@ -1,0 +1,1 @@
+; haskell tags: definitions and references (to be written).

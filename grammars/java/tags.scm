@@ -1,0 +1,1 @@
+; java tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; kotlin tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; lua tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; markdown tags: definitions and references (to be written).

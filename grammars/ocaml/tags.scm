@@ -1,0 +1,1 @@
+; ocaml tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; php tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; ruby tags: definitions and references (to be written).

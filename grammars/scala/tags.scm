@@ -1,0 +1,1 @@
+; scala tags: definitions and references (to be written).

@@ -1,0 +1,1 @@
+; swift tags: definitions and references (to be written).

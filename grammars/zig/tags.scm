@@ -1,0 +1,1 @@
+; zig tags: definitions and references (to be written).
