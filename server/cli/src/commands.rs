@@ -384,6 +384,9 @@ fn index(args: &WorkspaceArgs, path: Option<&Path>, verbose: bool) -> anyhow::Re
     let stats = refresh(&workspace, RefreshMode::Full)?;
     say!("{}", summary(&stats, started.elapsed().as_secs_f64()));
     if verbose {
+        for file in &stats.read_as_text {
+            say!("read as plain text: {file}");
+        }
         let t = stats.timings;
         say!(
             "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",

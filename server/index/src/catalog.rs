@@ -23,8 +23,10 @@ use lode_syntax::ParsedFile;
 /// it changes, so an older index is rebuilt rather than left with two chunkings. 8: a file
 /// under the maximum chunk size is split at its definitions like a larger one. 9: chunks no
 /// longer keep a copy of their comments, which only the dropped lexical field read. 10: an
-/// exported or decorated class opens at its methods like a bare class.)
-pub const SCHEMA_VERSION: &str = "10";
+/// exported or decorated class opens at its methods like a bare class. 11: C, C++, Java, C#, Kotlin,
+/// Swift, Ruby, PHP, Scala, Lua, Bash, Zig, Elixir, Haskell, OCaml and Markdown are parsed: files
+/// that were plain text have definitions, references and chunks of their own.)
+pub const SCHEMA_VERSION: &str = "11";
 
 /// The catalog's file in an index directory.
 pub const CATALOG_FILE: &str = "catalog.sqlite";

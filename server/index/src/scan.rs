@@ -128,7 +128,7 @@ pub fn scan(root: &Path, options: &ScanOptions) -> Result<Scan, IndexError> {
                 return WalkState::Continue;
             }
             let path = entry.path();
-            let Some(language) = Language::from_path(path) else {
+            let Some(language) = Language::from_path(path).or_else(|| by_shebang(path)) else {
                 return WalkState::Continue;
             };
             let Ok(metadata) = entry.metadata() else {
@@ -267,6 +267,22 @@ pub fn read_source(path: &Path, max_bytes: u64) -> Result<Option<String>, IndexE
     Ok(decode_source(bytes))
 }
 
+/// The language a file without a known name declares on a `#!` first line; only files without
+/// an extension are opened for it (scripts in `bin/`), so the walk reads almost nothing more.
+fn by_shebang(path: &Path) -> Option<Language> {
+    use std::io::Read as _;
+    let name = path.file_name()?.to_str()?;
+    if name.contains('.') {
+        return None;
+    }
+    let mut head = [0u8; 128];
+    let read = fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let head = std::str::from_utf8(&head[..read]).unwrap_or_else(|error| {
+        std::str::from_utf8(&head[..error.valid_up_to()]).unwrap_or_default()
+    });
+    Language::from_shebang(head)
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same directory, synced, given the
 /// old file's permissions and renamed over it: a crash leaves the old file or the new one whole,
 /// never a mix. `path` should be canonical (a symlink there is replaced, not written through).
@@ -301,7 +317,14 @@ pub fn decode_source(bytes: Vec<u8>) -> Option<String> {
     }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
-        Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
+        // Not UTF-8: most such source files are Latin-1 (or Windows-1252, which differs only in
+        // punctuation at 0x80-0x9F); read every byte as its Latin-1 character, so names, comments
+        // and line numbers come through instead of replacement characters.
+        Err(invalid) => invalid
+            .as_bytes()
+            .iter()
+            .map(|&byte| char::from(byte))
+            .collect(),
     };
     Some(match text.strip_prefix('\u{feff}') {
         Some(stripped) => stripped.to_string(),

@@ -118,6 +118,9 @@ pub struct RefreshStats {
     pub skipped_too_large: usize,
     /// Files that could not be read (permissions, vanished mid-walk).
     pub unreadable: usize,
+    /// Code files read as plain text because their parse ran over its time budget, each with
+    /// the reason (`lode index --verbose` lists them).
+    pub read_as_text: Vec<String>,
     /// Totals in the index after the refresh.
     pub total_chunks: u64,
     pub total_definitions: u64,
@@ -973,14 +976,20 @@ impl Workspace {
         match outcome {
             FileOutcome::Parsed {
                 hash,
+                language,
                 parsed,
                 bytes,
                 vectors,
             } => {
+                if let Some(reason) = &parsed.fell_back {
+                    stats
+                        .read_as_text
+                        .push(format!("{}: {reason}", file.rel_path));
+                }
                 let ids = self.store_parsed(
                     batch,
                     &file.rel_path,
-                    file.language,
+                    language,
                     file.size,
                     file.mtime_ns,
                     hash,
@@ -988,7 +997,7 @@ impl Workspace {
                     lexical,
                 )?;
                 if let (Some(inline), Some(vectors)) = (inline, vectors) {
-                    inline.hold(&ids, &file.rel_path, file.language.name(), vectors);
+                    inline.hold(&ids, &file.rel_path, language.name(), vectors);
                 }
                 stats.parsed += 1;
                 stats.parsed_bytes += bytes;
@@ -1047,7 +1056,7 @@ impl Workspace {
     /// it at once. Returns `false` when lode does not index files of this kind.
     pub fn update_file(&self, path: &Path, contents: &str) -> Result<bool, IndexError> {
         let rel_path = self.relative(path)?;
-        let Some(language) = Language::from_path(Path::new(&rel_path)) else {
+        let Some(language) = Language::detect(Path::new(&rel_path), head_of(contents)) else {
             return Ok(false);
         };
         let parsed = parse_file_with(language, contents, self.chunk_sizes)?;
@@ -1256,6 +1265,8 @@ fn reconcile_vectors(
 pub(crate) enum FileOutcome {
     Parsed {
         hash: u64,
+        /// The file's language judged by its content too (a `.h` header that reads as C++).
+        language: Language,
         parsed: ParsedFile,
         bytes: u64,
         /// The chunks' vectors, when the refresh embeds while parsing.
@@ -1286,28 +1297,35 @@ pub(crate) fn read_and_parse(
     if known_hash == Some(hash) {
         return FileOutcome::Unchanged;
     }
-    let parsed = match parse_file_with(file.language, &text, sizes) {
+    let language = Language::detect(&file.abs_path, head_of(&text)).unwrap_or(file.language);
+    let parsed = match parse_file_with(language, &text, sizes) {
         Ok(parsed) => parsed,
         Err(error) => return FileOutcome::Failed(error.into()),
     };
-    let embedded = embedder.map(|embedder| {
-        embed_chunks(
-            embedder,
-            &file.rel_path,
-            file.language.name(),
-            &parsed.chunks,
-        )
-    });
+    let embedded = embedder
+        .map(|embedder| embed_chunks(embedder, &file.rel_path, language.name(), &parsed.chunks));
     let vectors = match embedded.transpose() {
         Ok(vectors) => vectors,
         Err(error) => return FileOutcome::Failed(error.into()),
     };
     FileOutcome::Parsed {
         hash,
+        language,
         parsed,
         bytes: text.len() as u64,
         vectors,
     }
+}
+
+/// The start of a file's text that judging its language by content reads (a header's first
+/// declarations, a `#!` line).
+fn head_of(text: &str) -> &str {
+    const HEAD_BYTES: usize = 8 * 1024;
+    let mut end = text.len().min(HEAD_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn ensure_ignored(index_dir: &Path) -> Result<(), IndexError> {

@@ -13,6 +13,11 @@
 //!   full (`symbol::locate`) takes the doc comments above it from these; capturing them here
 //!   saves a second walk over the whole tree.
 //!
+//! - `@scope.file` on a definition node (with its `@definition.module`) makes it enclose the rest
+//!   of the file, up to the next such definition: Java's `package`, C#'s `namespace X;`.
+//! - `@qualifier` on the qualifying part of a definition's name (C++'s `Shape` in
+//!   `double Shape::area()`) appends its parts, split at `::` and `.`, to the definition's scope.
+//!
 //! Scope chains come from nesting: a tag's scope is the chain of definitions that enclose it.
 
 use std::sync::OnceLock;
@@ -274,6 +279,8 @@ enum CaptureRole {
     Definition(DefKind),
     Reference(RefKind),
     Comment,
+    FileScope,
+    Qualifier,
     Other,
 }
 
@@ -289,6 +296,8 @@ impl CaptureRole {
             "name" => CaptureRole::Name,
             "not_a_reference" => CaptureRole::NotAReference,
             "comment" => CaptureRole::Comment,
+            "scope.file" => CaptureRole::FileScope,
+            "qualifier" => CaptureRole::Qualifier,
             _ => CaptureRole::Other,
         }
     }
@@ -359,6 +368,8 @@ fn run_tags_query(
     while let Some(found) = matches.next() {
         let mut outer: Option<(Node, CaptureRole)> = None;
         let mut name: Option<Node> = None;
+        let mut file_scope = false;
+        let mut qualifier: Option<Node> = None;
         for capture in found.captures() {
             match roles[capture.index as usize] {
                 CaptureRole::Name => name = Some(capture.node),
@@ -369,6 +380,8 @@ fn run_tags_query(
                 role @ (CaptureRole::Definition(_) | CaptureRole::Reference(_)) => {
                     outer = Some((capture.node, role))
                 }
+                CaptureRole::FileScope => file_scope = true,
+                CaptureRole::Qualifier => qualifier = Some(capture.node),
                 CaptureRole::Other => {}
             }
         }
@@ -389,6 +402,10 @@ fn run_tags_query(
                     end_line: node.end_position().row as u32 + 1,
                     name: name_text.to_string(),
                     kind,
+                    file_scope,
+                    qualifier: qualifier
+                        .map(|node| qualifier_parts(node_text(node, source)))
+                        .unwrap_or_default(),
                 });
             }
             CaptureRole::Reference(kind) => {
@@ -410,6 +427,7 @@ fn run_tags_query(
     }
     comments.sort_unstable();
     comments.dedup();
+    extend_file_scopes(&mut raw_defs, source);
     Ok(Some(RawTags {
         defs: raw_defs,
         refs: raw_refs,
@@ -424,6 +442,48 @@ struct RawDef {
     end_line: u32,
     name: String,
     kind: DefKind,
+    /// Encloses the rest of the file (`@scope.file`).
+    file_scope: bool,
+    /// Scope labels from the definition's qualified name (`@qualifier`).
+    qualifier: Vec<String>,
+}
+
+/// `ns::Shape` → `["ns", "Shape"]`; `Outer.Inner` → `["Outer", "Inner"]`.
+fn qualifier_parts(text: &str) -> Vec<String> {
+    text.split("::")
+        .flat_map(|part| part.split('.'))
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Makes each `@scope.file` definition end where the next one starts, or at the end of the
+/// file, so that everything after it nests inside it.
+fn extend_file_scopes(raw_defs: &mut [RawDef], source: &str) {
+    let mut starts: Vec<usize> = raw_defs
+        .iter()
+        .filter(|def| def.file_scope)
+        .map(|def| def.node_start)
+        .collect();
+    if starts.is_empty() {
+        return;
+    }
+    starts.sort_unstable();
+    let last_line = source.lines().count().max(1) as u32;
+    for def in raw_defs.iter_mut().filter(|def| def.file_scope) {
+        let next = starts.partition_point(|&start| start <= def.node_start);
+        match starts.get(next) {
+            Some(&end) => {
+                def.node_end = end;
+                def.end_line = source[..end].matches('\n').count() as u32;
+            }
+            None => {
+                def.node_end = source.len();
+                def.end_line = last_line;
+            }
+        }
+    }
 }
 
 struct RawRef {
@@ -511,8 +571,10 @@ fn assemble(
             (kind, _) => kind,
         };
         let signature = signature_line(source, raw.node_start);
+        let mut scope = scope_of(&open, &labels);
+        scope.extend(raw.qualifier);
         let definition = Definition {
-            scope: scope_of(&open, &labels),
+            scope,
             name: raw.name,
             kind,
             start_line: raw.start_line,

@@ -37,7 +37,41 @@ const MARKERS: &[(&str, &[&str])] = &[
         &["package.json", "tsconfig.json", "jsconfig.json"],
     ),
     ("go", &["go.mod"]),
+    (
+        "c",
+        &[
+            "CMakeLists.txt",
+            "compile_commands.json",
+            "meson.build",
+            "configure.ac",
+        ],
+    ),
+    ("java", &["pom.xml", "build.gradle", "settings.gradle"]),
+    ("kotlin", &["build.gradle.kts", "settings.gradle.kts"]),
+    ("csharp", &["*.csproj", "*.sln"]),
+    ("swift", &["Package.swift"]),
+    ("ruby", &["Gemfile", "*.gemspec"]),
+    ("php", &["composer.json"]),
+    ("scala", &["build.sbt"]),
+    ("lua", &[".luarc.json", "*.rockspec"]),
+    ("zig", &["build.zig"]),
+    ("elixir", &["mix.exs"]),
+    ("haskell", &["stack.yaml", "cabal.project", "*.cabal"]),
+    ("ocaml", &["dune-project", "*.opam"]),
 ];
+
+/// Whether `root` holds `marker`: a file name, or `*.ext` for any file with that extension.
+fn has_marker(root: &Path, marker: &str) -> bool {
+    match marker.strip_prefix("*.") {
+        Some(extension) => std::fs::read_dir(root).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry.path().extension().is_some_and(|ext| ext == extension)
+                    && entry.path().is_file()
+            })
+        }),
+        None => root.join(marker).is_file(),
+    }
+}
 
 /// How to install a family's default server, and what lode falls back to without it.
 fn install_hint(family: &str) -> (&'static str, &'static str) {
@@ -49,6 +83,26 @@ fn install_hint(family: &str) -> (&'static str, &'static str) {
             "`tsc --noEmit` when installed",
         ),
         "go" => ("go install golang.org/x/tools/gopls@latest", "no checker"),
+        "c" => (
+            "apt install clangd (or your distribution's clangd)",
+            "no checker",
+        ),
+        "java" => ("install Eclipse JDT LS as `jdtls`", "no checker"),
+        "kotlin" => ("install kotlin-language-server", "no checker"),
+        "csharp" => ("dotnet tool install -g csharp-ls", "no checker"),
+        "swift" => (
+            "install a Swift toolchain (it ships sourcekit-lsp)",
+            "no checker",
+        ),
+        "ruby" => ("gem install ruby-lsp", "no checker"),
+        "php" => ("install phpactor", "no checker"),
+        "scala" => ("cs install metals", "no checker"),
+        "lua" => ("install lua-language-server", "no checker"),
+        "bash" => ("npm install -g bash-language-server", "no checker"),
+        "zig" => ("install zls", "no checker"),
+        "elixir" => ("install elixir-ls as `elixir-ls`", "no checker"),
+        "haskell" => ("ghcup install hls", "no checker"),
+        "ocaml" => ("opam install ocaml-lsp-server", "no checker"),
         _ => ("install it", "no checker"),
     }
 }
@@ -94,14 +148,14 @@ pub fn check(root: &Path, lsp: Option<&lode_agent::config::LspDiagnosticsSetting
     let settings = crate::diagnostics_adapter::settings_from(lsp.unwrap_or(&defaults));
     let families: Vec<&str> = MARKERS
         .iter()
-        .filter(|(_, files)| files.iter().any(|file| root.join(file).is_file()))
+        .filter(|(_, files)| files.iter().any(|file| has_marker(root, file)))
         .map(|(family, _)| *family)
         .collect();
     if families.is_empty() {
         return vec![Check::ok(
             "language-server",
-            "no Cargo.toml, pyproject.toml, package.json or go.mod at the root: no language \
-             server needed",
+            "no project file at the root (Cargo.toml, pyproject.toml, package.json, go.mod, \
+             CMakeLists.txt, pom.xml, Gemfile, …): no language server needed",
         )];
     }
     let mut checks = Vec::new();

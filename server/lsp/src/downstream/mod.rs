@@ -136,17 +136,34 @@ pub enum DiagnosticsError {
     Command { command: String, message: String },
 }
 
-/// The language a file is checked as, by extension (the LSP language id).
+/// The language a file is checked as, by its name (the LSP language id).
 pub fn language_id(path: &Path) -> Option<&'static str> {
-    Some(match path.extension()?.to_str()? {
-        "rs" => "rust",
-        "py" | "pyi" => "python",
-        "ts" | "mts" | "cts" => "typescript",
-        "tsx" => "typescriptreact",
-        "js" | "mjs" | "cjs" => "javascript",
-        "jsx" => "javascriptreact",
-        "go" => "go",
-        _ => return None,
+    use lode_syntax::Language;
+    let jsx = |ext: &str| path.extension().is_some_and(|e| e == ext);
+    Some(match Language::from_path(path)? {
+        Language::Rust => "rust",
+        Language::Python => "python",
+        Language::TypeScript => "typescript",
+        Language::Tsx => "typescriptreact",
+        Language::JavaScript if jsx("jsx") => "javascriptreact",
+        Language::JavaScript => "javascript",
+        Language::Go => "go",
+        Language::C => "c",
+        Language::Cpp => "cpp",
+        Language::Java => "java",
+        Language::CSharp => "csharp",
+        Language::Kotlin => "kotlin",
+        Language::Swift => "swift",
+        Language::Ruby => "ruby",
+        Language::Php => "php",
+        Language::Scala => "scala",
+        Language::Lua => "lua",
+        Language::Bash => "shellscript",
+        Language::Zig => "zig",
+        Language::Elixir => "elixir",
+        Language::Haskell => "haskell",
+        Language::OCaml => "ocaml",
+        Language::Markdown | Language::Text => return None,
     })
 }
 
@@ -157,6 +174,20 @@ pub fn language_family(language_id: &str) -> &'static str {
         "python" => "python",
         "typescript" | "typescriptreact" | "javascript" | "javascriptreact" => "typescript",
         "go" => "go",
+        "c" | "cpp" => "c",
+        "java" => "java",
+        "csharp" => "csharp",
+        "kotlin" => "kotlin",
+        "swift" => "swift",
+        "ruby" => "ruby",
+        "php" => "php",
+        "scala" => "scala",
+        "lua" => "lua",
+        "shellscript" => "bash",
+        "zig" => "zig",
+        "elixir" => "elixir",
+        "haskell" => "haskell",
+        "ocaml" => "ocaml",
         _ => "other",
     }
 }

@@ -19,7 +19,10 @@ pub struct DiagnosticsConfig {
     /// an entry replaces the default, an empty one turns servers off for the family.
     pub servers: HashMap<String, Vec<String>>,
     /// Try the default servers when they are on `PATH`: `rust-analyzer`,
-    /// `pyright-langserver --stdio`, `typescript-language-server --stdio`, `gopls`.
+    /// `pyright-langserver --stdio`, `typescript-language-server --stdio`, `gopls`, `clangd`,
+    /// `jdtls`, `csharp-ls`, `kotlin-language-server`, `sourcekit-lsp`, `ruby-lsp`,
+    /// `phpactor language-server`, `metals`, `lua-language-server`, `bash-language-server start`,
+    /// `zls`, `elixir-ls`, `haskell-language-server-wrapper --lsp`, `ocamllsp`.
     pub default_servers: bool,
     /// Fall back to checker commands (`cargo check`, `pyright`, `tsc`).
     pub commands: bool,
@@ -50,6 +53,20 @@ pub fn default_server(family: &str) -> Option<Vec<String>> {
         "python" => &["pyright-langserver", "--stdio"],
         "typescript" => &["typescript-language-server", "--stdio"],
         "go" => &["gopls"],
+        "c" => &["clangd"],
+        "java" => &["jdtls"],
+        "csharp" => &["csharp-ls"],
+        "kotlin" => &["kotlin-language-server"],
+        "swift" => &["sourcekit-lsp"],
+        "ruby" => &["ruby-lsp"],
+        "php" => &["phpactor", "language-server"],
+        "scala" => &["metals"],
+        "lua" => &["lua-language-server"],
+        "bash" => &["bash-language-server", "start"],
+        "zig" => &["zls"],
+        "elixir" => &["elixir-ls"],
+        "haskell" => &["haskell-language-server-wrapper", "--lsp"],
+        "ocaml" => &["ocamllsp"],
         _ => return None,
     };
     Some(parts.iter().map(|s| s.to_string()).collect())
