@@ -97,8 +97,5 @@
 
 ; Comments, for reading a definition with the docs above it. Haddock comments (`-- |`, `-- ^`)
 ; are `haddock` nodes: capturing them too (`[(comment) (haddock)] @comment`) attaches them as docs,
-; but the comment check (`chunk::tests::every_query_captures_every_comment`) walks only node kinds
-; containing "comment" and fails on the extra captures. Until it also walks `haddock` (see
-; /work/wt/langs-requests.md), Haddock docs stay with their code in chunks (they are sticky) but
-; are not read as a definition's docs.
-(comment) @comment
+; and the comment check (`chunk::tests::every_query_captures_every_comment`) walks them too.
+[(comment) (haddock)] @comment

@@ -50,7 +50,9 @@ impl LanguageRules {
 
     /// Whether `kind` is sticky: a comment of any sort, or a listed kind.
     pub fn is_sticky(&self, kind: &str) -> bool {
-        kind.contains("comment") || self.sticky.iter().any(|sticky| sticky == kind)
+        kind.contains("comment")
+            || kind == "haddock"
+            || self.sticky.iter().any(|sticky| sticky == kind)
     }
 
     /// Whether a source line (indentation trimmed) leads a definition.

@@ -369,7 +369,7 @@ fn run_tags_query(
         let mut outer: Option<(Node, CaptureRole)> = None;
         let mut name: Option<Node> = None;
         let mut file_scope = false;
-        let mut qualifier: Option<Node> = None;
+        let mut qualifiers: Vec<Node> = Vec::new();
         for capture in found.captures() {
             match roles[capture.index as usize] {
                 CaptureRole::Name => name = Some(capture.node),
@@ -381,7 +381,7 @@ fn run_tags_query(
                     outer = Some((capture.node, role))
                 }
                 CaptureRole::FileScope => file_scope = true,
-                CaptureRole::Qualifier => qualifier = Some(capture.node),
+                CaptureRole::Qualifier => qualifiers.push(capture.node),
                 CaptureRole::Other => {}
             }
         }
@@ -389,6 +389,16 @@ fn run_tags_query(
             continue;
         };
         let name_text = node_text(name_node, source).trim();
+        let name_text = match role {
+            // `#include <stdio.h>` names `stdio.h`, as `#include "buf.h"` names `buf.h`.
+            CaptureRole::Reference(RefKind::Import) => name_text
+                .strip_prefix('<')
+                .and_then(|inner| inner.strip_suffix('>'))
+                .unwrap_or(name_text),
+            // Ruby's `attr_reader :id` defines `id`.
+            CaptureRole::Definition(_) => name_text.strip_prefix(':').unwrap_or(name_text),
+            _ => name_text,
+        };
         if name_text.is_empty() {
             continue;
         }
@@ -399,13 +409,14 @@ fn run_tags_query(
                     node_start: node.start_byte(),
                     node_end: node.end_byte(),
                     start_line: node.start_position().row as u32 + 1,
-                    end_line: node.end_position().row as u32 + 1,
+                    end_line: last_line(node),
                     name: name_text.to_string(),
                     kind,
                     file_scope,
-                    qualifier: qualifier
-                        .map(|node| qualifier_parts(node_text(node, source)))
-                        .unwrap_or_default(),
+                    qualifier: qualifiers
+                        .iter()
+                        .flat_map(|node| qualifier_parts(node_text(*node, source)))
+                        .collect(),
                 });
             }
             CaptureRole::Reference(kind) => {
@@ -446,6 +457,17 @@ struct RawDef {
     file_scope: bool,
     /// Scope labels from the definition's qualified name (`@qualifier`).
     qualifier: Vec<String>,
+}
+
+/// The 1-based last line of a node: the line its last byte is on (a node that ends with its
+/// newline, such as C's `#define` or a Markdown section, ends at column 0 of the next row).
+fn last_line(node: Node) -> u32 {
+    let end = node.end_position();
+    if end.column == 0 && end.row > node.start_position().row {
+        end.row as u32
+    } else {
+        end.row as u32 + 1
+    }
 }
 
 /// `ns::Shape` → `["ns", "Shape"]`; `Outer.Inner` → `["Outer", "Inner"]`.
@@ -531,13 +553,15 @@ fn assemble(
         }
     };
     // Each definition's scope label, made once: every tag inside it repeats it.
-    let mut labels: Vec<String> = Vec::with_capacity(raw_defs.len());
+    // A definition's labels are its qualifier's parts then its own (`Rect`, `area` for C++'s
+    // `double Rect::area()`), so what it holds is scoped under both.
+    let mut labels: Vec<Vec<String>> = Vec::with_capacity(raw_defs.len());
     let outer: Vec<String> = enclosing.iter().map(Definition::scope_label).collect();
-    let scope_of = |open: &[usize], labels: &[String]| -> Vec<String> {
+    let scope_of = |open: &[usize], labels: &[Vec<String>]| -> Vec<String> {
         outer
             .iter()
             .cloned()
-            .chain(open.iter().map(|&i| labels[i].clone()))
+            .chain(open.iter().flat_map(|&i| labels[i].iter().cloned()))
             .collect()
     };
 
@@ -572,7 +596,8 @@ fn assemble(
         };
         let signature = signature_line(source, raw.node_start);
         let mut scope = scope_of(&open, &labels);
-        scope.extend(raw.qualifier);
+        let qualifier = raw.qualifier;
+        scope.extend(qualifier.iter().cloned());
         let definition = Definition {
             scope,
             name: raw.name,
@@ -583,7 +608,9 @@ fn assemble(
             end_byte: raw.node_end,
             signature,
         };
-        labels.push(definition.scope_label());
+        let mut own = qualifier;
+        own.push(definition.scope_label());
+        labels.push(own);
         definitions.push(definition);
         open.push(definitions.len() - 1);
     }

@@ -184,10 +184,24 @@ const WRAPPERS: &[&str] = &[
     "const_spec",
     "var_spec",
     "field_declaration",
+    "template_declaration",
+    "type_definition",
 ];
 
+/// The largest node below `root` that starts at `start`.
+fn outermost_starting_at(root: Node, start: usize) -> Option<Node> {
+    let mut node = root.descendant_for_byte_range(start, start)?;
+    while let Some(parent) = node.parent()
+        && parent.id() != root.id()
+        && parent.start_byte() == start
+    {
+        node = parent;
+    }
+    (node.id() != root.id()).then_some(node)
+}
+
 fn is_leading_trivia(kind: &str) -> bool {
-    kind == "decorator" || kind == "attribute_item" || kind.contains("comment")
+    kind == "decorator" || kind == "attribute_item" || kind.contains("comment") || kind == "haddock"
 }
 
 /// The statement a definition node stands for (see [`WRAPPERS`]).
@@ -341,7 +355,13 @@ fn entries(language: Language, source: &str, file: &str) -> Result<Vec<Entry>, S
             }
             open.pop();
         }
-        let Some(node) = root.descendant_for_byte_range(start, end) else {
+        // A definition that encloses the rest of its file (`package`, `namespace X;`) spans
+        // more than its node: take the node that starts where it does.
+        let node = root
+            .descendant_for_byte_range(start, end)
+            .filter(|node| node.id() != root.id() || start == root.start_byte())
+            .or_else(|| outermost_starting_at(root, start));
+        let Some(node) = node else {
             open.push(index);
             continue;
         };
