@@ -2,6 +2,7 @@
 //! One test binary (`cargo test -p lode-index --test it`), one module per suite.
 
 mod http_embedders;
+mod languages;
 mod minilm;
 mod semantic;
 mod watch;
