@@ -14,12 +14,48 @@ import type {
   ReadTextFileRequest,
   RequestPermissionRequest,
   RequestPermissionResponse,
+  SessionConfigOption,
   SessionUpdate,
   StopReason,
   WriteTextFileRequest,
 } from "@agentclientprotocol/sdk" with { "resolution-mode": "import" };
 
 export type { ContentBlock, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, StopReason };
+
+/** One of lode's configured models: a value of the session's `model` config option. */
+export interface ModelChoice {
+  /** What `session/set_config_option` takes (lode: the provider's `name`). */
+  value: string;
+  name: string;
+  /** lode: "MODEL (Nk context)". */
+  description?: string;
+}
+
+/** A session's `model` config option (category `model`): the choices and the one in use. */
+export interface ModelOption {
+  configId: string;
+  current: string;
+  choices: ModelChoice[];
+}
+
+/**
+ * The `model` option among a session's config options, or undefined when lode offers none (no
+ * provider configured). Grouped options are flattened.
+ */
+export function modelOption(options: ReadonlyArray<SessionConfigOption> | null | undefined): ModelOption | undefined {
+  for (const option of options ?? []) {
+    if (option.category !== "model" || option.type !== "select") continue;
+    const choices: ModelChoice[] = [];
+    for (const entry of option.options) {
+      const members = "group" in entry ? entry.options : [entry];
+      for (const choice of members) {
+        choices.push({ value: choice.value, name: choice.name, description: choice.description ?? undefined });
+      }
+    }
+    return { configId: option.id, current: option.currentValue, choices };
+  }
+  return undefined;
+}
 
 /** What the editor answers for lode: updates, permission questions and file access. */
 export interface ClientHooks {
@@ -47,8 +83,8 @@ export class LodeAcpClient {
   private child: ChildProcess | undefined;
   private connection: ClientConnection | undefined;
   private initialized: InitializeResponse | undefined;
-  /** Sessions this process knows (created or resumed on it). */
-  private readonly known = new Set<string>();
+  /** Sessions this process knows (created or resumed on it), with their `model` option. */
+  private readonly known = new Map<string, ModelOption | undefined>();
   private exited: string | undefined;
 
   constructor(
@@ -96,6 +132,9 @@ export class LodeAcpClient {
     const app = acp
       .client({ name: "lode-vscode" })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
+        if (params.update.sessionUpdate === "config_option_update" && this.known.has(params.sessionId)) {
+          this.known.set(params.sessionId, modelOption(params.update.configOptions));
+        }
         this.hooks.onUpdate(params.sessionId, params.update);
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
@@ -128,16 +167,33 @@ export class LodeAcpClient {
     if (previous !== undefined) {
       if (this.known.has(previous)) return previous;
       try {
-        await agent.request("session/resume", { sessionId: previous, cwd: this.agent.cwd, mcpServers: [] });
-        this.known.add(previous);
+        const resumed = await agent.request("session/resume", { sessionId: previous, cwd: this.agent.cwd, mcpServers: [] });
+        this.known.set(previous, modelOption(resumed.configOptions));
         return previous;
       } catch (error) {
         this.hooks.log(`could not resume session ${previous} (${String(error)}); starting a new one`);
       }
     }
     const created = await agent.request("session/new", { cwd: this.agent.cwd, mcpServers: [] });
-    this.known.add(created.sessionId);
+    this.known.set(created.sessionId, modelOption(created.configOptions));
     return created.sessionId;
+  }
+
+  /** The `model` option of a session this process knows: lode's models and the one in use. */
+  modelOf(sessionId: string): ModelOption | undefined {
+    return this.known.get(sessionId);
+  }
+
+  /** `session/set_config_option` (e.g. `mode` or `model`); the session's options follow the answer. */
+  async setConfigOption(sessionId: string, configId: string, value: string): Promise<void> {
+    const answer = await this.agentContext().request("session/set_config_option", { sessionId, configId, value });
+    if (this.known.has(sessionId)) this.known.set(sessionId, modelOption(answer.configOptions));
+  }
+
+  /** `session/delete`: lode forgets the session (its stored history too). */
+  async deleteSession(sessionId: string): Promise<void> {
+    this.known.delete(sessionId);
+    await this.agentContext().request("session/delete", { sessionId });
   }
 
   /** One turn; resolves with lode's stop reason. */
