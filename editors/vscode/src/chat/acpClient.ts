@@ -86,20 +86,40 @@ export class LodeAcpClient {
   /** Sessions this process knows (created or resumed on it), with their `model` option. */
   private readonly known = new Map<string, ModelOption | undefined>();
   private exited: string | undefined;
+  /** The start under way, if any. */
+  private starting: Promise<InitializeResponse> | undefined;
+  /** Bumped by every `dispose()`: a start of an older generation is abandoned. */
+  private generation = 0;
 
   constructor(
     private readonly agent: AgentCommand,
     private readonly hooks: ClientHooks,
   ) {}
 
-  /** Starts lode and runs `initialize`, once; again after the process exited. */
-  async start(): Promise<InitializeResponse> {
+  /**
+   * Starts lode and runs `initialize`, once; again after the process exited. Callers that come
+   * while a start is under way share it (the model listing and a first request often overlap).
+   */
+  start(): Promise<InitializeResponse> {
     if (this.connection && this.initialized && this.exited === undefined) {
-      return this.initialized;
+      return Promise.resolve(this.initialized);
     }
-    this.dispose();
+    if (!this.starting) {
+      this.dispose();
+      const generation = this.generation;
+      this.starting = this.launch(generation).finally(() => {
+        if (this.generation === generation) this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  /** One start; a `dispose()` meanwhile (a restart) ends it, and the process it spawned. */
+  private async launch(generation: number): Promise<InitializeResponse> {
+    const superseded = () => new Error("lode acp was restarted while it started");
     this.exited = undefined;
     const acp = await import("@agentclientprotocol/sdk");
+    if (this.generation !== generation) throw superseded();
     const child = spawn(this.agent.command, this.agent.args, {
       cwd: this.agent.cwd,
       env: this.agent.env ?? process.env,
@@ -122,6 +142,10 @@ export class LodeAcpClient {
       this.known.clear();
     });
     await spawned;
+    if (this.generation !== generation) {
+      child.kill();
+      throw superseded();
+    }
     if (!child.stdin || !child.stdout) {
       throw new Error("lode acp started without its stdio pipes");
     }
@@ -208,6 +232,8 @@ export class LodeAcpClient {
   }
 
   dispose(): void {
+    this.generation++;
+    this.starting = undefined;
     this.connection?.close();
     this.connection = undefined;
     this.initialized = undefined;

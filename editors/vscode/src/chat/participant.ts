@@ -304,7 +304,8 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
       return Promise.resolve({ models: [], problem: `lode acp did not start: ${errorText(error)}` });
     }
     if (this.listing?.key === this.clientKey) return this.listing.models;
-    const models = (async (): Promise<ModelListing> => {
+    const entry: { key: string; models: Promise<ModelListing> } = { key: this.clientKey, models: Promise.resolve({ models: [] }) };
+    entry.models = (async (): Promise<ModelListing> => {
       try {
         const sessionId = await client.session(undefined);
         const option = client.modelOf(sessionId);
@@ -317,14 +318,15 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
         }
         return { models: option.choices };
       } catch (error) {
-        this.listing = undefined;
+        // Asked again next time (a newer listing, after a restart, is left alone).
+        if (this.listing === entry) this.listing = undefined;
         const message = `lode acp did not start: ${errorText(error)} (set lode.path; see the lode output)`;
         this.log(message);
         return { models: [], problem: message };
       }
     })();
-    this.listing = { key: this.clientKey, models };
-    return models;
+    this.listing = entry;
+    return entry.models;
   }
 
   /**

@@ -551,3 +551,28 @@ test("model entries, prompts and message text from VS Code's shapes", () => {
   assert.equal(providerApi({} as never), undefined);
   assert.ok(providerApi(standin as never));
 });
+
+test("a wrong lode.path: the picker's entry and @lode's answer say lode did not start", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project();
+  try {
+    standin.state.settings.set("lode.path", path.join(harness.root, "no-such-lode"));
+    const listed = await standin.availableModels();
+    assert.deepEqual(
+      listed.map((m) => m.identifier),
+      [`lode/${UNAVAILABLE_MODEL}`],
+    );
+    assert.match(listed[0].model.tooltip ?? "", /lode acp did not start: .*ENOENT/);
+    const turn = await ask(harness, "hello?", []);
+    assert.match(turn.result.errorDetails?.message ?? "", /lode acp did not start: .*set lode\.path/, JSON.stringify(turn.result));
+    // Fixed: the next listing finds lode's model again.
+    standin.state.settings.set("lode.path", lodeBinary);
+    assert.deepEqual(
+      (await standin.availableModels()).map((m) => m.identifier),
+      ["lode/scripted"],
+    );
+  } finally {
+    harness.cleanup();
+  }
+});
