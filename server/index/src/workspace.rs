@@ -100,8 +100,9 @@ pub enum RefreshMode {
     Quick,
 }
 
-/// What a refresh did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a refresh did (also sent by a lease holder that refreshed for `lode index`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RefreshStats {
     /// Whether the tree was walked in full (always for [`RefreshMode::Full`]).
     pub walked: bool,
@@ -141,7 +142,7 @@ impl RefreshStats {
 }
 
 /// Wall time of each phase of a refresh.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RefreshTimings {
     /// Finding what changed: the walk, or the quick stat check.
     pub scan: Duration,
