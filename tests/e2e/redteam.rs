@@ -2663,8 +2663,9 @@ fn stores_and_index(
 
 // ---------------------------------------------------------------------------------------------
 // Forged watch leases: a cloned repository ships `.lode/index/watch.lock` (or plants something
-// at `watch.sock`) so that `lode search` sends its query to a socket of the attacker's choosing.
-// Every case must answer in process and leave the canary socket untouched.
+// at `watch.sock`) so that `lode search` sends its query, or `lode index` its request to index,
+// to a socket of the attacker's choosing. Every case must answer (or index) in process and leave
+// the canary socket untouched.
 // ---------------------------------------------------------------------------------------------
 
 /// What a forged lease is built from.
@@ -2837,9 +2838,166 @@ fn forged_watch_leases() {
             None
         };
         verdicts.record(case.name, case.known_gap, problem);
+
+        // `lode index` reads the same lease to ask its holder to index.
+        let lease = (case.forge)(&scene);
+        std::fs::write(index.join("watch.lock"), lease).unwrap();
+        let before = connections.load(Ordering::SeqCst);
+        let output = support::run(&root, &["index", "-v"]);
+        let err = support::stderr(&output);
+        let problem = if connections.load(Ordering::SeqCst) != before {
+            Some("lode index connected to the foreign socket".to_owned())
+        } else if !output.status.success() || !err.contains("indexed 1 files (") {
+            Some(format!("not indexed: {err}"))
+        } else if err.contains("indexed by lode") {
+            Some(format!("not indexed in process: {err}"))
+        } else {
+            None
+        };
+        verdicts.record(
+            &format!("{} (lode index)", case.name),
+            case.known_gap,
+            problem,
+        );
         let _ = std::fs::remove_file(index.join("watch.sock"));
     }
     verdicts.finish("forged watch leases");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lease socket and another user: the lease holder answers queries with the workspace's code
+// and obeys `stop` and `index`. Its socket is its user's alone (mode 0600), and a process of
+// another user that reaches it anyway (the mode loosened, as a careless umask or chmod would)
+// is refused whatever it asks (`SO_PEERCRED`).
+// ---------------------------------------------------------------------------------------------
+
+/// Each request another user's process sends (`S` stands for the lease's settings).
+const LEASE_SOCKET_REQUESTS: &[(&str, &str)] = &[
+    (
+        "another user: flush",
+        r#"{"settings":"S","request":"flush"}"#,
+    ),
+    (
+        "another user: a query for the workspace's code",
+        r#"{"settings":"S","request":"query","fresh":false,"query":{"kind":"symbols","name":"lease_probe","limit":1}}"#,
+    ),
+    (
+        "another user: status",
+        r#"{"settings":"","request":"status"}"#,
+    ),
+    ("another user: stop", r#"{"settings":"","request":"stop"}"#),
+    (
+        "another user: index",
+        r#"{"settings":"S","request":"index"}"#,
+    ),
+];
+
+/// Sends one lease-protocol frame to `socket` from a process running as `uid` (python3 started
+/// with that user id) and returns the first answer frame's body, or what happened instead.
+fn exchange_as(uid: u32, socket: &Path, body: &str) -> Result<Value, String> {
+    use std::os::unix::process::CommandExt;
+    const CLIENT: &str = r#"
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+body = sys.argv[2].encode()
+s.sendall(b"LODE" + struct.pack("<II", 2, len(body)) + body)
+s.shutdown(socket.SHUT_WR)
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+length = struct.unpack("<I", data[8:12])[0]
+print(data[12:12 + length].decode())
+"#;
+    let output = Command::new("python3")
+        .args(["-c", CLIENT])
+        .arg(socket)
+        .arg(body)
+        .uid(uid)
+        .gid(uid)
+        .output()
+        .map_err(|error| format!("cannot run python3: {error}"))?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    serde_json::from_slice(&output.stdout).map_err(|error| {
+        format!(
+            "{error}: {}",
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        )
+    })
+}
+
+#[test]
+fn the_lease_socket_answers_only_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    support::write(&root, "src/lib.rs", "pub fn lease_probe() {}\n");
+    let index = root.join(".lode/index");
+    assert!(support::run(&root, &["index"]).status.success());
+    assert!(support::run(&root, &["daemon", "start"]).status.success());
+    let lease = std::fs::read_to_string(index.join("watch.lock")).unwrap();
+    let field = |name: &str| {
+        lease
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap()
+            .to_owned()
+    };
+    let (socket, settings) = (PathBuf::from(field("socket")), field("settings"));
+    let mut verdicts = Verdicts::default();
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    verdicts.record(
+        "the socket is its user's alone",
+        None,
+        (mode != 0o600).then(|| format!("mode {mode:o}")),
+    );
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Reachable by anyone: every directory on the way traversable, the socket writable.
+        for path in [dir.path(), &root, &root.join(".lode"), &index] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o711)).unwrap();
+        }
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        for (name, body) in LEASE_SOCKET_REQUESTS {
+            let body = body.replace(r#""S""#, &format!("\"{settings}\""));
+            let problem = match exchange_as(65534, &socket, &body) {
+                Ok(answer)
+                    if answer["response"] == "refused"
+                        && answer["reason"]
+                            .as_str()
+                            .is_some_and(|reason| reason.contains("another user")) =>
+                {
+                    None
+                }
+                Ok(answer) => Some(format!("answered another user: {answer}")),
+                Err(error) => Some(format!("no refusal: {error}")),
+            };
+            verdicts.record(name, None, problem);
+        }
+    } else {
+        eprintln!(
+            "not root: cannot run a process as another user; the {} refusal cases are not run",
+            LEASE_SOCKET_REQUESTS.len()
+        );
+    }
+    // Its own user is still served, by the same daemon: `stop` was not obeyed.
+    let output = support::run(&root, &["symbols", "lease_probe", "-v"]);
+    let err = support::stderr(&output);
+    let served = output.status.success() && err.contains("served by lode daemon");
+    assert!(support::run(&root, &["daemon", "stop"]).status.success());
+    verdicts.record(
+        "another user: the daemon keeps serving its user",
+        None,
+        (!served).then(|| format!("not served: {err}")),
+    );
+    verdicts.finish("the lease socket and another user");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -3388,10 +3546,16 @@ fn classes() -> Vec<(&'static str, usize, usize)> {
             secrets.len(),
             gaps(&secrets, |case| case.known_gap.is_some()),
         ),
+        // Each forged lease is read by a query and by `lode index`.
         (
             "forged watch leases",
-            LEASE_CASES.len(),
-            gaps(LEASE_CASES, |case| case.known_gap.is_some()),
+            LEASE_CASES.len() * 2,
+            gaps(LEASE_CASES, |case| case.known_gap.is_some()) * 2,
+        ),
+        (
+            "the lease socket and another user",
+            LEASE_SOCKET_REQUESTS.len() + 2,
+            0,
         ),
         (
             "symbol edits",

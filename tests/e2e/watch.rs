@@ -199,8 +199,134 @@ fn lode_lsp_holds_the_lease_and_a_terminal_query_sees_changes_on_disk_through_it
     assert!(err.contains("freshness: served by"), "{err}");
     assert!(err.contains("0 files checked"), "{err}");
 
+    // `lode index` asks the server, which refreshes its live index.
+    write(root, "src/by_index.rs", "pub fn mu_by_index() {}\n");
+    let output = run(root, &["index", "-v"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}\n{}", lsp.stderr());
+    assert!(err.contains("indexed by lode lsp (pid"), "{err}");
+    let output = run(root, &["symbols", "mu_by_index", "--no-refresh", "--json"]);
+    assert!(
+        stdout(&output).contains("src/by_index.rs"),
+        "{}",
+        stderr(&output)
+    );
+
     // A `lode watch` started now finds the lease taken by the server.
     let output = run(root, &["watch"]);
     assert_eq!(output.status.code(), Some(3));
     assert!(stderr(&output).contains("already watched by process"));
+}
+
+/// Whether process `pid` is writing the index of `root`: it has `writer.lock` open (only while
+/// it writes) and the file names it (written once it holds the lock).
+fn writing(root: &std::path::Path, pid: u32) -> bool {
+    let lock = root.canonicalize().unwrap().join(".lode/index/writer.lock");
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let open = fds
+        .filter_map(Result::ok)
+        .filter_map(|fd| fs::read_link(fd.path()).ok())
+        .any(|target| target == lock);
+    open && fs::read_to_string(&lock).is_ok_and(|text| text.trim() == format!("pid {pid}"))
+}
+
+#[test]
+fn lode_index_beside_lode_watch_asks_it_and_one_killed_mid_update_leaves_no_lock_behind() {
+    let dir = workspace();
+    let root = dir.path();
+    // Enough files that applying an edit of all of them takes a while (a debug build parses
+    // about a thousand small files a second), so the watcher can be caught writing.
+    let count = 1500;
+    for n in 0..count {
+        write(
+            root,
+            &format!("src/many/m{n}.rs"),
+            &format!("pub fn kappa_{n}() {{}}\n"),
+        );
+    }
+    assert!(run(root, &["index"]).status.success());
+    let mut watch = spawn_watch(root);
+    wait_until_watched(root, "alpha_one");
+    let pid = watch.0.id();
+
+    // While it runs, `lode index` asks it.
+    write(root, "src/asked.rs", "pub fn lambda_asked() {}\n");
+    let output = run(root, &["index", "-v"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("indexed by lode watch (pid {pid})")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("indexed {} files (", count + 3)),
+        "{err}"
+    );
+
+    // Edit every file until the watcher is caught holding the writer lock, and kill it there.
+    let mut round = 0;
+    loop {
+        round += 1;
+        assert!(round <= 10, "never caught the watcher writing");
+        for n in 0..count {
+            write(
+                root,
+                &format!("src/many/m{n}.rs"),
+                &format!("pub fn kappa_{round}_{n}() {{}}\n"),
+            );
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline && !writing(root, pid) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        if writing(root, pid) {
+            break;
+        }
+    }
+    watch.0.kill().unwrap(); // SIGKILL, mid-update: no clean-up runs
+    watch.0.wait().unwrap();
+    let lock = fs::read_to_string(root.join(".lode/index/writer.lock")).unwrap();
+    assert_eq!(
+        lock.trim(),
+        format!("pid {pid}"),
+        "killed while holding the lock"
+    );
+
+    // `lode index` finds the dead watcher's lease (its socket refuses) and its lock file: it
+    // indexes here, says once that it took the lock over, and the edits are searchable.
+    let output = run(root, &["index"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("process {pid} ended while writing the index")),
+        "{err}"
+    );
+    assert!(err.contains("took it over"), "{err}");
+    assert!(
+        err.contains(&format!("indexed {} files (", count + 3)),
+        "{err}"
+    );
+    for n in [0, 700, count - 1] {
+        let output = run(
+            root,
+            &[
+                "symbols",
+                &format!("kappa_{round}_{n}"),
+                "--no-refresh",
+                "--json",
+            ],
+        );
+        assert!(
+            stdout(&output).contains(&format!("src/many/m{n}.rs")),
+            "{}",
+            stderr(&output)
+        );
+    }
+    let output = run(root, &["index"]);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(!err.contains("took it over"), "said once: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

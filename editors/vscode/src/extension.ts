@@ -14,7 +14,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { ActionLike, COMMANDS, LodeCommand, pickAction, serverCommand } from "./actions";
-import { registerChat } from "./chat/participant";
+import { registerChat } from "./chat/register";
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;

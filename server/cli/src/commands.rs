@@ -8,8 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use lode_index::{
     Answer, ChunkSizes, DEFAULT_MAX_FILE_BYTES, FieldBoosts, Freshness, IndexError, Language,
-    Query, RefreshMode, RefreshProgress, RefreshStats, ScanOptions, SearchRequest, Workspace,
-    WorkspaceOptions,
+    Query, RefreshProgress, ScanOptions, SearchRequest, Workspace, WorkspaceOptions,
 };
 
 use crate::output::progress_bar;
@@ -298,7 +297,9 @@ pub struct QueryArgs {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let args = cli.workspace;
     match cli.command {
-        Command::Index { path, verbose } => index(&args, path.as_deref(), verbose),
+        Command::Index { path, verbose } => {
+            crate::index_command::run_index(&args, path.as_deref(), verbose)
+        }
         Command::Search {
             query,
             limit,
@@ -375,46 +376,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ParseOnly { path, no_tags } => parse_only(&args, path.as_deref(), no_tags),
         Command::LlmScript { script, port } => crate::llm_script_command::run(&script, port),
     }
-}
-
-/// `lode index`: a full refresh, its summary, and with `--verbose` where the time went.
-fn index(args: &WorkspaceArgs, path: Option<&Path>, verbose: bool) -> anyhow::Result<ExitCode> {
-    let workspace = open(args, path)?;
-    let started = Instant::now();
-    let stats = refresh(&workspace, RefreshMode::Full)?;
-    say!("{}", summary(&stats, started.elapsed().as_secs_f64()));
-    if verbose {
-        for file in &stats.read_as_text {
-            say!("read as plain text: {file}");
-        }
-        let t = stats.timings;
-        say!(
-            "phases: scan {:.3}s, parse and write {:.3}s, commit {:.3}s, embed {:.3}s, close {:.3}s",
-            t.scan.as_secs_f64(),
-            t.parse_and_write.as_secs_f64(),
-            t.commit.as_secs_f64(),
-            t.embed.as_secs_f64(),
-            t.close.as_secs_f64()
-        );
-        say!(
-            "lexical index: {} segment(s)",
-            workspace.lexical_segment_count()
-        );
-        let v = stats.vectors;
-        say!(
-            "vectors: {} in the index; {} embedded, {} reused, {} dropped{}",
-            stats.total_vectors,
-            v.embedded,
-            v.reused,
-            v.deleted,
-            if v.reset {
-                " (every chunk: new index or new embedder)"
-            } else {
-                ""
-            }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `lode search`: a query the lease holder or this process answers; the benchmark knobs are
@@ -582,7 +543,7 @@ pub(crate) enum Needs {
 /// asked its service for the vector length: once per run is enough).
 pub(crate) type MadeEmbedder = Option<Option<std::sync::Arc<dyn lode_index::Embedder>>>;
 
-fn open_for(
+pub(crate) fn open_for(
     args: &WorkspaceArgs,
     explicit_root: Option<&Path>,
     needs: Needs,
@@ -645,7 +606,8 @@ pub(crate) fn open_fresh(
         return Ok((workspace, None));
     }
     let started = Instant::now();
-    let freshness = with_progress_bar(&workspace, |progress| workspace.bring_up_to_date(progress))?;
+    let freshness = with_progress_bar(&workspace, |progress| workspace.bring_up_to_date(progress))
+        .with_context(|| format!("cannot index {}", workspace.root().display()))?;
     match &freshness {
         Freshness::Watched(flushed) if query.verbose => say!(
             "lode: freshness: watcher (pid {}) flushed {} changed paths in {:.1} ms; 0 files checked",
@@ -673,16 +635,12 @@ pub(crate) fn open_fresh(
     Ok((workspace, Some(freshness)))
 }
 
-fn refresh(workspace: &Workspace, mode: RefreshMode) -> anyhow::Result<RefreshStats> {
-    with_progress_bar(workspace, |progress| workspace.refresh_with(mode, progress))
-}
-
 /// Runs an index update with a progress bar on stderr (none when it is not a terminal), then
 /// reports what was repaired.
-fn with_progress_bar<T>(
+pub(crate) fn with_progress_bar<T>(
     workspace: &Workspace,
     update: impl FnOnce(&(dyn Fn(RefreshProgress) + Sync)) -> Result<T, IndexError>,
-) -> anyhow::Result<T> {
+) -> Result<T, IndexError> {
     let bar = progress_bar("indexing");
     let result = update(&|progress| {
         if progress.phase == lode_index::RefreshPhase::Embed {
@@ -693,20 +651,5 @@ fn with_progress_bar<T>(
     });
     bar.finish_and_clear();
     report_repairs(workspace);
-    result.with_context(|| format!("cannot index {}", workspace.root().display()))
-}
-
-fn summary(stats: &RefreshStats, seconds: f64) -> String {
-    let megabytes = stats.parsed_bytes as f64 / 1_000_000.0;
-    format!(
-        "indexed {} files ({} parsed, {} unchanged, {} removed, {} skipped): {} chunks, {} symbols, {} references; parsed {megabytes:.1} MB in {seconds:.2}s",
-        stats.files,
-        stats.parsed,
-        stats.unchanged,
-        stats.removed,
-        stats.skipped_binary + stats.skipped_too_large + stats.unreadable,
-        stats.total_chunks,
-        stats.total_definitions,
-        stats.total_references,
-    )
+    result
 }

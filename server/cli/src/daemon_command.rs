@@ -215,6 +215,13 @@ fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
         Err(reason) => bail!("cannot stop the daemon of {}: {reason}", root.display()),
     };
     // Wait until it let go of the lease, so a `start` right after finds the place free.
+    wait_until_released(index_dir, pid)?;
+    say!("lode daemon: stopped (pid {pid})");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits until the daemon `pid`, asked to stop, has let go of the lease of `index_dir`.
+pub(crate) fn wait_until_released(index_dir: &Path, pid: u32) -> anyhow::Result<()> {
     let started = Instant::now();
     while read_lease(index_dir).is_ok_and(|info| info.pid == pid.to_string()) {
         if started.elapsed() > Duration::from_secs(10) {
@@ -222,8 +229,7 @@ fn stop(root: &Path, index_dir: &Path) -> anyhow::Result<ExitCode> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    say!("lode daemon: stopped (pid {pid})");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Called by a query that answered itself because no process holds the index: starts a daemon

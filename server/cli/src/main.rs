@@ -12,6 +12,7 @@ mod config_command;
 mod daemon_command;
 mod diagnostics_adapter;
 mod doctor;
+mod index_command;
 mod llm_script_command;
 mod logging;
 mod lsp_command;

@@ -23,10 +23,31 @@ pub fn progress_bar(label: &str) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(0);
-    let style = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} files ({eta})")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
+    bar.set_style(files_style());
     bar.set_message(label.to_string());
     bar
+}
+
+/// A spinner after `label` on stderr, or a hidden one when stderr is not a terminal; it can
+/// turn into a bar with [`files_style`].
+pub fn spinner(label: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    ProgressBar::new(0)
+        .with_style(waiting_style())
+        .with_message(label.to_string())
+}
+
+/// The style of [`progress_bar`]: files done of the total.
+pub fn files_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} files ({eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// A spinner after the message, for a wait with nothing to count.
+pub fn waiting_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg} {spinner}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
 }

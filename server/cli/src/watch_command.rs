@@ -71,6 +71,14 @@ pub(crate) fn log_event(verbose: bool, event: WatchEvent) {
                 tracing::debug!("{line}");
             }
         }
+        WatchEvent::Indexed { stats, elapsed } => tracing::info!(
+            "indexed for `lode index`: {} files, {} parsed, {} removed, {} unchanged in {:.1} ms",
+            stats.files,
+            stats.parsed,
+            stats.removed,
+            stats.unchanged,
+            elapsed.as_secs_f64() * 1000.0
+        ),
         WatchEvent::Error(message) => tracing::warn!("{message}"),
     }
 }

@@ -46,6 +46,13 @@ pub enum IndexError {
     Vectors(#[from] crate::vectors::VectorError),
     #[error("semantic search is unavailable: {0}")]
     NoVectors(String),
-    #[error("another lode process is writing this index ({path}); try again when it finishes")]
-    Locked { path: PathBuf },
+    #[error(
+        "another lode process{} is writing this index ({path}); try again when it finishes",
+        holder.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
+    )]
+    Locked {
+        path: PathBuf,
+        /// The writer's pid, when its lock file names it.
+        holder: Option<u32>,
+    },
 }

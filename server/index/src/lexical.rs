@@ -246,6 +246,7 @@ impl LexicalIndex {
                 .map_err(|error| match error {
                     TantivyError::LockFailure(LockError::LockBusy, _) => IndexError::Locked {
                         path: self.dir.clone(),
+                        holder: None,
                     },
                     other => IndexError::Lexical(other),
                 })?;

@@ -95,11 +95,12 @@ pub use vectors::{
 
 // Keeping an index current (the watcher) and asking the process that does (the lease).
 pub use watch::lease::{
-    DEFAULT_FLUSH_TIMEOUT, DEFAULT_QUERY_TIMEOUT, LEASE_FILE, query as query_lease, read_lease,
-    status as lease_status, stop as stop_lease,
+    DEFAULT_FLUSH_TIMEOUT, DEFAULT_QUERY_TIMEOUT, LEASE_FILE, index as index_through_lease,
+    query as query_lease, read_lease, status as lease_status, stop as stop_lease,
 };
 pub use watch::{
-    ChangeReport, ChangeSink, EMBEDDED_STORE, Flushed, Freshness, HolderStatus, LeaseError,
-    LeaseInfo, NotWatched, Served, WatchError, WatchEvent, WatchOptions, Watcher, WorkspaceSink,
-    default_settings, retry_locked, watch_settings,
+    ChangeReport, ChangeSink, EMBEDDED_STORE, Flushed, Freshness, HolderStatus, IndexPhase,
+    IndexProgress, Indexed, LeaseError, LeaseInfo, NotIndexed, NotWatched, ProgressFn, Served,
+    WatchError, WatchEvent, WatchOptions, Watcher, WorkspaceSink, default_settings, retry_locked,
+    watch_settings,
 };

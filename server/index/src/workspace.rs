@@ -100,8 +100,9 @@ pub enum RefreshMode {
     Quick,
 }
 
-/// What a refresh did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a refresh did (also sent by a lease holder that refreshed for `lode index`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RefreshStats {
     /// Whether the tree was walked in full (always for [`RefreshMode::Full`]).
     pub walked: bool,
@@ -144,7 +145,7 @@ impl RefreshStats {
 }
 
 /// Wall time of each phase of a refresh.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RefreshTimings {
     /// Finding what changed: the walk, or the quick stat check.
     pub scan: Duration,
@@ -236,7 +237,8 @@ impl Workspace {
             Err(error) => {
                 // Deleting files another process is writing would lose its work: only the
                 // writer-lock holder repairs.
-                let _lock = WriterLock::try_acquire(&index_dir)?;
+                let lock = WriterLock::try_acquire(&index_dir)?;
+                repairs.extend(lock.takeover_note());
                 repairs.push(match error {
                     IndexError::SchemaChanged { .. } => format!("{error}; rebuilding it"),
                     _ => format!("catalog unreadable ({error}); recreated it empty"),
@@ -251,7 +253,8 @@ impl Workspace {
         let lexical = match LexicalIndex::open_or_create(&lexical_dir) {
             Ok(lexical) => lexical,
             Err(error) => {
-                let _lock = WriterLock::try_acquire(&index_dir)?;
+                let lock = WriterLock::try_acquire(&index_dir)?;
+                repairs.extend(lock.takeover_note());
                 repairs.push(format!("lexical index unreadable ({error}); rebuilt it"));
                 remove_dir_if_exists(&lexical_dir)?;
                 LexicalIndex::open_or_create(&lexical_dir)?
@@ -489,13 +492,21 @@ impl Workspace {
     ) -> Result<T, IndexError> {
         // Opened first: repairing an unreadable store takes the writer lock itself.
         self.vector_store()?;
-        let _lock = WriterLock::try_acquire(&self.index_dir)?;
+        let _lock = self.writer_lock()?;
         self.lexical.acquire_writer()?;
         let result = write();
         let closed = self.lexical.close_writer();
         let value = result?;
         closed?;
         Ok(value)
+    }
+
+    /// Takes the writer lock; a lock taken over from a writer that was killed is reported as a
+    /// repair (once: the lock is clean from then on).
+    fn writer_lock(&self) -> Result<WriterLock, IndexError> {
+        let lock = WriterLock::try_acquire(&self.index_dir)?;
+        self.repairs.lock().extend(lock.takeover_note());
+        Ok(lock)
     }
 
     /// Rebuilds the lexical index from the catalog if it is behind (a deferring handle left it,
@@ -1156,7 +1167,7 @@ fn reconcile(
     if catalog_generation == lexical_generation {
         return Ok(None);
     }
-    let _lock = match WriterLock::try_acquire(index_dir) {
+    let lock = match WriterLock::try_acquire(index_dir) {
         // Another process is writing: it is between its two commits and will publish the
         // matching lexical generation itself.
         Err(IndexError::Locked { .. }) => return Ok(None),
@@ -1165,22 +1176,29 @@ fn reconcile(
     // Re-read under the lock: a writer may have finished in between.
     let catalog_generation = catalog.generation()?;
     if lexical.generation()?.unwrap_or(0) == catalog_generation {
-        return Ok(None);
+        return Ok(lock.takeover_note());
     }
     lexical.acquire_writer()?;
     let rebuilt = rebuild_lexical(catalog, lexical, catalog_generation);
     let closed = lexical.close_writer();
     rebuilt?;
     closed?;
-    Ok(Some(if lexical_generation == 0 {
-        format!(
-            "lexical index not built yet (catalog at generation {catalog_generation}): built it from the catalog"
-        )
-    } else {
-        format!(
-            "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
-        )
-    }))
+    let taken_over = lock
+        .takeover_note()
+        .map(|note| format!("{note}; "))
+        .unwrap_or_default();
+    Ok(Some(
+        taken_over
+            + &if lexical_generation == 0 {
+                format!(
+                    "lexical index not built yet (catalog at generation {catalog_generation}): built it from the catalog"
+                )
+            } else {
+                format!(
+                    "lexical index was at generation {lexical_generation}, catalog at {catalog_generation}: rebuilt it from the catalog"
+                )
+            },
+    ))
 }
 
 /// Replaces the lexical index's contents with the catalog's chunks, as of `generation`. The
@@ -1224,7 +1242,8 @@ fn open_embedded_vectors(
     match EmbeddedStore::open(&dir) {
         Ok(store) => Ok(Some(Arc::new(store))),
         Err(error) => {
-            let _lock = WriterLock::try_acquire(index_dir)?;
+            let lock = WriterLock::try_acquire(index_dir)?;
+            repairs.extend(lock.takeover_note());
             repairs.push(format!("vector store unreadable ({error}); rebuilt it"));
             remove_dir_if_exists(&dir)?;
             Ok(Some(Arc::new(EmbeddedStore::open(&dir)?)))
@@ -1245,18 +1264,22 @@ fn reconcile_vectors(
     if state.identity.as_ref() != Some(embedder.identity()) || in_step(catalog, store, embedder)? {
         return Ok(None);
     }
-    let _lock = match WriterLock::try_acquire(index_dir) {
+    let lock = match WriterLock::try_acquire(index_dir) {
         Err(IndexError::Locked { .. }) => return Ok(None),
         other => other?,
     };
     store.reload()?;
     if in_step(catalog, store, embedder)? {
-        return Ok(None);
+        return Ok(lock.takeover_note());
     }
     let catalog_generation = catalog.generation()?;
     let stats = sync_store(catalog, store, embedder, &|_, _| {})?;
+    let taken_over = lock
+        .takeover_note()
+        .map(|note| format!("{note}; "))
+        .unwrap_or_default();
     Ok(Some(format!(
-        "vectors were at generation {}, catalog at {catalog_generation}: updated them from the catalog ({} embedded, {} reused, {} dropped)",
+        "{taken_over}vectors were at generation {}, catalog at {catalog_generation}: updated them from the catalog ({} embedded, {} reused, {} dropped)",
         state.generation, stats.embedded, stats.reused, stats.deleted
     )))
 }

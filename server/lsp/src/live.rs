@@ -163,6 +163,24 @@ impl LiveIndex {
         answer.await.unwrap_or_else(|_| Err(writer_gone()))
     }
 
+    /// [`LiveIndex::refresh`] for a plain thread (the file watcher's, answering `lode index`):
+    /// blocks until the refresh is done. Never call it from the async runtime.
+    pub fn refresh_blocking(
+        &self,
+        mode: RefreshMode,
+        progress: ProgressFn,
+    ) -> Result<RefreshStats, IndexError> {
+        let (done, answer) = oneshot::channel();
+        self.send(Command::Refresh {
+            mode,
+            progress,
+            done,
+        });
+        answer
+            .blocking_recv()
+            .unwrap_or_else(|_| Err(writer_gone()))
+    }
+
     /// The editor opened a buffer: its text is indexed at once. A buffer larger than the
     /// index's file-size limit is left out of the index, as such a file on disk is.
     pub fn open_buffer(&self, path: &Path, text: Arc<String>) {

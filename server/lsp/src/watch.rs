@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use lode_index::{
-    ChangeReport, ChangeSink, IndexError, WatchError, WatchEvent, WatchOptions, Watcher,
+    ChangeReport, ChangeSink, IndexError, ProgressFn, RefreshMode, RefreshStats, WatchError,
+    WatchEvent, WatchOptions, Watcher,
 };
 
 use crate::live::LiveIndex;
@@ -22,6 +23,16 @@ struct LiveSink(LiveIndex);
 impl ChangeSink for LiveSink {
     fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError> {
         self.0.apply_disk_changes(paths, rescan)
+    }
+
+    /// `lode index` in a terminal: the same refresh the editor's index does (open buffers keep
+    /// their text).
+    fn refresh(
+        &mut self,
+        mode: RefreshMode,
+        progress: ProgressFn,
+    ) -> Result<RefreshStats, IndexError> {
+        self.0.refresh_blocking(mode, progress)
     }
 }
 

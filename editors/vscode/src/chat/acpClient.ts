@@ -14,12 +14,48 @@ import type {
   ReadTextFileRequest,
   RequestPermissionRequest,
   RequestPermissionResponse,
+  SessionConfigOption,
   SessionUpdate,
   StopReason,
   WriteTextFileRequest,
 } from "@agentclientprotocol/sdk" with { "resolution-mode": "import" };
 
 export type { ContentBlock, RequestPermissionRequest, RequestPermissionResponse, SessionUpdate, StopReason };
+
+/** One of lode's configured models: a value of the session's `model` config option. */
+export interface ModelChoice {
+  /** What `session/set_config_option` takes (lode: the provider's `name`). */
+  value: string;
+  name: string;
+  /** lode: "MODEL (Nk context)". */
+  description?: string;
+}
+
+/** A session's `model` config option (category `model`): the choices and the one in use. */
+export interface ModelOption {
+  configId: string;
+  current: string;
+  choices: ModelChoice[];
+}
+
+/**
+ * The `model` option among a session's config options, or undefined when lode offers none (no
+ * provider configured). Grouped options are flattened.
+ */
+export function modelOption(options: ReadonlyArray<SessionConfigOption> | null | undefined): ModelOption | undefined {
+  for (const option of options ?? []) {
+    if (option.category !== "model" || option.type !== "select") continue;
+    const choices: ModelChoice[] = [];
+    for (const entry of option.options) {
+      const members = "group" in entry ? entry.options : [entry];
+      for (const choice of members) {
+        choices.push({ value: choice.value, name: choice.name, description: choice.description ?? undefined });
+      }
+    }
+    return { configId: option.id, current: option.currentValue, choices };
+  }
+  return undefined;
+}
 
 /** What the editor answers for lode: updates, permission questions and file access. */
 export interface ClientHooks {
@@ -47,23 +83,43 @@ export class LodeAcpClient {
   private child: ChildProcess | undefined;
   private connection: ClientConnection | undefined;
   private initialized: InitializeResponse | undefined;
-  /** Sessions this process knows (created or resumed on it). */
-  private readonly known = new Set<string>();
+  /** Sessions this process knows (created or resumed on it), with their `model` option. */
+  private readonly known = new Map<string, ModelOption | undefined>();
   private exited: string | undefined;
+  /** The start under way, if any. */
+  private starting: Promise<InitializeResponse> | undefined;
+  /** Bumped by every `dispose()`: a start of an older generation is abandoned. */
+  private generation = 0;
 
   constructor(
     private readonly agent: AgentCommand,
     private readonly hooks: ClientHooks,
   ) {}
 
-  /** Starts lode and runs `initialize`, once; again after the process exited. */
-  async start(): Promise<InitializeResponse> {
+  /**
+   * Starts lode and runs `initialize`, once; again after the process exited. Callers that come
+   * while a start is under way share it (the model listing and a first request often overlap).
+   */
+  start(): Promise<InitializeResponse> {
     if (this.connection && this.initialized && this.exited === undefined) {
-      return this.initialized;
+      return Promise.resolve(this.initialized);
     }
-    this.dispose();
+    if (!this.starting) {
+      this.dispose();
+      const generation = this.generation;
+      this.starting = this.launch(generation).finally(() => {
+        if (this.generation === generation) this.starting = undefined;
+      });
+    }
+    return this.starting;
+  }
+
+  /** One start; a `dispose()` meanwhile (a restart) ends it, and the process it spawned. */
+  private async launch(generation: number): Promise<InitializeResponse> {
+    const superseded = () => new Error("lode acp was restarted while it started");
     this.exited = undefined;
     const acp = await import("@agentclientprotocol/sdk");
+    if (this.generation !== generation) throw superseded();
     const child = spawn(this.agent.command, this.agent.args, {
       cwd: this.agent.cwd,
       env: this.agent.env ?? process.env,
@@ -86,6 +142,10 @@ export class LodeAcpClient {
       this.known.clear();
     });
     await spawned;
+    if (this.generation !== generation) {
+      child.kill();
+      throw superseded();
+    }
     if (!child.stdin || !child.stdout) {
       throw new Error("lode acp started without its stdio pipes");
     }
@@ -96,6 +156,9 @@ export class LodeAcpClient {
     const app = acp
       .client({ name: "lode-vscode" })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
+        if (params.update.sessionUpdate === "config_option_update" && this.known.has(params.sessionId)) {
+          this.known.set(params.sessionId, modelOption(params.update.configOptions));
+        }
         this.hooks.onUpdate(params.sessionId, params.update);
       })
       .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
@@ -128,16 +191,33 @@ export class LodeAcpClient {
     if (previous !== undefined) {
       if (this.known.has(previous)) return previous;
       try {
-        await agent.request("session/resume", { sessionId: previous, cwd: this.agent.cwd, mcpServers: [] });
-        this.known.add(previous);
+        const resumed = await agent.request("session/resume", { sessionId: previous, cwd: this.agent.cwd, mcpServers: [] });
+        this.known.set(previous, modelOption(resumed.configOptions));
         return previous;
       } catch (error) {
         this.hooks.log(`could not resume session ${previous} (${String(error)}); starting a new one`);
       }
     }
     const created = await agent.request("session/new", { cwd: this.agent.cwd, mcpServers: [] });
-    this.known.add(created.sessionId);
+    this.known.set(created.sessionId, modelOption(created.configOptions));
     return created.sessionId;
+  }
+
+  /** The `model` option of a session this process knows: lode's models and the one in use. */
+  modelOf(sessionId: string): ModelOption | undefined {
+    return this.known.get(sessionId);
+  }
+
+  /** `session/set_config_option` (e.g. `mode` or `model`); the session's options follow the answer. */
+  async setConfigOption(sessionId: string, configId: string, value: string): Promise<void> {
+    const answer = await this.agentContext().request("session/set_config_option", { sessionId, configId, value });
+    if (this.known.has(sessionId)) this.known.set(sessionId, modelOption(answer.configOptions));
+  }
+
+  /** `session/delete`: lode forgets the session (its stored history too). */
+  async deleteSession(sessionId: string): Promise<void> {
+    this.known.delete(sessionId);
+    await this.agentContext().request("session/delete", { sessionId });
   }
 
   /** One turn; resolves with lode's stop reason. */
@@ -152,6 +232,8 @@ export class LodeAcpClient {
   }
 
   dispose(): void {
+    this.generation++;
+    this.starting = undefined;
     this.connection?.close();
     this.connection = undefined;
     this.initialized = undefined;

@@ -4,7 +4,9 @@
 // `lode.chat.answerPermission`, and its edits (ACP `fs/write_text_file`) land as a
 // `WorkspaceEdit`. Cancelling the request sends `session/cancel`. One ACP session per chat
 // conversation: a turn's result carries its session id, and the next request of the same
-// conversation finds it in `context.history`.
+// conversation finds it in `context.history`. The model VS Code attached to the request, when it
+// is one of lode's (models.ts puts them in VS Code's model picker), becomes the session's model.
+// The same `lode acp` also lists lode's models and answers for them (`listModels`, `complete`).
 
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -14,6 +16,7 @@ import {
   type ClientHooks,
   type ContentBlock,
   LodeAcpClient,
+  type ModelChoice,
   type RequestPermissionRequest,
   type RequestPermissionResponse,
   type SessionUpdate,
@@ -22,6 +25,8 @@ import {
 
 export const PARTICIPANT_ID = "lode.chat";
 export const ANSWER_COMMAND = "lode.chat.answerPermission";
+/** The vendor of lode's models in VS Code (package.json's `languageModelChatProviders`). */
+export const MODEL_VENDOR = "lode";
 
 /** What a turn's `ChatResult.metadata` holds. */
 export interface LodeChatMetadata {
@@ -47,10 +52,28 @@ export function previousSession(history: ReadonlyArray<unknown>): string | undef
   return undefined;
 }
 
+/** Where a turn's updates go: the chat panel's response stream, or a model answer's text. */
+export type TurnSink = Pick<vscode.ChatResponseStream, "markdown" | "progress" | "anchor" | "reference" | "button">;
+
 interface ActiveTurn {
-  stream: vscode.ChatResponseStream;
+  stream: TurnSink;
   thinking: boolean;
   titles: Map<string, string>;
+  /** False for a model answer (`complete`): nobody can press a button, so permission is refused. */
+  asks?: boolean;
+}
+
+/** lode's models as `lode acp` reports them, or why there are none. */
+export interface ModelListing {
+  models: ModelChoice[];
+  /** Why lode has no model to offer (no folder, no provider configured, lode did not start). */
+  problem?: string;
+}
+
+/** The model VS Code attached to a chat request (`ChatRequest.model`, VS Code 1.95+). */
+interface RequestModel {
+  vendor?: unknown;
+  id?: unknown;
 }
 
 interface PendingQuestion {
@@ -67,6 +90,10 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
   private readonly turns = new Map<string, ActiveTurn>();
   private readonly questions = new Map<string, PendingQuestion>();
   private nextQuestion = 0;
+  private listing: { key: string; models: Promise<ModelListing> } | undefined;
+  private readonly modelsChanged = new vscode.EventEmitter<void>();
+  /** Fires when lode's models may have changed (settings, a session reporting other models). */
+  readonly onDidChangeModels = this.modelsChanged.event;
 
   constructor(private readonly output: { appendLine(line: string): void }) {}
 
@@ -92,6 +119,14 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
       const message = `lode acp did not start: ${errorText(error)} (set lode.path; see the lode output)`;
       this.log(message);
       return { errorDetails: { message } };
+    }
+    this.noticeModels(client.modelOf(sessionId)?.choices ?? []);
+    try {
+      await this.useRequestModel(client, sessionId, (request as { model?: RequestModel }).model);
+    } catch (error) {
+      const message = `lode could not switch to the picked model: ${errorText(error)}`;
+      this.log(message);
+      return { errorDetails: { message }, metadata: { lodeSessionId: sessionId } };
     }
     const turn: ActiveTurn = { stream, thinking: false, titles: new Map() };
     this.turns.set(sessionId, turn);
@@ -191,7 +226,7 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
 
   requestPermission(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse> {
     const turn = this.turns.get(request.sessionId);
-    if (!turn || signal.aborted) return Promise.resolve(CANCELLED);
+    if (!turn || turn.asks === false || signal.aborted) return Promise.resolve(CANCELLED);
     const questionId = `q${++this.nextQuestion}`;
     const title = request.toolCall.title ?? turn.titles.get(request.toolCall.toolCallId) ?? "a tool call";
     turn.stream.markdown(`\n\n**lode asks to run:** ${escapeMarkdown(title)}\n\n`);
@@ -253,6 +288,84 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
     return lines.slice(start, end).join("\n");
   }
 
+  /**
+   * lode's models, from the `model` config option of a session `lode acp` opens for the first
+   * workspace folder (and deletes again). Kept until the settings or the folder change.
+   */
+  listModels(): Promise<ModelListing> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) {
+      return Promise.resolve({ models: [], problem: "Open a folder first: lode works in the workspace's project." });
+    }
+    let client: LodeAcpClient;
+    try {
+      client = this.clientFor(folder.uri.fsPath);
+    } catch (error) {
+      return Promise.resolve({ models: [], problem: `lode acp did not start: ${errorText(error)}` });
+    }
+    if (this.listing?.key === this.clientKey) return this.listing.models;
+    const entry: { key: string; models: Promise<ModelListing> } = { key: this.clientKey, models: Promise.resolve({ models: [] }) };
+    entry.models = (async (): Promise<ModelListing> => {
+      try {
+        const sessionId = await client.session(undefined);
+        const option = client.modelOf(sessionId);
+        await client.deleteSession(sessionId).catch((error) => this.log(`session/delete failed: ${errorText(error)}`));
+        if (!option || option.choices.length === 0) {
+          return {
+            models: [],
+            problem: "lode has no model configured: add an [[llm.providers]] entry (see `lode config --check`).",
+          };
+        }
+        return { models: option.choices };
+      } catch (error) {
+        // Asked again next time (a newer listing, after a restart, is left alone).
+        if (this.listing === entry) this.listing = undefined;
+        const message = `lode acp did not start: ${errorText(error)} (set lode.path; see the lode output)`;
+        this.log(message);
+        return { models: [], problem: message };
+      }
+    })();
+    this.listing = entry;
+    return entry.models;
+  }
+
+  /**
+   * One answer of lode's agent for VS Code's own chat (a lode model picked there): a session of
+   * its own in lode's read-only `ask` mode with `model`, the conversation as its prompt, the
+   * answer's text to `onText`. lode's tools run as in any session (permission questions are
+   * refused: nobody can answer them here); the session is deleted afterwards.
+   */
+  async complete(model: string | undefined, prompt: string, onText: (text: string) => void, token: vscode.CancellationToken): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0];
+    if (!folder) throw new Error("Open a folder first: lode works in the workspace's project.");
+    const client = this.clientFor(folder.uri.fsPath);
+    const sessionId = await client.session(undefined);
+    const ignore = (): void => {};
+    const turn: ActiveTurn = {
+      stream: { markdown: (value) => onText(typeof value === "string" ? value : value.value), progress: ignore, anchor: ignore, reference: ignore, button: ignore },
+      thinking: false,
+      titles: new Map(),
+      asks: false,
+    };
+    const onCancel = token.onCancellationRequested(() => {
+      client.cancel(sessionId).catch((error) => this.log(`session/cancel failed: ${errorText(error)}`));
+    });
+    try {
+      await client.setConfigOption(sessionId, "mode", "ask");
+      const option = client.modelOf(sessionId);
+      if (model !== undefined && option && option.current !== model) {
+        await client.setConfigOption(sessionId, option.configId, model);
+      }
+      this.turns.set(sessionId, turn);
+      const stopReason = await client.prompt(sessionId, [{ type: "text", text: prompt }]);
+      if (stopReason === "refusal") throw new Error("lode refused this request.");
+    } finally {
+      onCancel.dispose();
+      this.turns.delete(sessionId);
+      await client.deleteSession(sessionId).catch((error) => this.log(`session/delete failed: ${errorText(error)}`));
+    }
+  }
+
   log(line: string): void {
     this.output.appendLine(line);
   }
@@ -262,6 +375,29 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
     this.questions.clear();
     this.client?.dispose();
     this.client = undefined;
+    this.modelsChanged.dispose();
+  }
+
+  /** The request's model, when it is one of lode's, becomes the session's model. */
+  private async useRequestModel(client: LodeAcpClient, sessionId: string, model: RequestModel | undefined): Promise<void> {
+    if (model?.vendor !== MODEL_VENDOR || typeof model.id !== "string") return;
+    const option = client.modelOf(sessionId);
+    if (!option || option.current === model.id || !option.choices.some((c) => c.value === model.id)) return;
+    await client.setConfigOption(sessionId, option.configId, model.id);
+  }
+
+  /** A session reported lode's models: when they differ from the listing, VS Code asks again. */
+  private noticeModels(choices: ModelChoice[]): void {
+    const listing = this.listing;
+    if (!listing || listing.key !== this.clientKey) return;
+    void listing.models.then((known) => {
+      if (this.listing !== listing) return;
+      const same = known.models.length === choices.length && known.models.every((m, i) => m.value === choices[i].value);
+      if (!same) {
+        this.listing = undefined;
+        this.modelsChanged.fire();
+      }
+    });
   }
 
   private clientFor(cwd: string): LodeAcpClient {
@@ -272,8 +408,13 @@ export class LodeChat implements ClientHooks, vscode.Disposable {
       this.client?.dispose();
       const agent: AgentCommand = { command, args, cwd };
       this.client = new LodeAcpClient(agent, this);
+      const restarted = this.clientKey !== "";
       this.clientKey = key;
       this.log(`@lode: ${command} ${args.join(" ")} in ${cwd}`);
+      if (restarted) {
+        this.listing = undefined;
+        this.modelsChanged.fire();
+      }
     }
     return this.client;
   }
@@ -331,20 +472,4 @@ function errorText(error: unknown): string {
     return String((error as { message: unknown }).message);
   }
   return String(error);
-}
-
-/** Registers the participant and its permission command. */
-export function registerChat(context: vscode.ExtensionContext, output: { appendLine(line: string): void }): LodeChat {
-  const chat = new LodeChat(output);
-  const participant = vscode.chat.createChatParticipant(PARTICIPANT_ID, (request, chatContext, stream, token) =>
-    chat.handle(request, chatContext, stream, token),
-  );
-  context.subscriptions.push(
-    participant,
-    vscode.commands.registerCommand(ANSWER_COMMAND, (questionId: unknown, optionId: unknown) =>
-      chat.answer(questionId, optionId),
-    ),
-    chat,
-  );
-  return chat;
 }

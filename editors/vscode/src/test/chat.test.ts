@@ -1,10 +1,11 @@
-// The @lode chat participant against the REAL `lode acp` (target/debug/lode, built by cargo
-// before `npm test` in scripts/test.sh) whose model is lode's scripted LLM server
-// (`lode llm-script`, fixtures/llm/vscode_chat.json). VS Code itself cannot run here, so the
+// The @lode chat participant and lode's models against the REAL `lode acp` (target/debug/lode,
+// built by cargo before these tests in scripts/test.sh) whose model is lode's scripted LLM server
+// (`lode llm-script`, fixtures/llm/vscode_chat.json). These tests run in plain node, so the
 // `vscode` module is a small STAND-IN (../testSupport/vscodeStandin.ts: real files under its
-// documents and WorkspaceEdits) and the chat response stream is a recorder. Everything between
-// the participant and lode is real: the ACP TypeScript SDK, stdio, lode's agent, its permission
-// questions and its fs/write_text_file edits.
+// documents and WorkspaceEdits, and VS Code's rule that a chat request needs a model) and the
+// chat response stream is a recorder; e2e/ runs the packaged extension in a real VS Code
+// (code-server). Everything between the participant and lode is real: the ACP TypeScript SDK,
+// stdio, lode's agent, its permission questions and its fs/write_text_file edits.
 //
 // Without the lode binary these tests say so and skip, except under CI, where they fail.
 
@@ -20,7 +21,10 @@ import * as path from "node:path";
 import * as readline from "node:readline";
 import type * as vscode from "vscode";
 
-import { ANSWER_COMMAND, LodeChat, PARTICIPANT_ID, acpCommand, previousSession, promptBlocks, registerChat } from "../chat/participant";
+import { ANSWER_COMMAND, LodeChat, PARTICIPANT_ID, acpCommand, previousSession, promptBlocks } from "../chat/participant";
+import { contextWindow, conversationPrompt, modelInformation, UNAVAILABLE_MODEL } from "../chat/models";
+import { messageText, providerApi } from "../chat/lmApi";
+import { oldVsCodeNotice, registerChat } from "../chat/register";
 
 const repo = path.resolve(__dirname, "../../../..");
 const lodeBinary = process.env.LODE_BIN ?? path.join(repo, "target/debug/lode");
@@ -32,9 +36,12 @@ function lodeMissing(): string | undefined {
   return message;
 }
 
-/** `lode llm-script` serving the fixture; its OpenAI-style base URL. */
-async function llmServer(children: ChildProcess[]): Promise<string> {
-  const child = spawn(lodeBinary, ["llm-script", "--script", path.join(repo, "fixtures/llm/vscode_chat.json")], {
+// The extension's manifest, which the stand-in checks provider registrations against.
+standin.state.manifest = require("../../package.json");
+
+/** `lode llm-script` serving a fixture of fixtures/llm; its OpenAI-style base URL. */
+async function llmServer(children: ChildProcess[], fixture = "vscode_chat.json"): Promise<string> {
+  const child = spawn(lodeBinary, ["llm-script", "--script", path.join(repo, "fixtures/llm", fixture)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   children.push(child);
@@ -57,11 +64,18 @@ interface Harness {
   cleanup(): void;
 }
 
-/** A project (src/main.rs says hello) whose only model is the scripted server, opened in the stand-in. */
-async function project(): Promise<Harness> {
+/**
+ * A project (src/main.rs says hello) opened in the stand-in. Its model is the scripted server
+ * (provider "scripted"); `models: "two"` adds a provider "second" with a script of its own
+ * (fixtures/llm/vscode_models.json), `models: "none"` configures no provider.
+ */
+async function project(options: { models?: "one" | "two" | "none"; providerApi?: boolean } = {}): Promise<Harness> {
   standin.state.reset();
+  standin.state.providerApi = options.providerApi ?? true;
   const children: ChildProcess[] = [];
-  const baseUrl = await llmServer(children);
+  const models = options.models ?? "one";
+  const baseUrl = models === "none" ? "" : await llmServer(children);
+  const secondUrl = models === "two" ? await llmServer(children, "vscode_models.json") : "";
   const root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "lode-vscode-chat-")));
   fs.mkdirSync(path.join(root, ".git"));
   fs.mkdirSync(path.join(root, "src"));
@@ -69,13 +83,17 @@ async function project(): Promise<Harness> {
   const main = path.join(root, "src/main.rs");
   fs.writeFileSync(main, 'fn main() {\n    println!("hello");\n}\n');
   const config = path.join(root, ".lode/config.toml");
+  const provider = (name: string, url: string, model: string) =>
+    `[[llm.providers]]\nname = "${name}"\nkind = "openai"\nbase_url = "${url}"\nmodel = "${model}"\ncontext_window = 32000\n`;
   fs.writeFileSync(
     config,
-    `[[llm.providers]]\nname = "scripted"\nkind = "openai"\nbase_url = "${baseUrl}"\nmodel = "scripted-1"\ncontext_window = 32000\n`,
+    (baseUrl ? provider("scripted", baseUrl, "scripted-1") : "") + (secondUrl ? provider("second", secondUrl, "second-1") : ""),
   );
   // The config the user names in $LODE_CONFIG applies without `lode trust`; no user config.
   process.env.LODE_CONFIG = config;
   process.env.XDG_CONFIG_HOME = path.join(root, ".no-user-config");
+  // No provider from the environment either (lode's zero-config would take one).
+  for (const name of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "LODE_MODEL"]) delete process.env[name];
   standin.state.folders.push({ uri: standin.Uri.file(root), name: "project", index: 0 });
   standin.state.settings.set("lode.path", lodeBinary);
   standin.state.settings.set("lode.chat.extraArgs", ["--no-watch"]);
@@ -154,7 +172,10 @@ async function ask(
   const source = new standin.CancellationTokenSource();
   const stream = new RecordingStream((part) => onPart?.(part, () => source.cancel()));
   const started = Date.now();
-  const result = (await harness.participant(
+  assert.equal(standin.state.participants.get(PARTICIPANT_ID), harness.participant, "the harness's participant answers");
+  // Through the stand-in's chat panel, which attaches a model as VS Code does (or refuses).
+  const result = (await standin.chat.sendRequest(
+    PARTICIPANT_ID,
     { prompt, references: [], command: undefined },
     { history },
     stream,
@@ -386,4 +407,172 @@ test("the conversation's session, the command line and the prompt come from VS C
     [PARTICIPANT_ID],
   );
   assert.ok(manifest.dependencies["@agentclientprotocol/sdk"], "the official ACP SDK is a pinned dependency");
+});
+
+test("lode's models are in VS Code's model picker, and the picked one answers @lode", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project({ models: "two" });
+  try {
+    // What the picker lists: both configured providers, as `lode acp`'s model option names them.
+    const listed = await standin.availableModels();
+    assert.deepEqual(
+      listed.map((m) => [m.identifier, m.model.name, m.model.detail, m.model.maxInputTokens]),
+      [
+        ["lode/scripted", "lode: scripted", "scripted-1 (32k context)", 32000],
+        ["lode/second", "lode: second", "second-1 (32k context)", 32000],
+      ],
+    );
+    assert.ok(listed.every((m) => m.model.capabilities.toolCalling), "offered in VS Code's Agent mode too");
+
+    // The picked model becomes the lode session's model: the second script answers.
+    standin.state.pickedModel = "lode/second";
+    const turn = await ask(harness, "which model are you?", []);
+    assert.equal(turn.result.errorDetails, undefined, JSON.stringify(turn.result));
+    assert.equal(turn.stream.text(), "This is the second model speaking.");
+    // Back to the first model in the same conversation: lode switches the session back.
+    standin.state.pickedModel = "lode/scripted";
+    const back = await ask(harness, "what did you change?", historyOf([turn]));
+    assert.equal(back.stream.text(), "I replaced hello with goodbye in src/main.rs.");
+    assert.equal(
+      (back.result.metadata as { lodeSessionId: string }).lodeSessionId,
+      (turn.result.metadata as { lodeSessionId: string }).lodeSessionId,
+    );
+  } finally {
+    harness.cleanup();
+  }
+});
+
+test("a lode model picked for VS Code's own chat answers through lode's agent", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project();
+  try {
+    const provider = standin.state.providers.get("lode");
+    assert.ok(provider, "lode's provider is registered");
+    const [model] = await provider.provideLanguageModelChatInformation({ silent: true }, undefined);
+    const parts: unknown[] = [];
+    await provider.provideLanguageModelChatResponse(
+      model,
+      [{ role: 1, content: [new standin.LanguageModelTextPart("what did you change?")], name: undefined }],
+      { toolMode: 1 },
+      { report: (part) => parts.push(part) },
+      new standin.CancellationTokenSource().token,
+    );
+    assert.ok(parts.every((p) => p instanceof standin.LanguageModelTextPart), "text parts");
+    assert.equal(parts.map((p) => (p as standin.LanguageModelTextPart).value).join(""), "I replaced hello with goodbye in src/main.rs.");
+    assert.ok((await provider.provideTokenCount(model, "12345678", undefined)) === 2);
+  } finally {
+    harness.cleanup();
+  }
+});
+
+test("with no provider configured, the picker names the problem and @lode answers with lode's fix", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project({ models: "none" });
+  try {
+    const listed = await standin.availableModels();
+    assert.deepEqual(
+      listed.map((m) => m.identifier),
+      [`lode/${UNAVAILABLE_MODEL}`],
+    );
+    assert.match(listed[0].model.tooltip ?? "", /no model configured/);
+    // The request reaches lode (not VS Code's "Language model unavailable"): lode's
+    // auth_required message, naming the config it looked for, is the answer in the panel.
+    const turn = await ask(harness, "hello?", []);
+    assert.match(turn.result.errorDetails?.message ?? "", /llm\.providers/, JSON.stringify(turn.result));
+  } finally {
+    harness.cleanup();
+  }
+});
+
+test("an older VS Code, without the model-provider API: VS Code refuses @lode, and the user is told what to do", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project({ providerApi: false });
+  try {
+    assert.equal(standin.state.providers.size, 0);
+    // VS Code's rule: no model, no request; the participant is never called.
+    await assert.rejects(ask(harness, "what did you change?", []), /Language model unavailable/);
+    // What the user sees instead of silence: the notice, naming both ways out.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(standin.state.messages, [oldVsCodeNotice(standin.version)]);
+    assert.match(standin.state.messages[0], /VS Code 1\.104 or later/);
+    assert.match(standin.state.messages[0], /ACP client extension/);
+  } finally {
+    harness.cleanup();
+  }
+});
+
+test("a provider registers only for the vendor package.json declares (as in VS Code)", () => {
+  standin.state.reset();
+  const saved = standin.state.manifest;
+  try {
+    standin.state.manifest = { contributes: {} };
+    const context = { subscriptions: [] as { dispose(): unknown }[] };
+    assert.throws(
+      () => registerChat(context as unknown as vscode.ExtensionContext, { appendLine: () => {} }),
+      /not declared in package.json/,
+    );
+    for (const disposable of context.subscriptions) disposable.dispose();
+  } finally {
+    standin.state.manifest = saved;
+  }
+});
+
+test("model entries, prompts and message text from VS Code's shapes", () => {
+  assert.equal(contextWindow("scripted-1 (200k context)"), 200000);
+  assert.equal(contextWindow("no size here"), 32000);
+  assert.equal(contextWindow(undefined), 32000);
+  const unavailable = modelInformation({ models: [], problem: "lode acp did not start: spawn nope ENOENT" });
+  assert.deepEqual(
+    unavailable.map((m) => [m.id, m.name, m.tooltip]),
+    [[UNAVAILABLE_MODEL, "lode (no model)", "lode acp did not start: spawn nope ENOENT"]],
+  );
+  const text = (value: string) => new standin.LanguageModelTextPart(value);
+  assert.equal(messageText({ role: 1, content: [text("a"), "b", { callId: "c1", name: "grep", input: {} }], name: undefined }), "ab[tool call grep]");
+  assert.equal(
+    messageText({ role: 1, content: [{ callId: "c1", content: [text("found it")] }, 42, null], name: undefined }),
+    "[tool result] found it",
+  );
+  assert.equal(conversationPrompt([{ role: 1, content: [text("only this")], name: undefined }]), "only this");
+  assert.equal(
+    conversationPrompt([
+      { role: 3, content: [text("be brief")], name: undefined },
+      { role: 1, content: [text("hi")], name: undefined },
+      { role: 2, content: [text("hello")], name: undefined },
+      { role: 1, content: [text("and?")], name: undefined },
+    ]),
+    "Instructions: be brief\n\nUser: hi\n\nAssistant: hello\n\nUser: and?",
+  );
+  // The API is found only where VS Code has it.
+  assert.equal(providerApi({ lm: {} } as never), undefined);
+  assert.equal(providerApi({} as never), undefined);
+  assert.ok(providerApi(standin as never));
+});
+
+test("a wrong lode.path: the picker's entry and @lode's answer say lode did not start", async (t) => {
+  const missing = lodeMissing();
+  if (missing) return t.skip(missing);
+  const harness = await project();
+  try {
+    standin.state.settings.set("lode.path", path.join(harness.root, "no-such-lode"));
+    const listed = await standin.availableModels();
+    assert.deepEqual(
+      listed.map((m) => m.identifier),
+      [`lode/${UNAVAILABLE_MODEL}`],
+    );
+    assert.match(listed[0].model.tooltip ?? "", /lode acp did not start: .*ENOENT/);
+    const turn = await ask(harness, "hello?", []);
+    assert.match(turn.result.errorDetails?.message ?? "", /lode acp did not start: .*set lode\.path/, JSON.stringify(turn.result));
+    // Fixed: the next listing finds lode's model again.
+    standin.state.settings.set("lode.path", lodeBinary);
+    assert.deepEqual(
+      (await standin.availableModels()).map((m) => m.identifier),
+      ["lode/scripted"],
+    );
+  } finally {
+    harness.cleanup();
+  }
 });

@@ -30,7 +30,7 @@ const ROUND_TEXTS: usize = 8192;
 pub const PARTIAL_GENERATION: u64 = 0;
 
 /// What a sync did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SyncStats {
     /// Chunks run through the embedder.
     pub embedded: usize,

@@ -23,9 +23,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::protocol::{
-    self, FrameError, HolderStatus, MAX_ANSWER_BYTES, PROTOCOL, Request, RequestKind, Response,
+    self, FrameError, HolderStatus, IndexPhase, MAX_ANSWER_BYTES, PROTOCOL, Request, RequestKind,
+    Response,
 };
 use crate::query::{Answer, Query};
+use crate::workspace::RefreshStats;
 
 /// The lease file inside the index directory.
 pub const LEASE_FILE: &str = "watch.lock";
@@ -211,6 +213,17 @@ impl Lease {
             path: socket.clone(),
             source,
         })?;
+        // Connecting takes write permission on the socket file: this user's alone. (The holder
+        // also refuses a peer of another user, in case the file was reachable meanwhile.)
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600)).map_err(
+                |source| LeaseError::Io {
+                    path: socket.clone(),
+                    source,
+                },
+            )?;
+        }
         let info = LeaseInfo {
             version: PROTOCOL.to_string(),
             pid: std::process::id().to_string(),
@@ -359,22 +372,28 @@ fn peer_uid(stream: &UnixStream) -> std::io::Result<u32> {
     Ok(credentials.uid)
 }
 
-/// Sends one request to the holder of `index_dir`'s lease and reads its response, all within
-/// `timeout`. `settings` must match the lease's unless `any_settings` (status, stop).
-pub fn request(
+/// Whether the process at the other end of `stream` runs as this user (the holder's check of
+/// a connecting client).
+pub(crate) fn peer_is_this_user(stream: &UnixStream) -> bool {
+    peer_uid(stream).is_ok_and(|uid| uid == current_uid())
+}
+
+/// Reads and checks the lease of `index_dir` and connects to its holder, with read and write
+/// timeouts of `timeout` less the time spent. `settings` must match the lease's unless
+/// `any_settings`.
+fn connect(
     index_dir: &Path,
     settings: &str,
-    kind: RequestKind,
     any_settings: bool,
     timeout: Duration,
-) -> Result<(LeaseInfo, Response), NotWatched> {
+) -> Result<(LeaseInfo, UnixStream), NotWatched> {
     let started = Instant::now();
     let info = read_lease(index_dir)?;
     if !any_settings && info.settings != settings {
         return Err(NotWatched::Settings);
     }
     check_socket(index_dir, &info.socket)?;
-    let mut stream =
+    let stream =
         UnixStream::connect(&info.socket).map_err(|error| NotWatched::Gone(error.to_string()))?;
     match peer_uid(&stream) {
         Ok(uid) if uid == current_uid() => {}
@@ -388,7 +407,18 @@ pub fn request(
     let remaining = timeout
         .saturating_sub(started.elapsed())
         .max(Duration::from_millis(1));
-    let failed = |error: FrameError| match error {
+    stream
+        .set_read_timeout(Some(remaining))
+        .map_err(|e| frame_failure(e.into(), timeout))?;
+    stream
+        .set_write_timeout(Some(remaining))
+        .map_err(|e| frame_failure(e.into(), timeout))?;
+    Ok((info, stream))
+}
+
+/// Why an exchange with the holder failed, when it failed reading or writing a frame.
+fn frame_failure(error: FrameError, timeout: Duration) -> NotWatched {
+    match error {
         FrameError::Io(error)
             if matches!(
                 error.kind(),
@@ -403,13 +433,20 @@ pub fn request(
             found: found.to_string(),
         },
         other => NotWatched::Failed(other.to_string()),
-    };
-    stream
-        .set_read_timeout(Some(remaining))
-        .map_err(|e| failed(e.into()))?;
-    stream
-        .set_write_timeout(Some(remaining))
-        .map_err(|e| failed(e.into()))?;
+    }
+}
+
+/// Sends one request to the holder of `index_dir`'s lease and reads its response, all within
+/// `timeout`. `settings` must match the lease's unless `any_settings` (status, stop).
+pub fn request(
+    index_dir: &Path,
+    settings: &str,
+    kind: RequestKind,
+    any_settings: bool,
+    timeout: Duration,
+) -> Result<(LeaseInfo, Response), NotWatched> {
+    let (info, mut stream) = connect(index_dir, settings, any_settings, timeout)?;
+    let failed = |error| frame_failure(error, timeout);
     let request = Request {
         settings: settings.to_owned(),
         kind,
@@ -420,6 +457,96 @@ pub fn request(
         Response::Refused { reason } => Err(NotWatched::Refused(reason)),
         Response::Failed { message } => Err(NotWatched::Failed(message)),
         response => Ok((info, response)),
+    }
+}
+
+/// The index brought up to date by the lease holder, for `lode index`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Indexed {
+    pub holder_pid: u32,
+    /// What kind of process did it (`daemon`, `watch`, `lsp`, `acp`).
+    pub holder: String,
+    pub stats: RefreshStats,
+    /// Segments of the lexical index afterwards, when the holder keeps a query handle.
+    pub lexical_segments: Option<usize>,
+}
+
+/// Why the lease holder did not index, with the lease when one was read (whose pid and kind
+/// tell the user who did not answer).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct NotIndexed {
+    pub lease: Option<Box<LeaseInfo>>,
+    pub reason: NotWatched,
+}
+
+/// What the holder reported while indexing: its pid, the phase, done and total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexProgress {
+    pub holder_pid: u32,
+    pub phase: IndexPhase,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// Asks the holder of `index_dir`'s lease to bring the index up to date as `lode index` does
+/// (a full walk) and waits until it has, however long that takes, as long as the holder keeps
+/// reporting: `patience` is the longest silence accepted (it reports at least every
+/// [`protocol::PROGRESS_INTERVAL`]), after which the holder counts as hung
+/// ([`NotWatched::Timeout`]). `progress` hears each report.
+pub fn index(
+    index_dir: &Path,
+    settings: &str,
+    patience: Duration,
+    progress: &mut dyn FnMut(IndexProgress),
+) -> Result<Indexed, NotIndexed> {
+    let lease = read_lease(index_dir).ok().map(Box::new);
+    let not_indexed = |reason| NotIndexed {
+        lease: lease.clone(),
+        reason,
+    };
+    let (info, mut stream) = connect(index_dir, settings, false, patience).map_err(not_indexed)?;
+    let failed = |error| not_indexed(frame_failure(error, patience));
+    let request = Request {
+        settings: settings.to_owned(),
+        kind: RequestKind::Index,
+    };
+    protocol::write_frame(&mut stream, &request).map_err(failed)?;
+    loop {
+        // Every frame must come within `patience` of the one before.
+        stream
+            .set_read_timeout(Some(patience.max(Duration::from_millis(1))))
+            .map_err(|error| failed(error.into()))?;
+        let response: Response =
+            protocol::read_frame(&mut stream, MAX_ANSWER_BYTES).map_err(failed)?;
+        match response {
+            Response::Progress {
+                pid,
+                phase,
+                done,
+                total,
+            } => progress(IndexProgress {
+                holder_pid: pid,
+                phase,
+                done,
+                total,
+            }),
+            Response::Indexed {
+                pid,
+                stats,
+                lexical_segments,
+            } => {
+                return Ok(Indexed {
+                    holder_pid: pid,
+                    holder: info.holder,
+                    stats: *stats,
+                    lexical_segments,
+                });
+            }
+            Response::Refused { reason } => return Err(not_indexed(NotWatched::Refused(reason))),
+            Response::Failed { message } => return Err(not_indexed(NotWatched::Failed(message))),
+            other => return Err(not_indexed(unexpected(&other))),
+        }
     }
 }
 
@@ -614,5 +741,17 @@ mod tests {
             Err(NotWatched::Settings)
         );
         drop(again);
+    }
+
+    #[test]
+    fn the_socket_is_the_user_s_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let lease = Lease::acquire(dir.path(), "s", "watch").unwrap();
+        let mode = std::fs::metadata(lease.socket())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 }

@@ -26,12 +26,14 @@ use notify::event::{AccessKind, EventKind};
 use notify::{Config, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher as _};
 
 pub use apply::ChangeReport;
-pub use lease::{Flushed, Lease, LeaseError, LeaseInfo, NotWatched, Served};
-pub use protocol::HolderStatus;
+pub use lease::{
+    Flushed, IndexProgress, Indexed, Lease, LeaseError, LeaseInfo, NotIndexed, NotWatched, Served,
+};
+pub use protocol::{HolderStatus, IndexPhase};
 
 use crate::embed::Embedder;
 use crate::error::IndexError;
-use crate::workspace::{RefreshMode, RefreshProgress, RefreshStats, Workspace};
+use crate::workspace::{RefreshMode, RefreshPhase, RefreshProgress, RefreshStats, Workspace};
 
 /// How long the disk must be quiet before a batch is applied without a query asking.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(200);
@@ -52,11 +54,26 @@ const COOKIE_PREFIX: &str = "watch-cookie-";
 const LOCK_RETRIES: u32 = 40;
 const LOCK_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
+/// A refresh asked for by `lode index` waits longer for another writer (30 s): its client is
+/// waiting for it, and hears that it is alive meanwhile.
+const INDEX_LOCK_RETRIES: u32 = 600;
+
+/// Progress of a refresh, called from whichever thread does the work.
+pub type ProgressFn = Box<dyn Fn(RefreshProgress) + Send + Sync>;
+
 /// Where changes seen on disk go.
 pub trait ChangeSink: Send + 'static {
     /// Applies changed `paths` (or a full quick refresh when `rescan`), returning once the
     /// index shows them.
     fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError>;
+
+    /// Refreshes the whole index (`lode index`, asked for over the socket), returning once the
+    /// index shows it.
+    fn refresh(
+        &mut self,
+        mode: RefreshMode,
+        progress: ProgressFn,
+    ) -> Result<RefreshStats, IndexError>;
 }
 
 /// The sink that writes straight to a workspace (what `lode watch` and `lode acp` use).
@@ -66,6 +83,16 @@ impl ChangeSink for WorkspaceSink {
     fn apply(&mut self, paths: Vec<PathBuf>, rescan: bool) -> Result<ChangeReport, IndexError> {
         retry_locked(LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
             self.0.apply_disk_changes(&paths, rescan)
+        })
+    }
+
+    fn refresh(
+        &mut self,
+        mode: RefreshMode,
+        progress: ProgressFn,
+    ) -> Result<RefreshStats, IndexError> {
+        retry_locked(INDEX_LOCK_RETRIES, LOCK_RETRY_PAUSE, || {
+            self.0.refresh_with(mode, &*progress)
         })
     }
 }
@@ -100,6 +127,11 @@ pub enum WatchEvent {
     },
     /// A query's flush was answered.
     Flushed { applied: usize, elapsed: Duration },
+    /// The index was refreshed for `lode index`.
+    Indexed {
+        stats: Box<RefreshStats>,
+        elapsed: Duration,
+    },
     /// Something went wrong; the watcher keeps going.
     Error(String),
 }
@@ -166,6 +198,11 @@ pub enum WatchError {
 pub(crate) enum Message {
     Event(notify::Result<notify::Event>),
     Flush(mpsc::Sender<Result<usize, String>>),
+    /// Refresh the whole index (`lode index`); progress goes to `progress` as it is made.
+    Index {
+        progress: ProgressFn,
+        reply: mpsc::Sender<Result<RefreshStats, String>>,
+    },
     Stop,
 }
 
@@ -375,6 +412,7 @@ impl EventLoop {
                         self.mark_pending(true);
                     }
                     Ok(Message::Flush(reply)) => self.flush_requested(reply),
+                    Ok(Message::Index { progress, reply }) => self.index(progress, reply),
                     Ok(Message::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                         self.stop();
                         return;
@@ -502,6 +540,47 @@ impl EventLoop {
             }
         }
         self.waiting = still_waiting;
+    }
+
+    /// Refreshes the whole index for `lode index`. The walk reads the disk as it is now, so it
+    /// covers every change seen so far: the pending batch is dropped (kept if the refresh
+    /// fails, for the next round).
+    fn index(&mut self, progress: ProgressFn, reply: mpsc::Sender<Result<RefreshStats, String>>) {
+        let pending = std::mem::take(&mut self.pending);
+        let rescan = std::mem::take(&mut self.rescan);
+        let first_pending = self.first_pending.take();
+        let started = Instant::now();
+        // Started: the client stops reporting that it waits behind another update.
+        progress(RefreshProgress {
+            done: 0,
+            total: 0,
+            phase: RefreshPhase::Parse,
+        });
+        let result = self.sink.refresh(RefreshMode::Full, progress);
+        // Events could not be read meanwhile: flushes get that time back.
+        for waiting in &mut self.waiting {
+            waiting.deadline += started.elapsed();
+        }
+        let outcome = match result {
+            Ok(stats) => {
+                (self.log)(WatchEvent::Indexed {
+                    stats: Box::new(stats.clone()),
+                    elapsed: started.elapsed(),
+                });
+                Ok(stats)
+            }
+            Err(error) => {
+                self.pending.extend(pending);
+                self.rescan |= rescan;
+                self.first_pending = self.first_pending.or(first_pending);
+                let message = error.to_string();
+                (self.log)(WatchEvent::Error(format!(
+                    "cannot index for `lode index`: {message}"
+                )));
+                Err(message)
+            }
+        };
+        let _ = reply.send(outcome);
     }
 
     /// Hands the pending batch to the sink; returns how many paths it applied.

@@ -2,12 +2,22 @@
 //! a frame of `LODE`, the protocol version (u32, little endian), the body's length (u32, little
 //! endian) and a JSON body. The magic and version come first so a foreign or older process on
 //! the socket is recognised before any body is read, and the length bounds what is read.
+//!
+//! One request has a longer answer: `index` (what `lode index` sends) is answered by
+//! [`Response::Progress`] frames, at least one every [`PROGRESS_INTERVAL`] while the holder
+//! works (or waits to start), then one final frame (`indexed`, `failed` or `refused`). A client
+//! that hears nothing for longer than it is willing to wait knows the holder is hung.
 
 use std::io::{Read, Write};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::query::{Answer, Query};
+use crate::workspace::RefreshStats;
+
+/// A holder answering `index` sends a progress frame at least this often.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Version of the lease file and the socket protocol; both sides must agree.
 pub const PROTOCOL: u32 = 2;
@@ -42,6 +52,22 @@ pub enum RequestKind {
     Status,
     /// Stop (honoured only by a background daemon).
     Stop,
+    /// Bring the index up to date as `lode index` does (a full walk of the tree, then the
+    /// vectors), after any update already under way. Answered by progress frames, then
+    /// [`Response::Indexed`].
+    Index,
+}
+
+/// What a holder answering `index` is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexPhase {
+    /// Finishing an update already under way (the request is queued behind it).
+    Waiting,
+    /// Reading and parsing files: `done` of `total` files.
+    Parse,
+    /// Embedding chunks: `done` of `total` chunks.
+    Embed,
 }
 
 /// What the holder answers.
@@ -64,8 +90,22 @@ pub enum Response {
     Stopping {
         pid: u32,
     },
+    /// Progress of an `index` request; more frames follow.
+    Progress {
+        pid: u32,
+        phase: IndexPhase,
+        done: usize,
+        total: usize,
+    },
+    /// The last frame of an `index` request: what the refresh did.
+    Indexed {
+        pid: u32,
+        stats: Box<RefreshStats>,
+        /// Segments of the lexical index afterwards (`None`: the holder keeps no query handle).
+        lexical_segments: Option<usize>,
+    },
     /// The request was not acceptable: other settings, a malformed frame, a stop sent to a
-    /// holder that is not a daemon.
+    /// holder that is not a daemon, a peer of another user.
     Refused {
         reason: String,
     },
@@ -285,5 +325,205 @@ mod tests {
             workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT),
             Err(NotWatched::NoWatcher)
         );
+    }
+
+    /// Every frame of a raw exchange: the bytes sent, then everything read until the holder
+    /// closed (`index` answers with several frames).
+    fn frames(socket: &std::path::Path, bytes: &[u8], close_write: bool) -> Vec<serde_json::Value> {
+        let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        let _ = stream.write_all(bytes);
+        if close_write {
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+        }
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let mut found = Vec::new();
+        let mut rest = answer.as_slice();
+        while !rest.is_empty() {
+            assert!(rest.len() >= 12, "a cut frame: {rest:?}");
+            assert_eq!(&rest[..4], MAGIC);
+            let length = u32::from_le_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize;
+            found.push(serde_json::from_slice(&rest[12..12 + length]).unwrap());
+            rest = &rest[12 + length..];
+        }
+        found
+    }
+
+    /// A real watcher on a real index (three files), its workspace and its socket.
+    fn watched_workspace() -> (
+        tempfile::TempDir,
+        std::sync::Arc<crate::workspace::Workspace>,
+        crate::watch::Watcher,
+        std::path::PathBuf,
+    ) {
+        use crate::watch::{WatchOptions, Watcher, WorkspaceSink};
+        use crate::workspace::{Workspace, WorkspaceOptions};
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        for name in ["a", "b", "c"] {
+            std::fs::write(
+                dir.path().join(format!("src/{name}.rs")),
+                format!("pub fn {name}_one() {{}}\n"),
+            )
+            .unwrap();
+        }
+        let workspace = Workspace::open(WorkspaceOptions::new(dir.path())).unwrap();
+        workspace.refresh(&|_| {}).unwrap();
+        let workspace = std::sync::Arc::new(workspace);
+        let mut options = WatchOptions::for_workspace(&workspace);
+        options.queries = Some(workspace.clone());
+        let watcher = Watcher::start(options, Box::new(WorkspaceSink(workspace.clone()))).unwrap();
+        let socket = watcher.socket().unwrap().to_path_buf();
+        (dir, workspace, watcher, socket)
+    }
+
+    /// `index`: the request `lode index` sends. Well-formed, it is answered by progress frames
+    /// (none when it is quick) and the refresh's statistics; malformed, oversized, cut short,
+    /// with other settings or sent out of order, it is refused or ignored, and the holder
+    /// keeps serving.
+    #[test]
+    fn the_index_request_refreshes_and_bad_or_out_of_order_ones_are_refused() {
+        use crate::watch::lease::{self, DEFAULT_FLUSH_TIMEOUT};
+
+        let (dir, workspace, watcher, socket) = watched_workspace();
+        let settings = workspace.watch_settings();
+        let frame = |body: &[u8]| frame_of(body, PROTOCOL);
+        let index = format!(r#"{{"settings":"{settings}","request":"index"}}"#);
+
+        // Through the client: a new file is in the statistics and in the index afterwards.
+        std::fs::write(dir.path().join("src/d.rs"), "pub fn d_new() {}\n").unwrap();
+        let mut reports = Vec::new();
+        let indexed = lease::index(
+            workspace.index_dir(),
+            &settings,
+            std::time::Duration::from_secs(30),
+            &mut |step| reports.push(step),
+        )
+        .unwrap();
+        assert_eq!(indexed.holder_pid, std::process::id());
+        assert_eq!(indexed.holder, "watch");
+        assert_eq!((indexed.stats.files, indexed.stats.parsed), (4, 1));
+        assert!(indexed.stats.walked);
+        assert!(indexed.lexical_segments.is_some());
+        assert!(
+            reports
+                .iter()
+                .all(|step| step.holder_pid == std::process::id())
+        );
+        workspace.reload().unwrap();
+        let found = workspace
+            .answer(&Query::Symbols {
+                name: "d_new".into(),
+                limit: 1,
+            })
+            .unwrap();
+        assert!(format!("{found:?}").contains("src/d.rs"), "{found:?}");
+
+        // By hand: progress frames (if any) then one `indexed`, each naming this process.
+        let answer = frames(&socket, &frame(index.as_bytes()), true);
+        let (last, progress) = answer.split_last().unwrap();
+        assert_eq!(last["response"], "indexed", "{answer:?}");
+        assert_eq!(last["stats"]["files"], 4);
+        assert_eq!(last["pid"], std::process::id());
+        assert!(progress.iter().all(|frame| frame["response"] == "progress"));
+
+        let refusal_of = |answer: Vec<serde_json::Value>| {
+            assert_eq!(answer.len(), 1, "{answer:?}");
+            refusal(answer.into_iter().next())
+        };
+        // Other settings.
+        let other = r#"{"settings":"0000000000000000","request":"index"}"#;
+        assert!(
+            refusal_of(frames(&socket, &frame(other.as_bytes()), true)).contains("other settings")
+        );
+        // Malformed: a field of the wrong type, a response sent as a request, a frame cut short.
+        let wrong_type = br#"{"settings":5,"request":"index"}"#;
+        assert!(refusal_of(frames(&socket, &frame(wrong_type), true)).contains("malformed"));
+        let a_response = br#"{"response":"indexed","pid":1,"stats":{},"lexical_segments":null}"#;
+        assert!(refusal_of(frames(&socket, &frame(a_response), true)).contains("malformed"));
+        let cut = frame(index.as_bytes());
+        assert!(refusal_of(frames(&socket, &cut[..cut.len() - 3], true)).contains("malformed"));
+        // Oversized: a length over the limit is refused before any body is read.
+        let mut oversized = MAGIC.to_vec();
+        oversized.extend_from_slice(&PROTOCOL.to_le_bytes());
+        oversized.extend_from_slice(&(MAX_REQUEST_BYTES + 1).to_le_bytes());
+        oversized.extend_from_slice(index.as_bytes());
+        assert!(refusal_of(frames(&socket, &oversized, true)).contains("exceeds the limit"));
+
+        // Out of order: two requests on one connection (the second is never read), and a
+        // client that leaves before the answer (the refresh still happens).
+        let mut twice = frame(index.as_bytes());
+        twice.extend_from_slice(&frame(br#"{"settings":"","request":"stop"}"#));
+        let answer = frames(&socket, &twice, false);
+        assert_eq!(answer.last().unwrap()["response"], "indexed", "{answer:?}");
+        std::fs::write(dir.path().join("src/e.rs"), "pub fn e_left_early() {}\n").unwrap();
+        {
+            let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            stream.write_all(&frame(index.as_bytes())).unwrap();
+        }
+
+        // Still serving after a client left mid-request.
+        workspace.flush_watcher(DEFAULT_FLUSH_TIMEOUT).unwrap();
+        let indexed = lease::index(
+            workspace.index_dir(),
+            &settings,
+            std::time::Duration::from_secs(30),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(indexed.stats.files, 5);
+        drop(watcher);
+    }
+
+    /// A holder that accepts and then says nothing (hung, or stopped with SIGSTOP) is reported
+    /// as such once the patience given is over, with the lease that names it; one that closes
+    /// mid-answer is gone.
+    #[test]
+    fn an_index_request_to_a_silent_or_dying_holder_fails_naming_it() {
+        use crate::watch::lease::{self, LEASE_FILE, NotWatched, SOCKET_FILE};
+
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join(SOCKET_FILE);
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let lease_text = format!(
+            "lode-watch {PROTOCOL}\npid 4242\nholder daemon\nlode 0.1.0\nsocket {}\nsettings s\n",
+            socket.display()
+        );
+        std::fs::write(dir.path().join(LEASE_FILE), lease_text).unwrap();
+        // Silent: accepts (the kernel does, for a stopped process) and never answers.
+        let silent = std::thread::spawn(move || {
+            let (mut first, _) = listener.accept().unwrap();
+            let (mut second, _) = listener.accept().unwrap();
+            // The second one gets a progress frame, then the connection closes.
+            let progress = Response::Progress {
+                pid: 4242,
+                phase: IndexPhase::Waiting,
+                done: 0,
+                total: 0,
+            };
+            let _: Result<Request, _> = read_frame(&mut second, MAX_REQUEST_BYTES);
+            write_frame(&mut second, &progress).unwrap();
+            drop(second);
+            let _ = first.read(&mut [0u8; 1]);
+        });
+        let patience = std::time::Duration::from_millis(300);
+        let error = lease::index(dir.path(), "s", patience, &mut |_| {}).unwrap_err();
+        assert_eq!(error.reason, NotWatched::Timeout(patience));
+        assert_eq!(error.lease.unwrap().pid, "4242");
+        let mut heard = Vec::new();
+        let error = lease::index(
+            dir.path(),
+            "s",
+            std::time::Duration::from_secs(30),
+            &mut |step| heard.push(step.phase),
+        )
+        .unwrap_err();
+        assert!(matches!(error.reason, NotWatched::Gone(_)), "{error:?}");
+        assert_eq!(heard, vec![IndexPhase::Waiting]);
+        silent.join().unwrap();
     }
 }
