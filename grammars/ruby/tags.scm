@@ -65,6 +65,14 @@
 (singleton_method
   name: (_) @name) @definition.method
 
+; `attr_accessor :id, :args` defines the fields `id` and `args` (the extractor drops the `:`).
+(call
+  !receiver
+  method: (identifier) @_attr
+  arguments: (argument_list
+    (simple_symbol) @name @definition.field)
+  (#any-of? @_attr "attr_accessor" "attr_reader" "attr_writer"))
+
 ; ---------------------------------------------------------------------------------------------
 ; Constants: `MAX = 1` at the top level or in a class or module body.
 ; ---------------------------------------------------------------------------------------------
