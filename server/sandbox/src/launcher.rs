@@ -198,6 +198,15 @@ impl Plan {
     }
 }
 
+/// What the launcher would hide for `profile` in this process's environment (for `lode
+/// sandbox-check`; the launcher computes the same in [`Plan::build`]).
+pub fn hidden_for(profile: &Profile) -> SocketHiding {
+    // SAFETY: getuid cannot fail and has no side effects.
+    let uid = unsafe { libc::getuid() };
+    let temp = std::env::temp_dir().join(format!("lode-sandbox-{uid}"));
+    hidden_sockets(profile, &std::env::vars_os().collect::<Vec<_>>(), &temp)
+}
+
 /// The sockets to hide for `profile` (see [`crate::sockets`]): everything outside the roots and
 /// the private temporary directory that the user did not allow.
 pub fn hidden_sockets(

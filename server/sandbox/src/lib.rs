@@ -26,7 +26,7 @@ pub mod sockets;
 mod wrap;
 
 pub use capabilities::Capabilities;
-pub use launcher::{LAUNCHER_FAILURE, SANDBOX_EXEC, launcher_main};
+pub use launcher::{LAUNCHER_FAILURE, SANDBOX_EXEC, hidden_for, launcher_main};
 pub use profile::{Profile, SandboxMode, SandboxSettings};
 pub use wrap::{Sandbox, SandboxStatus, WrappedCommand};
 
