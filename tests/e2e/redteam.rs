@@ -3521,13 +3521,13 @@ impl SocketCanary {
     }
 }
 
-/// A command that connects to the socket at `path` (python, as a build script would).
+/// A command that connects to the socket at `path` (a Python script in the workspace, as a
+/// build script or test would).
 fn connect_command(path: &Path) -> String {
-    format!(
-        "/usr/bin/python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); print('CONNECTED')\"",
-        path.display()
-    )
+    format!("/usr/bin/python3 connect.py '{}'", path.display())
 }
+
+const CONNECT_PY: &str = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nprint('CONNECTED')\n";
 
 #[test]
 fn lodes_own_processes() {
@@ -3649,6 +3649,8 @@ fn lodes_own_processes() {
             .current_dir(&root)
             .env("RUSTUP_HOME", &rustup_home)
             .env("CARGO_HOME", &cargo_home)
+            // cargo test sets it for its children; it would override rust-toolchain.toml.
+            .env_remove("RUSTUP_TOOLCHAIN")
             .output()
             .unwrap();
         assert!(
@@ -3663,6 +3665,7 @@ fn lodes_own_processes() {
             .command(&["doctor", "--json"])
             .env("RUSTUP_HOME", &rustup_home)
             .env("CARGO_HOME", &cargo_home)
+            .env_remove("RUSTUP_TOOLCHAIN")
             .output()
             .unwrap();
         let said = support::stdout(&doctor);
@@ -3681,6 +3684,7 @@ fn lodes_own_processes() {
     }
 
     // --- Unix sockets and the environment, through one `lode run`. ----------------------------
+    scene.write("connect.py", CONNECT_PY);
     let runtime_socket = SocketCanary::bind(scene.home().join("runtime/bus"));
     let agent_socket = SocketCanary::bind(scene.outside().join("agent.sock"));
     let listed_socket = SocketCanary::bind(scene.dir.path().join("listed.sock"));
