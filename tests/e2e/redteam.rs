@@ -2570,7 +2570,9 @@ fn secret_cases() -> Vec<SecretCase> {
     let mut cases = Vec::new();
     for (c, channel) in CHANNELS.iter().enumerate() {
         for (f, format) in SECRET_FORMATS.iter().enumerate() {
-            let secret = generated((c * 100 + f) as u64, format.alphabet, format.len);
+            // Seeds far apart: SplitMix64 from seed s at step k equals seed s+k at step 0, so
+            // seeds closer than a secret's length would share pieces.
+            let secret = generated((c * 10_000 + f * 100) as u64, format.alphabet, format.len);
             cases.push(SecretCase {
                 name: format!("{channel:?}: {}", format.name),
                 channel: *channel,
@@ -2581,13 +2583,15 @@ fn secret_cases() -> Vec<SecretCase> {
         }
     }
     for (c, channel) in CHANNELS.iter().enumerate() {
-        let inner = generated((c * 100 + 99) as u64, ALNUM, 40);
+        let inner = generated((c * 10_000 + 9_900) as u64, ALNUM, 40);
+        // The prefix is 24 bytes, a whole number of base64 groups: the encoding of `inner` is
+        // the tail of the wrapped text, and only that part is the case's own.
         let wrapped = base64_of(&format!("aws_secret_access_key = {inner}"));
         cases.push(SecretCase {
             name: format!("{channel:?}: {BASE64_WRAPPED}"),
             channel: *channel,
             carrier: format!("config: {wrapped}"),
-            secret: wrapped,
+            secret: base64_of(&inner),
             known_gap: None,
         });
     }
