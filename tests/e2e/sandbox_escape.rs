@@ -92,6 +92,30 @@ const LANDLOCK_UNIX: u8 = 64;
 /// A pathname socket the launcher hid (`/dev/null` bind-mounted over it).
 const HIDDEN_SOCKET: &[&str] = &["Connection refused"];
 
+/// The harness's own variables the scripts read (`E['OUT']`, `$PY`, …), passed through the
+/// sandbox's environment allowlist by name.
+const HARNESS_VARS: &[&str] = &[
+    "WS",
+    "OUT",
+    "NONCE",
+    "TCP_PORT",
+    "UDP_PORT",
+    "TCP6_PORT",
+    "UDP6_PORT",
+    "UNIX_SOCK",
+    "ABSTRACT_SOCK",
+    "SLEEP_PID",
+    "SIBLING_TMP",
+    "LODE",
+    "MARKER",
+    "PY",
+    "REAL_HOME",
+    "HOST_TRIPLE",
+    "RUNNER_CONFIG",
+    "WRAPPER_PID",
+    "RUNNER_ATTACK",
+];
+
 /// A file-system refusal: Landlock answers EACCES, and outside the writable paths the sandbox's
 /// read-only mounts answer EROFS first for writes and metadata changes.
 const DENIED: &[&str] = &["Permission denied", "Read-only file system"];
@@ -1857,7 +1881,9 @@ impl Lab {
     }
 
     /// The environment of the outside parent: the variables the scripts use and the planted
-    /// keys. `MARKER` is per case (through the agent, the command line sets it).
+    /// keys. `MARKER` is per case (through the agent, the command line sets it). The scripts'
+    /// own variables ([`HARNESS_VARS`]) are not on the sandbox's allowlist: they are passed with
+    /// `--pass-env` (through the agent, `[sandbox] env_passthrough`), as a user would.
     fn base_env(&self, marker: Option<&Path>) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = vec![
             // As a user's would, PATH starts with `~/.cargo/bin` (the fake home's).
@@ -1947,6 +1973,7 @@ impl Lab {
             .arg("--root")
             .arg(&self.ws)
             .args(["--secret-env", CUSTOM_SECRET_NAME])
+            .args(HARNESS_VARS.iter().flat_map(|name| ["--pass-env", name]))
             .args(extra)
             .arg("--")
             .args(command)
@@ -2629,11 +2656,16 @@ impl Lab {
         format!(
             "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = {}\n\
              model = \"scripted-model\"\ncontext_window = 1000000\napi_key_env = {}\n\n\
-             [sandbox]\nmode = {}\nread = [{}]\n",
+             [sandbox]\nmode = {}\nread = [{}]\nenv_passthrough = [{}]\n",
             quoted(base_url),
             quoted(CUSTOM_SECRET_NAME),
             quoted(group.mode.as_str()),
-            read.join(", ")
+            read.join(", "),
+            HARNESS_VARS
+                .iter()
+                .map(|name| quoted(name))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 
