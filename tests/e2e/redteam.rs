@@ -2487,8 +2487,7 @@ const BASE64_WRAPPED: &str = "base64-wrapped AWS secret key";
 
 /// Standard base64 with padding (the test's own, to build the carrier).
 fn base64_of(text: &str) -> String {
-    const TABLE: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes = text.as_bytes();
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
@@ -3445,7 +3444,6 @@ fn one_path_door_lsp_code_actions() {
 // The table of classes.
 // ---------------------------------------------------------------------------------------------
 
-/// (class, cases, known gaps).
 // ---------------------------------------------------------------------------------------------
 // Class: programs lode starts itself (git, doctor's probes), the confined environment, Unix
 // sockets, and the deny list through wrappers. Each case checks its effect: a file outside, a
@@ -3553,7 +3551,17 @@ fn lodes_own_processes() {
     git_ok(&lib, &["commit", "-q", "-m", "lib"]);
     std::fs::write(root.join("tracked.txt"), "one\n").unwrap();
     std::fs::write(root.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
-    git_ok(&root, &["add", "tracked.txt", ".gitattributes", "src", "end.txt", "vendor/lib"]);
+    git_ok(
+        &root,
+        &[
+            "add",
+            "tracked.txt",
+            ".gitattributes",
+            "src",
+            "end.txt",
+            "vendor/lib",
+        ],
+    );
     git_ok(&root, &["commit", "-q", "-m", "first"]);
     // The archive's own .git/config: an fsmonitor and a clean filter on every .txt file.
     let archive_config = format!(
@@ -3623,8 +3631,11 @@ fn lodes_own_processes() {
 
     // --- lode doctor with a planted toolchain. ------------------------------------------------
     let doctor_case = OWN_PROCESS_CASES[4];
-    std::fs::write(root.join("Cargo.toml"), "[package]\nname = \"rt\"\nversion = \"0.1.0\"\n")
-        .unwrap();
+    std::fs::write(
+        root.join("Cargo.toml"),
+        "[package]\nname = \"rt\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(root.join("tc/bin")).unwrap();
     std::fs::create_dir_all(root.join("tc/lib")).unwrap();
     std::fs::write(
@@ -3635,7 +3646,10 @@ fn lodes_own_processes() {
     let analyzer = root.join("tc/bin/rust-analyzer");
     std::fs::write(
         &analyzer,
-        format!("#!/bin/sh\n{}\necho 'rust-analyzer 9.9.9'\n", stealer(&scene, "doctor")),
+        format!(
+            "#!/bin/sh\n{}\necho 'rust-analyzer 9.9.9'\n",
+            stealer(&scene, "doctor")
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt as _;
@@ -3678,13 +3692,20 @@ fn lodes_own_processes() {
             problem = Some(format!("doctor ran the planted toolchain: {said}"));
         }
         if !said.contains("rust-analyzer") {
-            problem = Some(format!("doctor did not check rust-analyzer: {}", text(&doctor)));
+            problem = Some(format!(
+                "doctor did not check rust-analyzer: {}",
+                text(&doctor)
+            ));
         }
         verdicts.record(doctor_case, None, problem);
     } else {
         eprintln!("{doctor_case}: no rustup proxy for rust-analyzer here; doctor finds none");
         let doctor = scene.lode(&["doctor", "--json"]);
-        verdicts.record(doctor_case, None, stolen(&scene, "doctor").map(|p| format!("{p}: {}", text(&doctor))));
+        verdicts.record(
+            doctor_case,
+            None,
+            stolen(&scene, "doctor").map(|p| format!("{p}: {}", text(&doctor))),
+        );
     }
 
     // --- Unix sockets and the environment, through one `lode run`. ----------------------------
@@ -3699,15 +3720,24 @@ fn lodes_own_processes() {
         ("SSHPASS", generated(2, ALNUM, 24)),
         ("BW_SESSION", generated(3, ALNUM, 24)),
         ("CI_JOB_JWT", generated(4, ALNUM, 24)),
-        ("SLACK_WEBHOOK_URL", format!("https://hooks.example.invalid/{}", generated(5, ALNUM, 24))),
-        ("GOPROXY", format!("https://{token_user}@proxy.example.invalid")),
+        (
+            "SLACK_WEBHOOK_URL",
+            format!("https://hooks.example.invalid/{}", generated(5, ALNUM, 24)),
+        ),
+        (
+            "GOPROXY",
+            format!("https://{token_user}@proxy.example.invalid"),
+        ),
         ("CARGO_REGISTRIES_MINE_TOKEN", generated(6, ALNUM, 24)),
         ("NPM_CONFIG__AUTH", generated(7, ALNUM, 24)),
         ("DISPLAY", format!(":{}", generated(8, HEX, 12))),
         ("WAYLAND_DISPLAY", generated(9, ALNUM, 24)),
-        ("DBUS_SESSION_BUS_ADDRESS", format!("unix:path={}", generated(10, ALNUM, 24))),
+        (
+            "DBUS_SESSION_BUS_ADDRESS",
+            format!("unix:path={}", generated(10, ALNUM, 24)),
+        ),
     ];
-    let calls = vec![
+    let calls = [
         ("call_runtime", connect_command(&runtime_socket.path)),
         ("call_agent", connect_command(&agent_socket.path)),
         ("call_listed", connect_command(&listed_socket.path)),
@@ -3763,20 +3793,40 @@ fn lodes_own_processes() {
         .into_iter()
         .chain(files_under(&scene.data()))
         .map(|file| {
-            let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&file).unwrap_or_default()).into_owned();
             (file, text)
         })
         .collect();
     for (case, names) in [
-        (OWN_PROCESS_CASES[8], &["DB_PASS", "SSHPASS", "BW_SESSION", "CI_JOB_JWT", "SLACK_WEBHOOK_URL"][..]),
-        (OWN_PROCESS_CASES[9], &["GOPROXY", "CARGO_REGISTRIES_MINE_TOKEN", "NPM_CONFIG__AUTH"][..]),
-        (OWN_PROCESS_CASES[10], &["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"][..]),
+        (
+            OWN_PROCESS_CASES[8],
+            &[
+                "DB_PASS",
+                "SSHPASS",
+                "BW_SESSION",
+                "CI_JOB_JWT",
+                "SLACK_WEBHOOK_URL",
+            ][..],
+        ),
+        (
+            OWN_PROCESS_CASES[9],
+            &["GOPROXY", "CARGO_REGISTRIES_MINE_TOKEN", "NPM_CONFIG__AUTH"][..],
+        ),
+        (
+            OWN_PROCESS_CASES[10],
+            &["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"][..],
+        ),
     ] {
         let mut problems = Vec::new();
         for name in names {
             let value = &secrets.iter().find(|(n, _)| n == name).unwrap().1;
             let secret = value.rsplit(['/', ':', '=']).next().unwrap_or(value);
-            let secret = if *name == "GOPROXY" { token_user.as_str() } else { secret };
+            let secret = if *name == "GOPROXY" {
+                token_user.as_str()
+            } else {
+                secret
+            };
             if seen.contains(secret) {
                 problems.push(format!("{name} reached the model"));
             }
@@ -3785,7 +3835,11 @@ fn lodes_own_processes() {
                 problems.push(format!("{name} is at rest in {leaked:?}"));
             }
         }
-        verdicts.record(case, None, (!problems.is_empty()).then(|| problems.join("; ")));
+        verdicts.record(
+            case,
+            None,
+            (!problems.is_empty()).then(|| problems.join("; ")),
+        );
     }
     verdicts.finish("lode's own processes, sockets and environment");
 }
@@ -3907,6 +3961,7 @@ fn deny_list_through_wrappers() {
     );
 }
 
+/// (class, cases, known gaps).
 fn classes() -> Vec<(&'static str, usize, usize)> {
     fn gaps<T>(cases: &[T], gap: impl Fn(&T) -> bool) -> usize {
         cases.iter().filter(|case| gap(case)).count()

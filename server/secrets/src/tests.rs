@@ -317,7 +317,12 @@ fn a_long_base64_blob_is_data_and_left_alone() {
 fn many_formats_in_one_text_are_all_redacted() {
     let text = "OPENAI=sk-proj-AbCdEfGhIjKlMnOpQrStUvWx\nPuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: k\nPublic-Lines: 1\nAAAAB3NzaC1yc2E\nPrivate-Lines: 1\nQWxhZGRpbjpvcGVuIHNlc2FtZQ0123456789abcdefABCDEFghijk\nPrivate-MAC: 0a1b2c3d4e5f60718293a4b5c6d7e8f901234567\nmysql -h db -uroot -pS3cr3tPassw0rdXyz shop\nghp_0123456789abcdefghijABCDEFGHIJ0123\n";
     let redacted = redact(text);
-    for secret in ["AbCdEfGhIjKlMnOpQrStUvWx", "QWxhZGRpbjpvcGVuIHNlc2FtZQ0123456789", "S3cr3tPassw0rdXyz", "0123456789abcdefghijABCDEFGHIJ0123"] {
+    for secret in [
+        "AbCdEfGhIjKlMnOpQrStUvWx",
+        "QWxhZGRpbjpvcGVuIHNlc2FtZQ0123456789",
+        "S3cr3tPassw0rdXyz",
+        "0123456789abcdefghijABCDEFGHIJ0123",
+    ] {
         assert!(!redacted.contains(secret), "{secret}: {redacted}");
     }
 }
