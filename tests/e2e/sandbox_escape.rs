@@ -86,9 +86,35 @@ const LODE: u8 = 8;
 /// x86-64 system-call numbers.
 const X86_64: u8 = 16;
 const CARGO: u8 = 32;
-/// Landlock's `LANDLOCK_ACCESS_FS_RESOLVE_UNIX` (ABI 9): below it, connecting to a pathname Unix
-/// socket outside is a documented gap (docs/security.md, "Unix sockets stay"), reported as such.
+/// Landlock's `LANDLOCK_ACCESS_FS_RESOLVE_UNIX` (ABI 9). No case needs it any more: the launcher
+/// hides pathname sockets outside the workspace in its mount namespace on any ABI.
 const LANDLOCK_UNIX: u8 = 64;
+/// A pathname socket the launcher hid (`/dev/null` bind-mounted over it).
+const HIDDEN_SOCKET: &[&str] = &["Connection refused"];
+
+/// The harness's own variables the scripts read (`E['OUT']`, `$PY`, …), passed through the
+/// sandbox's environment allowlist by name.
+const HARNESS_VARS: &[&str] = &[
+    "WS",
+    "OUT",
+    "NONCE",
+    "TCP_PORT",
+    "UDP_PORT",
+    "TCP6_PORT",
+    "UDP6_PORT",
+    "UNIX_SOCK",
+    "ABSTRACT_SOCK",
+    "SLEEP_PID",
+    "SIBLING_TMP",
+    "LODE",
+    "MARKER",
+    "PY",
+    "REAL_HOME",
+    "HOST_TRIPLE",
+    "RUNNER_CONFIG",
+    "WRAPPER_PID",
+    "RUNNER_ATTACK",
+];
 
 /// A file-system refusal: Landlock answers EACCES, and outside the writable paths the sandbox's
 /// read-only mounts answer EROFS first for writes and metadata changes.
@@ -569,7 +595,8 @@ def talk():
 attempt('connect outside unix socket', talk)
 "#),
     )
-    .needs(PY | LANDLOCK_UNIX),
+    .needs(PY)
+    .refused(HIDDEN_SOCKET),
     Case::new(
         "pathname_socket_through_symlink",
         "the outside Unix socket through a planted directory symlink",
@@ -581,7 +608,8 @@ def talk():
 attempt('connect outside unix socket', talk)
 "#),
     )
-    .needs(PY | LANDLOCK_UNIX),
+    .needs(PY)
+    .refused(HIDDEN_SOCKET),
     Case::new(
         "abstract_socket",
         "an abstract Unix socket outside the sandbox",
@@ -1853,7 +1881,9 @@ impl Lab {
     }
 
     /// The environment of the outside parent: the variables the scripts use and the planted
-    /// keys. `MARKER` is per case (through the agent, the command line sets it).
+    /// keys. `MARKER` is per case (through the agent, the command line sets it). The scripts'
+    /// own variables ([`HARNESS_VARS`]) are not on the sandbox's allowlist: they are passed with
+    /// `--pass-env` (through the agent, `[sandbox] env_passthrough`), as a user would.
     fn base_env(&self, marker: Option<&Path>) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = vec![
             // As a user's would, PATH starts with `~/.cargo/bin` (the fake home's).
@@ -1943,6 +1973,7 @@ impl Lab {
             .arg("--root")
             .arg(&self.ws)
             .args(["--secret-env", CUSTOM_SECRET_NAME])
+            .args(HARNESS_VARS.iter().flat_map(|name| ["--pass-env", name]))
             .args(extra)
             .arg("--")
             .args(command)
@@ -2625,11 +2656,16 @@ impl Lab {
         format!(
             "[[llm.providers]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = {}\n\
              model = \"scripted-model\"\ncontext_window = 1000000\napi_key_env = {}\n\n\
-             [sandbox]\nmode = {}\nread = [{}]\n",
+             [sandbox]\nmode = {}\nread = [{}]\nenv_passthrough = [{}]\n",
             quoted(base_url),
             quoted(CUSTOM_SECRET_NAME),
             quoted(group.mode.as_str()),
-            read.join(", ")
+            read.join(", "),
+            HARNESS_VARS
+                .iter()
+                .map(|name| quoted(name))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 

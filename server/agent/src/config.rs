@@ -87,7 +87,8 @@ pub struct Config {
     pub agent: AgentConfig,
     pub permissions: PermissionConfig,
     /// `[sandbox]`: how commands are confined. The workspace's own config file can only
-    /// tighten it (a stricter `mode`); its `read`, `write` and `env_passthrough` are ignored.
+    /// tighten it (a stricter `mode`); its `read`, `write`, `env_passthrough` and
+    /// `allow_unix_sockets` are ignored.
     pub sandbox: lode_sandbox::SandboxSettings,
     /// `[skills]`: which skills are offered and how many per turn.
     pub skills: crate::skills::SkillsSettings,
@@ -908,6 +909,10 @@ fn tighten_sandbox(
         ("read", !workspace.read.is_empty()),
         ("write", !workspace.write.is_empty()),
         ("env_passthrough", !workspace.env_passthrough.is_empty()),
+        (
+            "allow_unix_sockets",
+            !workspace.allow_unix_sockets.is_empty(),
+        ),
     ] {
         if widened {
             warnings.push(format!(

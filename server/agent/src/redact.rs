@@ -1,175 +1,43 @@
 //! Redaction of secrets in text and JSON before anything is written to disk: the session store
 //! (`.lode/agent.sqlite`), long-term memory, the audit log, `lode config`.
 //!
-//! The patterns are deliberately broad (a false positive costs a few characters of a stored line,
-//! a false negative leaks a key). The list is documented in `docs/permissions.md`; keep the two in
-//! step. Redaction is idempotent: redacting redacted text changes nothing.
+//! What a secret looks like is `lode_secrets`' business (gitleaks' rule set, lode's own rules, the
+//! one secret-name rule the sandbox also uses, base64-wrapped secrets); this module applies it to
+//! text, JSON documents and SQLite parameters. The rules are deliberately broad (a false positive
+//! costs a few characters of a stored line, a false negative leaks a key); `docs/permissions.md`
+//! describes them. Redaction is idempotent: redacting redacted text changes nothing.
 //!
 //! SQLite writes of the session store and of memory go through [`execute_redacted`], which
 //! redacts every text value bound to the statement, so a column added later is covered without
 //! anyone remembering to call the filter.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use rusqlite::types::{ToSql, ToSqlOutput, Value as SqlValue, ValueRef};
 
 /// What a secret is replaced with.
-pub const REDACTED: &str = "[REDACTED]";
+pub const REDACTED: &str = lode_secrets::REDACTED;
 
-/// One secret pattern: a name (for docs and tests) and the regex. When the regex has a group named
-/// `keep`, that group is kept and only the rest of the match is replaced.
-struct SecretPattern {
-    name: &'static str,
-    regex: Regex,
-}
-
-/// The patterns, most specific first (a PEM block before the generic assignment rule).
-static PATTERNS: LazyLock<Vec<SecretPattern>> = LazyLock::new(|| {
-    let sources: &[(&str, &str)] = &[
-        (
-            "pem_private_key",
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
-        ),
-        ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{8,}"),
-        (
-            "openai_key",
-            r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}",
-        ),
-        (
-            "github_token",
-            r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})",
-        ),
-        (
-            "gitlab_token",
-            r"\bgl(?:pat|dt|rt|ptt|ft|cbt|imt|soat|oas)-[A-Za-z0-9_\-]{20,}",
-        ),
-        ("npm_token", r"\bnpm_[A-Za-z0-9]{36,}"),
-        (
-            "stripe_key",
-            r"\b(?:[spr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})",
-        ),
-        ("aws_access_key_id", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-        (
-            "slack_token",
-            r"\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
-        ),
-        ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
-        (
-            "jwt",
-            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        ),
-        (
-            "bearer_token",
-            r#"(?i)(?P<keep>\bbearer\s+|\bauthorization["']?\s*[:=]\s*["']?(?:token|basic)\s+)[A-Za-z0-9_\-\.=+/~]{12,}"#,
-        ),
-        (
-            "url_credentials",
-            r"(?P<keep>\b[a-z][a-z0-9+\-.]*://[^\s:/@]+:)[^\s@/]+@",
-        ),
-        (
-            "env_secret",
-            r#"(?P<keep>\b(?:(?:[A-Z0-9_]*_)?(?:KEYS?|PASS|PWD|PAT|DSN|AUTH|SALT|CREDENTIALS?)|[A-Z0-9_]*(?:TOKEN|PASSWORD|PASSWD|PASSPHRASE)|[A-Z0-9_]*SECRET[A-Z0-9_]*)[ \t]*=[ \t]*["']?)[^\s"']{3,}"#,
-        ),
-        (
-            "secret_assignment",
-            r#"(?i)(?P<keep>\b[A-Za-z0-9_\-]*(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|client[_\-]?secret)["']?\s*[:=]\s*["']?)[^\s"',;&]{3,}"#,
-        ),
-    ];
-    sources
+/// The ids of the secret formats, in the order they are applied (gitleaks' rule set and lode's
+/// own, see `lode_secrets`), plus the two rules in code: `env-name` and `base64-wrapped`.
+pub fn pattern_names() -> Vec<String> {
+    lode_secrets::rules::rule_set()
+        .rules
         .iter()
-        .map(|(name, source)| SecretPattern {
-            name,
-            // The sources are constants checked by the tests; a bad one is a programming error.
-            regex: Regex::new(source).unwrap_or_else(|error| panic!("bad pattern {name}: {error}")),
-        })
+        .map(|rule| rule.id.clone())
+        .chain(["env-name".to_owned(), "base64-wrapped".to_owned()])
         .collect()
-});
-
-/// The names of the secret patterns, in the order they are applied.
-pub fn pattern_names() -> Vec<&'static str> {
-    PATTERNS.iter().map(|pattern| pattern.name).collect()
 }
 
 /// Replaces every secret in `text` with [`REDACTED`] (keeping the key of `key=value`
 /// assignments and the scheme word of `Bearer …`).
 pub fn redact_text(text: &str) -> String {
-    if is_base64_blob(text) {
-        return text.to_owned();
-    }
-    let mut out = text.to_owned();
-    for pattern in PATTERNS.iter() {
-        if pattern.regex.is_match(&out) {
-            out = replace_secrets(pattern, &out);
-        }
-    }
-    out
-}
-
-/// Replaces every match of `pattern` in `text`.
-///
-/// Not `Regex::replace_all`: an assignment whose "value" is the key of the next assignment
-/// (`aws-secret:\naws_secret_access_key = …`, `secret: DB_PASSWORD=…`) must not swallow that key,
-/// or the real value after it would be skipped. Such a match is passed over and the search goes
-/// on from its value.
-fn replace_secrets(pattern: &SecretPattern, text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut from = 0;
-    while let Some(captures) = pattern.regex.captures_at(text, from) {
-        let Some(whole) = captures.get(0) else { break };
-        if whole.is_empty() {
-            // No pattern matches the empty string; stop rather than loop should one ever do.
-            break;
-        }
-        let keep = captures.name("keep");
-        // Already redacted (idempotence): leave it alone.
-        if whole.as_str().contains(REDACTED) {
-            from = whole.end();
-            continue;
-        }
-        if let Some(keep) = keep
-            && pattern
-                .regex
-                .find_at(text, keep.end())
-                .is_some_and(|next| next.start() == keep.end())
-        {
-            from = keep.end();
-            continue;
-        }
-        out.push_str(&text[copied..whole.start()]);
-        match keep {
-            Some(keep) => {
-                out.push_str(keep.as_str());
-                out.push_str(REDACTED);
-                if pattern.name == "url_credentials" {
-                    out.push('@');
-                }
-            }
-            None => out.push_str(REDACTED),
-        }
-        copied = whole.end();
-        from = whole.end();
-    }
-    out.push_str(&text[copied..]);
-    out
-}
-
-/// Whether `text` is one long run of base64 (an image's data, a thinking block's signature): no
-/// pattern describes a secret hidden in such a blob, and a chance match inside it (`AIza…` in
-/// random base64) would corrupt data that must go back to the provider unchanged.
-fn is_base64_blob(text: &str) -> bool {
-    const BLOB_MIN_LEN: usize = 512;
-    text.len() >= BLOB_MIN_LEN
-        && text
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'+' | b'/' | b'='))
+    lode_secrets::redact(text).into_owned()
 }
 
 /// Whether `text` contains anything [`redact_text`] would replace.
 pub fn contains_secret(text: &str) -> bool {
-    redact_text(text) != text
+    lode_secrets::contains_secret(text)
 }
 
 /// Object keys whose values are secrets whatever they look like.
@@ -293,8 +161,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_pattern_compiles() {
-        assert_eq!(pattern_names().len(), PATTERNS.len());
+    fn every_format_is_named() {
+        let names = pattern_names();
+        assert!(names.len() > 200, "{}", names.len());
+        assert!(names.iter().any(|name| name == "huggingface-access-token"));
     }
 
     #[test]

@@ -669,6 +669,7 @@ async fn prepare_turn_context(
     let cache = shared.code_cache.clone();
     let shares = shared.config.agent.context.clone();
     let max_instruction_bytes = shared.config.agent.instruction_file_max_bytes;
+    let sandbox = shared.sandbox.clone();
     let prepared = tokio::task::spawn_blocking(move || {
         let earlier_tool_output = history.iter().any(|message| {
             message
@@ -676,7 +677,7 @@ async fn prepare_turn_context(
                 .iter()
                 .any(|part| matches!(part, ContentPart::ToolResult(_)))
         });
-        let environment = Environment::detect(&root);
+        let environment = Environment::detect(&root, &sandbox);
         let code_inputs = CodeInputs::from_history(&root, &history, &shares, budget);
         let instructions =
             context::find_instruction_files(&root, &code_inputs.focus_files, max_instruction_bytes);

@@ -76,6 +76,7 @@ pub fn run(workspace: &WorkspaceArgs, args: SandboxCheckArgs) -> anyhow::Result<
     let capabilities = Capabilities::probe();
     let profile = sandbox.profile(std::slice::from_ref(&root), false);
     let test = self_test(&sandbox)?;
+    let hidden = lode_sandbox::hidden_for(&profile);
     let enforced = matches!(&test, Some(t) if t.wrote_inside && t.refused_outside);
     if args.json {
         let report = json!({
@@ -91,7 +92,10 @@ pub fn run(workspace: &WorkspaceArgs, args: SandboxCheckArgs) -> anyhow::Result<
                 "write": profile.write,
                 "env_passthrough": profile.env_passthrough,
                 "secret_env": profile.secret_env,
+                "allow_unix_sockets": profile.allow_sockets,
             },
+            "hidden_socket_dirs": hidden.dirs,
+            "hidden_sockets": hidden.sockets,
             "self_test": test.as_ref().map(|t| json!({
                 "wrote_inside": t.wrote_inside,
                 "refused_outside": t.refused_outside,
@@ -132,6 +136,25 @@ pub fn run(workspace: &WorkspaceArgs, args: SandboxCheckArgs) -> anyhow::Result<
         }
         for name in &profile.env_passthrough {
             println!("  [sandbox] env_passthrough: {name}");
+        }
+        for path in &profile.allow_sockets {
+            println!("  [sandbox] allow_unix_sockets: {}", path.display());
+        }
+        println!(
+            "unix sockets hidden from commands: {} directories, {} sockets{}",
+            hidden.dirs.len(),
+            hidden.sockets.len(),
+            if hidden.dirs.is_empty() && hidden.sockets.is_empty() {
+                " (none outside the workspace here)"
+            } else {
+                ""
+            }
+        );
+        for dir in &hidden.dirs {
+            println!("  hidden (empty tmpfs): {}/", dir.display());
+        }
+        for socket in &hidden.sockets {
+            println!("  hidden: {}", socket.display());
         }
         match &test {
             Some(test) => println!(

@@ -597,7 +597,10 @@ impl PermissionPolicy {
         let question = Question {
             always_pattern,
             offer_network: self.sandboxed && analysis.segments.iter().any(network::needs_network),
-            reason: "commands ask by default".to_owned(),
+            reason: analysis
+                .hides_commands
+                .clone()
+                .unwrap_or_else(|| "commands ask by default".to_owned()),
             subjects,
             subject_kind: SubjectKind::Command,
         };

@@ -68,12 +68,21 @@ pub struct CommandAnalysis {
     pub denied: Option<String>,
     /// Why the line must be asked about even when a rule would allow it.
     pub needs_ask: Option<String>,
+    /// Why the line is a (plain) question rather than allowed by the built-in list: it runs
+    /// commands lode cannot see (a `Makefile` recipe, a package script, a git alias).
+    pub hides_commands: Option<String>,
 }
 
 impl CommandAnalysis {
     fn ask(&mut self, reason: impl Into<String>) {
         if self.needs_ask.is_none() {
             self.needs_ask = Some(reason.into());
+        }
+    }
+
+    fn note_hidden(&mut self, reason: impl Into<String>) {
+        if self.hides_commands.is_none() {
+            self.hides_commands = Some(reason.into());
         }
     }
 
@@ -144,6 +153,16 @@ fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], dept
         if segment.command_expansion {
             analysis.ask("the command name comes from a variable or substitution");
         }
+        // `env -S 'LINE'` splits LINE into a command of its own.
+        for pair in segment.words.windows(2) {
+            if matches!(pair[0].as_str(), "-S" | "--split-string") {
+                analysis.ask("runs a command line from `env -S`");
+                let nested = analyze_at(&pair[1], depth + 1);
+                if let Some(reason) = nested.denied {
+                    analysis.deny(reason);
+                }
+            }
+        }
         let (command, args) = segment.effective();
         if command.is_empty() {
             continue;
@@ -177,7 +196,37 @@ fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], dept
             "eval" => analysis.ask("uses `eval`"),
             "exec" => analysis.ask("uses `exec`"),
             "source" | "." => analysis.ask("sources a script"),
-            "xargs" | "parallel" => analysis.ask("runs commands built from input"),
+            "xargs" | "parallel" => {
+                analysis.ask("runs commands built from input");
+                if let Some(inner) = xargs_command(&args) {
+                    judge_inner(analysis, &inner, depth);
+                }
+            }
+            "find" => {
+                for inner in find_exec_commands(&args) {
+                    analysis.ask(format!(
+                        "runs `{}` for every file `find` finds",
+                        inner.join(" ")
+                    ));
+                    judge_inner(analysis, &inner, depth);
+                }
+            }
+            "git" => judge_git(analysis, &args, depth),
+            "make" | "gmake" | "just" => analysis.note_hidden(format!(
+                "`{command}` runs recipes from the project's build file, which lode's deny list \
+                 cannot see"
+            )),
+            "npm" | "pnpm" | "yarn" | "bun"
+                if args.first().is_some_and(|sub| {
+                    matches!(sub.as_str(), "run" | "run-script" | "exec" | "x")
+                }) =>
+            {
+                analysis.note_hidden(format!(
+                    "`{command} {}` runs a script from package.json, which lode's deny list \
+                     cannot see",
+                    args.iter().take(2).cloned().collect::<Vec<_>>().join(" ")
+                ));
+            }
             _ => {}
         }
         // `.git/` runs code (hooks, config) and `.lode/` is lode's own state: a command naming a
@@ -190,6 +239,241 @@ fn check_segments(analysis: &mut CommandAnalysis, substitutions: &[String], dept
         if command == "rm" && segment.has_expansion && rm_is_recursive(&args) {
             analysis.ask("`rm -r` with a variable in its arguments");
         }
+    }
+}
+
+/// Judges a command a wrapper runs (`find -exec`, `xargs`): the deny list applies to it as to
+/// a command of its own, and a shell it runs has its script judged too.
+fn judge_inner(analysis: &mut CommandAnalysis, words: &[String], depth: usize) {
+    let (command, args) = effective_command(words);
+    if command.is_empty() {
+        return;
+    }
+    if let Some(reason) = deny_reason(&command, &args) {
+        analysis.deny(reason);
+    }
+    if is_shell(&command)
+        && let Some(script) = inline_script(&args)
+    {
+        let nested = analyze_at(&script, depth + 1);
+        if let Some(reason) = nested.denied {
+            analysis.deny(reason);
+        }
+    }
+    if command == "git" {
+        judge_git(analysis, &args, depth);
+    }
+}
+
+/// The command `xargs` runs: the words after its options (`-n 1`, `-I {}`, `-0`, …).
+fn xargs_command(args: &[String]) -> Option<Vec<String>> {
+    const WITH_VALUE: &[&str] = &["-n", "-I", "-L", "-P", "-s", "-d", "-E", "-a", "-i", "-l"];
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        if arg == "--" {
+            index += 1;
+            break;
+        }
+        if !arg.starts_with('-') {
+            break;
+        }
+        index += if WITH_VALUE.contains(&arg.as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    (index < args.len()).then(|| args[index..].to_vec())
+}
+
+/// The commands of `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, ended by `;` or
+/// `+`).
+fn find_exec_commands(args: &[String]) -> Vec<Vec<String>> {
+    let mut commands = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if matches!(arg.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let inner: Vec<String> = iter
+                .by_ref()
+                .take_while(|word| *word != ";" && *word != "+")
+                .cloned()
+                .collect();
+            if !inner.is_empty() {
+                commands.push(inner);
+            }
+        }
+    }
+    commands
+}
+
+/// git configuration keys whose values are commands git runs.
+fn git_key_runs_command(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key.starts_with("alias.")
+        || key.starts_with("filter.")
+        || key.starts_with("diff.") && (key.ends_with(".command") || key.ends_with(".textconv"))
+        || key.starts_with("merge.") && key.ends_with(".driver")
+        || key.starts_with("credential")
+        || key.starts_with("gpg.")
+        || key.starts_with("uploadpack.")
+        || key.starts_with("receivepack.")
+        || key.starts_with("remote.")
+            && (key.ends_with(".uploadpack")
+                || key.ends_with(".receivepack")
+                || key.ends_with(".vcs"))
+        || matches!(
+            key.as_str(),
+            "core.fsmonitor"
+                | "core.sshcommand"
+                | "core.pager"
+                | "core.editor"
+                | "core.askpass"
+                | "core.hookspath"
+                | "core.gitproxy"
+                | "core.alternaterefscommand"
+                | "diff.external"
+                | "sequence.editor"
+                | "pager.log"
+                | "pager.diff"
+                | "pager.show"
+                | "pager.status"
+                | "include.path"
+        )
+}
+
+/// git's own subcommands (what an alias cannot shadow); any other is an alias or a
+/// `git-<name>` program on PATH.
+const GIT_COMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "hash-object",
+    "help",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "mv",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "rebase",
+    "reflog",
+    "remote",
+    "repack",
+    "replace",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "update-index",
+    "update-ref",
+    "var",
+    "verify-commit",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+];
+
+/// `git -c KEY=VALUE …` that sets a command (a shell alias `alias.x=!…`, `core.fsmonitor`,
+/// `core.sshCommand`, a filter…): a person's decision, and its shell command is judged by the
+/// deny list. A subcommand that is not git's own may be an alias from the repository's
+/// configuration, which lode cannot see.
+fn judge_git(analysis: &mut CommandAnalysis, args: &[String], depth: usize) {
+    let mut index = 0;
+    while index < args.len() {
+        let arg = &args[index];
+        let setting = if arg == "-c" || arg == "--config-env" {
+            index += 1;
+            args.get(index).cloned()
+        } else {
+            arg.strip_prefix("-c")
+                .filter(|rest| rest.contains('='))
+                .map(str::to_owned)
+        };
+        if let Some(setting) = setting {
+            let (key, value) = setting.split_once('=').unwrap_or((setting.as_str(), ""));
+            if git_key_runs_command(key) {
+                analysis.ask(format!(
+                    "sets the git configuration `{key}`, which runs a command"
+                ));
+                let script = value.strip_prefix('!').unwrap_or(value);
+                if !script.is_empty() {
+                    let nested = analyze_at(script, depth + 1);
+                    if let Some(reason) = nested.denied {
+                        analysis.deny(reason);
+                    }
+                }
+            }
+            index += 1;
+            continue;
+        }
+        if arg.starts_with('-') {
+            // Global options with a separate value.
+            if matches!(
+                arg.as_str(),
+                "-C" | "--git-dir" | "--work-tree" | "--namespace"
+            ) {
+                index += 1;
+            }
+            index += 1;
+            continue;
+        }
+        if !GIT_COMMANDS.contains(&arg.as_str()) {
+            analysis.note_hidden(format!(
+                "`git {arg}` is not one of git's own commands: it may be an alias from the \
+                 repository's configuration, which lode's deny list cannot see"
+            ));
+        }
+        break;
     }
 }
 
@@ -316,6 +600,9 @@ fn is_precious_path(path: &str) -> bool {
     if matches!(path, ".." | "../" | "../*" | "../." | "/..") {
         return true;
     }
+    if is_a_home(t_trim(path)) {
+        return true;
+    }
     let trimmed = t_trim(path);
     if path.starts_with('/') && is_root(trimmed) {
         return true;
@@ -346,6 +633,28 @@ fn is_precious_path(path: &str) -> bool {
         "/snap",
     ];
     SYSTEM.contains(&trimmed)
+}
+
+/// Every user's home by its absolute path (`/home/alice`, `/root`, `/Users/bob`, the running
+/// user's `$HOME` wherever it is) and `~alice`: protected like `~`.
+fn is_a_home(trimmed: &str) -> bool {
+    if trimmed.is_empty() {
+        return false;
+    }
+    let parts: Vec<&str> = trimmed.trim_start_matches('/').split('/').collect();
+    let by_layout = trimmed.starts_with('/')
+        && match parts.as_slice() {
+            ["root"] => true,
+            ["home" | "Users" | "var/home", name] => !name.is_empty(),
+            ["var", "home", name] => !name.is_empty(),
+            _ => false,
+        };
+    let tilde_user = trimmed.starts_with('~') && !trimmed.contains('/');
+    let own_home = std::env::var("HOME")
+        .ok()
+        .map(|home| home.trim_end_matches('/').to_owned())
+        .is_some_and(|home| !home.is_empty() && home == trimmed);
+    by_layout || tilde_user || own_home
 }
 
 fn is_harmless_device(path: &str) -> bool {
@@ -435,10 +744,19 @@ fn effective_command(words: &[String]) -> (String, Vec<String>) {
                 1 + rest.iter().take_while(|a| a.starts_with('-')).count()
             }
             "env" => {
-                1 + rest
-                    .iter()
-                    .take_while(|a| a.starts_with('-') || is_assignment(a))
-                    .count()
+                let mut skip = 1;
+                let mut it = rest.iter();
+                while let Some(a) = it.next() {
+                    if matches!(a.as_str(), "-u" | "--unset" | "-C" | "--chdir") {
+                        skip += 2;
+                        it.next();
+                    } else if a.starts_with('-') || is_assignment(a) {
+                        skip += 1;
+                    } else {
+                        break;
+                    }
+                }
+                skip
             }
             "nice" | "ionice" => {
                 let mut skip = 1;
@@ -456,9 +774,20 @@ fn effective_command(words: &[String]) -> (String, Vec<String>) {
                 skip
             }
             "timeout" => {
-                let flags = rest.iter().take_while(|a| a.starts_with('-')).count();
-                // The duration follows the flags.
-                1 + flags + usize::from(rest.len() > flags)
+                let mut skip = 1;
+                let mut it = rest.iter();
+                while let Some(a) = it.next() {
+                    if matches!(a.as_str(), "-s" | "--signal" | "-k" | "--kill-after") {
+                        skip += 2;
+                        it.next();
+                    } else if a.starts_with('-') {
+                        skip += 1;
+                    } else {
+                        break;
+                    }
+                }
+                // The duration follows the options.
+                skip + usize::from(rest.len() >= skip)
             }
             _ => 0,
         };
@@ -1256,27 +1585,6 @@ const ALLOWLIST: &[AllowEntry] = &[
         unconfined_forbidden: &[],
     },
     AllowEntry {
-        prefix: &["npm", "run", "build"],
-        forbidden: &[],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
-        prefix: &["npm", "run", "check"],
-        forbidden: &[],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
-        prefix: &["npm", "run", "typecheck"],
-        forbidden: &[],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
         prefix: &["pnpm", "test"],
         forbidden: &[],
         required: &[],
@@ -1291,21 +1599,7 @@ const ALLOWLIST: &[AllowEntry] = &[
         unconfined_forbidden: &[],
     },
     AllowEntry {
-        prefix: &["pnpm", "run", "build"],
-        forbidden: &[],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
         prefix: &["yarn", "test"],
-        forbidden: &[],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
-        prefix: &["yarn", "build"],
         forbidden: &[],
         required: &[],
         access: Access::RunsCode,
@@ -1391,13 +1685,6 @@ const ALLOWLIST: &[AllowEntry] = &[
     AllowEntry {
         prefix: &["ruff", "check"],
         forbidden: &["--fix"],
-        required: &[],
-        access: Access::RunsCode,
-        unconfined_forbidden: &[],
-    },
-    AllowEntry {
-        prefix: &["make"],
-        forbidden: &[],
         required: &[],
         access: Access::RunsCode,
         unconfined_forbidden: &[],

@@ -1,67 +1,139 @@
-//! The environment a confined command gets: the caller's, less every variable that looks like a
-//! credential (by name, or by a value that carries a password in a URL), less the names the
-//! caller adds (providers' `api_key_env`), plus the ones `[sandbox] env_passthrough` keeps.
+//! The environment a confined command gets: an allowlist, the way Codex's
+//! `shell_environment_policy` and Claude Code do it. Only what builds and tests need passes
+//! (the shell's basics, locale, terminal, and the toolchains' own variables), and even inside an
+//! allowed prefix a name that looks like a credential ([`lode_secrets::is_secret_name`], the
+//! rule redaction uses too) or a value carrying credentials in a URL is dropped. Names that
+//! point at sockets outside the sandbox (`SSH_AUTH_SOCK`, `DBUS_SESSION_BUS_ADDRESS`, `DISPLAY`,
+//! `WAYLAND_DISPLAY`, `XDG_RUNTIME_DIR`) are never on the list. `[sandbox] env_passthrough` in
+//! the user's own config keeps a name whatever it looks like.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 
-/// Name fragments (upper case) that mark a variable as a secret wherever they appear.
-const SECRET_FRAGMENTS: &[&str] = &[
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "PASSPHRASE",
-    "CREDENTIAL",
-    "API_KEY",
-    "APIKEY",
-    "PRIVATE_KEY",
-    "ACCESS_KEY",
-    "AUTH_",
-    "COOKIE",
+pub use lode_secrets::is_secret_name;
+
+/// Exact names that pass.
+const ALLOWED_NAMES: &[&str] = &[
+    // The shell and the user.
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "PWD",
+    "SHLVL",
+    "HOSTNAME",
+    "TMPDIR",
+    "TZ",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    // Locale and terminal.
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    // Where tools keep their configuration and caches (not the runtime dir: it holds sockets).
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_DIRS",
+    // CI detection changes how test runners report.
+    "CI",
+    // Certificates and proxies (a proxy URL with a password is dropped by its value).
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    // C and C++ builds (build scripts compile C).
+    "CC",
+    "CXX",
+    "AR",
+    "LD",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "CPATH",
+    "LIBRARY_PATH",
+    "LD_LIBRARY_PATH",
+    "PKG_CONFIG_PATH",
+    "MAKEFLAGS",
+    "MAKELEVEL",
+    // Git identity for tests that commit (nothing of git's own that runs commands).
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    // Toolchains without a prefix of their own.
+    "JAVA_HOME",
+    "JDK_HOME",
+    "M2_HOME",
+    "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "PNPM_HOME",
+    "BUN_INSTALL",
+    "GEM_HOME",
+    "GEM_PATH",
+    "DOTNET_ROOT",
+    "ANDROID_HOME",
+    "ANDROID_SDK_ROOT",
 ];
-/// Name prefixes (upper case) of cloud and service credentials.
-const SECRET_PREFIXES: &[&str] = &["AWS_", "AZURE_", "GCP_", "GOOGLE_", "OPENAI_", "ANTHROPIC_"];
-/// Name suffixes (upper case).
-const SECRET_SUFFIXES: &[&str] = &["_KEY", "_KEYS", "_PAT", "_PWD", "_DSN", "_AUTH"];
-/// Whole names: agent sockets that hand out the user's keys, and service credentials whose
-/// names carry none of the fragments above.
-const SECRET_NAMES: &[&str] = &[
-    "SSH_AUTH_SOCK",
-    "GPG_AGENT_INFO",
-    "DATABASE_URL",
-    "KUBECONFIG",
-    "DOCKER_AUTH_CONFIG",
-    "NETRC",
-    "PGPASS",
-    "PGPASSFILE",
+
+/// Name prefixes that pass: locale categories and the toolchains' own variables.
+const ALLOWED_PREFIXES: &[&str] = &[
+    "LC_",
+    "CARGO_",
+    "RUSTUP_",
+    "RUST",
+    "GO",
+    "CGO_",
+    "MAVEN_",
+    "GRADLE_",
+    "CONDA_",
+    "NODE_",
+    "NPM_CONFIG_",
+    "npm_config_",
+    "YARN_",
+    "PYTHON",
+    "PIP_",
+    "UV_",
+    "POETRY_",
+    "PYTEST_",
+    "DENO_",
+    "CMAKE_",
+    "DOTNET_",
 ];
 
-/// Whether a variable's name marks it as a credential.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_NAMES.contains(&upper.as_str())
-        || SECRET_PREFIXES
+/// Whether `name` is on the allowlist (before the secret-name rule).
+pub fn is_allowed_name(name: &str) -> bool {
+    ALLOWED_NAMES.contains(&name)
+        || ALLOWED_PREFIXES
             .iter()
-            .any(|prefix| upper.starts_with(prefix))
-        || SECRET_SUFFIXES.iter().any(|suffix| upper.ends_with(suffix))
-        || SECRET_FRAGMENTS
-            .iter()
-            .any(|fragment| upper.contains(fragment))
+            .any(|prefix| name.starts_with(prefix))
 }
 
-/// Whether a value carries a password in a URL (`scheme://user:password@host`).
-fn value_has_url_password(value: &OsStr) -> bool {
-    let value = value.to_string_lossy();
-    value.split("://").skip(1).any(|rest| {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
-    })
-}
-
-/// The scrubbed environment: `vars` less secrets, less `extra_secret` names, keeping the names
-/// in `passthrough` whatever they look like.
+/// The confined environment: of `vars`, the allowed names that neither look like a secret nor
+/// carry credentials in their value nor are among `extra_secret` (providers' key variables),
+/// plus every name in `passthrough` (the user's `[sandbox] env_passthrough`), whatever it is.
 pub fn scrub(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
     extra_secret: &[String],
@@ -73,9 +145,10 @@ pub fn scrub(
             if passthrough.iter().any(|kept| *kept == name) {
                 return true;
             }
-            !(is_secret_name(&name)
-                || extra_secret.iter().any(|secret| *secret == name)
-                || value_has_url_password(value))
+            is_allowed_name(&name)
+                && !is_secret_name(&name)
+                && !extra_secret.iter().any(|secret| *secret == name)
+                && !lode_secrets::value_carries_credentials(&value.to_string_lossy())
         })
         .collect()
 }
@@ -99,63 +172,91 @@ mod tests {
     }
 
     #[test]
-    fn credentials_go_and_ordinary_variables_stay() {
+    fn only_what_builds_need_passes() {
         let input = vars(&[
             ("PATH", "/usr/bin"),
             ("HOME", "/home/u"),
             ("CARGO_TARGET_DIR", "/t"),
             ("RUST_LOG", "debug"),
             ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C.UTF-8"),
             ("GIT_AUTHOR_NAME", "A"),
+            ("GOPATH", "/home/u/go"),
+            ("VIRTUAL_ENV", "/w/.venv"),
+            ("NODE_OPTIONS", "--max-old-space-size=4096"),
+            ("PYTHONPATH", "/w/src"),
+            ("JAVA_HOME", "/usr/lib/jvm/x"),
             ("ANTHROPIC_API_KEY", "sk-ant-x"),
             ("OPENAI_API_KEY", "sk-x"),
             ("GITHUB_TOKEN", "ghp_x"),
-            ("GH_TOKEN", "ghp_x"),
             ("AWS_ACCESS_KEY_ID", "AKIA"),
-            ("AWS_SECRET_ACCESS_KEY", "x"),
-            ("NPM_TOKEN", "x"),
-            ("MY_SERVICE_KEY", "x"),
-            ("DB_PASSWORD", "x"),
-            ("SLACK_BOT_TOKEN", "xoxb"),
-            ("STRIPE_SECRET", "sk_live"),
+            ("DB_PASS", "x"),
+            ("SSHPASS", "x"),
+            ("BW_SESSION", "x"),
+            ("CI_JOB_JWT", "x"),
+            ("SLACK_WEBHOOK_URL", "https://hooks.slack.com/services/x"),
             ("SSH_AUTH_SOCK", "/tmp/ssh/agent"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus"),
+            ("DISPLAY", ":0"),
+            ("WAYLAND_DISPLAY", "wayland-0"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
             ("CARGO_REGISTRIES_MINE_TOKEN", "x"),
-            ("REDIS", "redis://user:hunter2@cache:6379/0"),
-            ("MODEL_PROVIDER", "custom"),
             ("NPM_CONFIG__AUTH", "x"),
+            ("NPM_CONFIG_//registry.npmjs.org/:_authToken", "x"),
+            (
+                "PIP_INDEX_URL",
+                "https://__token__:pypi-x@example.invalid/simple",
+            ),
+            (
+                "GOPROXY",
+                "https://0123456789abcdef0123@proxy.example.invalid",
+            ),
+            ("MODEL_PROVIDER", "custom"),
+            ("RUSTUP_TOOLCHAIN_KEY", "x"),
         ]);
-        let kept = names(&scrub(input, &["MODEL_PROVIDER".into()], &[]));
+        let kept = names(&scrub(input, &["RUST_LOG".into()], &[]));
         assert_eq!(
             kept,
             vec![
                 "PATH",
                 "HOME",
                 "CARGO_TARGET_DIR",
-                "RUST_LOG",
                 "LANG",
-                "GIT_AUTHOR_NAME"
+                "LC_ALL",
+                "GIT_AUTHOR_NAME",
+                "GOPATH",
+                "VIRTUAL_ENV",
+                "NODE_OPTIONS",
+                "PYTHONPATH",
+                "JAVA_HOME",
             ]
         );
     }
 
     #[test]
-    fn passthrough_keeps_a_named_secret() {
-        let input = vars(&[("CI_JOB_TOKEN", "x"), ("OTHER_TOKEN", "y")]);
+    fn passthrough_keeps_any_named_variable() {
+        let input = vars(&[
+            ("CI_JOB_TOKEN", "x"),
+            ("OTHER_TOKEN", "y"),
+            ("MY_TOOL_HOME", "/opt/t"),
+            ("UNLISTED", "z"),
+        ]);
         assert_eq!(
-            names(&scrub(input, &[], &["CI_JOB_TOKEN".into()])),
-            vec!["CI_JOB_TOKEN"]
+            names(&scrub(
+                input,
+                &[],
+                &["CI_JOB_TOKEN".into(), "MY_TOOL_HOME".into()]
+            )),
+            vec!["CI_JOB_TOKEN", "MY_TOOL_HOME"]
         );
     }
 
     #[test]
-    fn urls_without_passwords_stay() {
+    fn proxies_pass_unless_they_carry_a_password() {
         let input = vars(&[
             ("HTTP_PROXY", "http://proxy:3128"),
-            ("UPSTREAM", "https://user@example.invalid/x"),
+            ("HTTPS_PROXY", "http://user:pw@proxy:3128"),
         ]);
-        assert_eq!(
-            names(&scrub(input, &[], &[])),
-            vec!["HTTP_PROXY", "UPSTREAM"]
-        );
+        assert_eq!(names(&scrub(input, &[], &[])), vec!["HTTP_PROXY"]);
     }
 }

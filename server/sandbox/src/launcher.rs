@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use crate::sockets::{SocketHiding, SocketSources};
 use crate::{Capabilities, Profile, SandboxError, SandboxMode, env};
 
 /// The hidden subcommand of the `lode` binary that runs the launcher.
@@ -99,6 +100,8 @@ pub struct Plan {
     pub network: bool,
     pub env: Vec<(OsString, OsString)>,
     pub temp_dir: PathBuf,
+    /// Unix sockets (and directories of them) covered in the mount namespace.
+    pub hidden: SocketHiding,
 }
 
 impl Plan {
@@ -174,6 +177,7 @@ impl Plan {
                 read_paths.extend(profile.roots.iter().cloned());
             }
         }
+        let hidden = hidden_sockets(profile, &vars, &temp_dir);
         let mut env = env::scrub(vars, &profile.secret_env, &profile.env_passthrough);
         env.retain(|(name, _)| {
             !["TMPDIR", SANDBOX_MARKER_VAR]
@@ -189,8 +193,48 @@ impl Plan {
             network: profile.network,
             env,
             temp_dir,
+            hidden,
         })
     }
+}
+
+/// What the launcher would hide for `profile` in this process's environment (for `lode
+/// sandbox-check`; the launcher computes the same in [`Plan::build`]).
+pub fn hidden_for(profile: &Profile) -> SocketHiding {
+    // SAFETY: getuid cannot fail and has no side effects.
+    let uid = unsafe { libc::getuid() };
+    let temp = std::env::temp_dir().join(format!("lode-sandbox-{uid}"));
+    hidden_sockets(profile, &std::env::vars_os().collect::<Vec<_>>(), &temp)
+}
+
+/// The sockets to hide for `profile` (see [`crate::sockets`]): everything outside the roots and
+/// the private temporary directory that the user did not allow.
+pub fn hidden_sockets(
+    profile: &Profile,
+    vars: &[(OsString, OsString)],
+    temp_dir: &Path,
+) -> SocketHiding {
+    let lookup = |name: &str| {
+        vars.iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.to_string_lossy().into_owned())
+    };
+    // SAFETY: getuid cannot fail and has no side effects.
+    let uid = unsafe { libc::getuid() };
+    let runtime_dirs = lookup("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from(format!("/run/user/{uid}"))])
+        .collect();
+    let listing = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let sources = SocketSources {
+        proc_net_unix: &listing,
+        runtime_dirs,
+        socket_vars: SocketSources::socket_vars(lookup),
+    };
+    let mut kept: Vec<PathBuf> = profile.roots.clone();
+    kept.push(temp_dir.to_path_buf());
+    crate::sockets::plan(&sources, &kept, &profile.allow_sockets)
 }
 
 /// The directories on `PATH` and the installations they belong to (`…/node/bin` → `…/node`, so

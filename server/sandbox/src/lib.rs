@@ -9,7 +9,9 @@
 //!
 //! On Linux the launcher uses Landlock for the file system (and TCP where the kernel's Landlock
 //! has it), a seccomp filter for every other socket family but Unix sockets, and a private user
-//! and mount namespace to keep `.git/` and `.lode/` read-only inside a writable workspace.
+//! and mount namespace to keep `.git/` and `.lode/` read-only inside a writable workspace and to
+//! hide the pathname Unix sockets outside it ([`sockets`]). The environment is an allowlist
+//! ([`env`]); the secret-name rule it shares with redaction is `lode_secrets`'.
 //!
 //! It knows nothing about agents, LLMs, permission policy or protocols: the policy asks it what
 //! can be enforced, and tools ask it for a wrapped command line.
@@ -20,10 +22,11 @@ mod launcher;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod profile;
+pub mod sockets;
 mod wrap;
 
 pub use capabilities::Capabilities;
-pub use launcher::{LAUNCHER_FAILURE, SANDBOX_EXEC, launcher_main};
+pub use launcher::{LAUNCHER_FAILURE, SANDBOX_EXEC, hidden_for, launcher_main};
 pub use profile::{Profile, SandboxMode, SandboxSettings};
 pub use wrap::{Sandbox, SandboxStatus, WrappedCommand};
 

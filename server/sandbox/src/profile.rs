@@ -88,8 +88,12 @@ pub struct SandboxSettings {
     pub read: Vec<String>,
     /// More paths commands may write (and read). Naming `.git` or `.lode` lifts their protection.
     pub write: Vec<String>,
-    /// Environment variables passed to commands although their names look like secrets.
+    /// Environment variables passed to commands although they are not on the allowlist or their
+    /// names look like secrets.
     pub env_passthrough: Vec<String>,
+    /// Unix socket paths outside the workspace a command may still reach (all others are
+    /// hidden): a docker or podman socket for a project that needs one.
+    pub allow_unix_sockets: Vec<String>,
 }
 
 /// What one confined command may do.
@@ -109,6 +113,8 @@ pub struct Profile {
     pub secret_env: Vec<String>,
     /// Variable names kept although they look like secrets.
     pub env_passthrough: Vec<String>,
+    /// Unix sockets outside the roots left reachable (absolute).
+    pub allow_sockets: Vec<PathBuf>,
 }
 
 const MODE: &str = "--mode";
@@ -118,6 +124,7 @@ const WRITE: &str = "--write";
 const NETWORK: &str = "--network";
 const SECRET_ENV: &str = "--secret-env";
 const PASS_ENV: &str = "--pass-env";
+const ALLOW_SOCKET: &str = "--allow-socket";
 
 impl Profile {
     /// The launcher arguments that carry this profile (before `--` and the command).
@@ -132,6 +139,7 @@ impl Profile {
         push_all(ROOT, &self.roots);
         push_all(READ, &self.read);
         push_all(WRITE, &self.write);
+        push_all(ALLOW_SOCKET, &self.allow_sockets);
         if self.network {
             args.push(OsString::from(NETWORK));
         }
@@ -184,11 +192,12 @@ impl Profile {
                     profile.mode = value(index, MODE)?.to_string_lossy().parse()?;
                     index += 2;
                 }
-                ROOT | READ | WRITE => {
+                ROOT | READ | WRITE | ALLOW_SOCKET => {
                     let path = absolute(value(index, &flag)?, &flag)?;
                     match flag.as_str() {
                         ROOT => profile.roots.push(path),
                         READ => profile.read.push(path),
+                        ALLOW_SOCKET => profile.allow_sockets.push(path),
                         _ => profile.write.push(path),
                     }
                     index += 2;
@@ -209,7 +218,8 @@ impl Profile {
                 other => {
                     return Err(SandboxError::Usage(format!(
                         "unknown option `{other}` (expected {MODE}, {ROOT}, {READ}, {WRITE}, \
-                         {NETWORK}, {SECRET_ENV}, {PASS_ENV}, then `--` and the command)"
+                         {ALLOW_SOCKET}, {NETWORK}, {SECRET_ENV}, {PASS_ENV}, then `--` and the \
+                         command)"
                     )));
                 }
             }
@@ -238,6 +248,7 @@ mod tests {
             network: true,
             secret_env: vec!["MY_PROVIDER".into()],
             env_passthrough: vec!["CI_TOKEN".into()],
+            allow_sockets: vec!["/run/docker.sock".into()],
         };
         let mut args = profile.to_args();
         args.extend(os(&["--", "sh", "-c", "echo --mode"]));

@@ -74,38 +74,47 @@ pub struct Sandbox {
     settings: SandboxSettings,
     secret_env: Vec<String>,
     status: SandboxStatus,
+    /// Why lode's own programs cannot run confined here (`None`: they can), whatever the mode.
+    own_programs_unconfinable: Option<String>,
 }
 
 impl Sandbox {
     /// A sandbox that runs commands through `launcher` (`lode`), if this machine can enforce
     /// `settings.mode`.
     pub fn new(launcher: PathBuf, settings: SandboxSettings, secret_env: Vec<String>) -> Sandbox {
+        let forced = std::env::var_os(FORCE_UNAVAILABLE_VAR).is_some_and(|v| v == "1");
         let status = match settings.mode {
             SandboxMode::Off => SandboxStatus::Off,
-            _ if std::env::var_os(FORCE_UNAVAILABLE_VAR).is_some_and(|v| v == "1") => {
-                SandboxStatus::Unavailable(format!("{FORCE_UNAVAILABLE_VAR}=1 is set"))
-            }
+            _ if forced => SandboxStatus::Unavailable(format!("{FORCE_UNAVAILABLE_VAR}=1 is set")),
             mode => match Capabilities::probe().missing_for(mode) {
                 None => SandboxStatus::Confined(mode),
                 Some(reason) => SandboxStatus::Unavailable(reason),
             },
+        };
+        let own_programs_unconfinable = if forced {
+            Some(format!("{FORCE_UNAVAILABLE_VAR}=1 is set"))
+        } else {
+            Capabilities::probe().missing_for(SandboxMode::ReadOnly)
         };
         Sandbox {
             launcher: Some(launcher),
             settings,
             secret_env,
             status,
+            own_programs_unconfinable,
         }
     }
 
     /// No launcher at all (a library used without the `lode` binary): commands that run code
     /// ask, as when the kernel cannot confine.
     pub fn unavailable(reason: impl Into<String>) -> Sandbox {
+        let reason = reason.into();
         Sandbox {
             launcher: None,
             settings: SandboxSettings::default(),
             secret_env: Vec::new(),
-            status: SandboxStatus::Unavailable(reason.into()),
+            status: SandboxStatus::Unavailable(reason.clone()),
+            own_programs_unconfinable: Some(reason),
         }
     }
 
@@ -138,6 +147,12 @@ impl Sandbox {
             network,
             secret_env: self.secret_env.clone(),
             env_passthrough: self.settings.env_passthrough.clone(),
+            allow_sockets: self
+                .settings
+                .allow_unix_sockets
+                .iter()
+                .filter_map(place)
+                .collect(),
         }
     }
 
@@ -163,6 +178,49 @@ impl Sandbox {
             program: launcher,
             args: wrapped,
         })
+    }
+}
+
+impl Sandbox {
+    /// A program lode starts for itself over workspace content (its own `git`, doctor's version
+    /// probes), wrapped to run confined in `read-only` mode with no network: it reads `roots`
+    /// and `read`, writes only its private temporary directory, sees the allowlisted
+    /// environment and no socket outside. This holds whatever `[sandbox] mode` says (also
+    /// `off`, which is about the model's commands): `None` only when this machine cannot
+    /// confine at all, and then the caller does not start the program
+    /// ([`Sandbox::own_programs_unconfinable`] says why).
+    pub fn wrap_own_program(
+        &self,
+        roots: &[PathBuf],
+        read: &[PathBuf],
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Option<WrappedCommand> {
+        if self.own_programs_unconfinable.is_some() {
+            return None;
+        }
+        let launcher = self.launcher.clone()?;
+        let mut profile = self.profile(roots, false);
+        profile.mode = SandboxMode::ReadOnly;
+        profile.read.extend(read.iter().cloned());
+        // It writes nothing of the user's and reaches no socket, whatever `[sandbox]` widens
+        // for the model's commands.
+        profile.write.clear();
+        profile.allow_sockets.clear();
+        let mut wrapped = vec![OsString::from(SANDBOX_EXEC)];
+        wrapped.extend(profile.to_args());
+        wrapped.push("--".into());
+        wrapped.push(program.into());
+        wrapped.extend(args.into_iter().map(Into::into));
+        Some(WrappedCommand {
+            program: launcher,
+            args: wrapped,
+        })
+    }
+
+    /// Why lode's own programs cannot run confined here, when they cannot.
+    pub fn own_programs_unconfinable(&self) -> Option<&str> {
+        self.own_programs_unconfinable.as_deref()
     }
 }
 

@@ -1,6 +1,14 @@
 //! The environment block: where the agent runs (workspace root, OS, date) and the state of the
 //! git checkout (branch, changed files). Git is asked with a short timeout; no git, no repository
 //! or a slow git leave the git part out, never fail the turn.
+//!
+//! git reads the repository's configuration, and much of it is commands (`core.fsmonitor`,
+//! filter drivers, hooks, a submodule's own config, an external diff). A repository is
+//! untrusted, so lode's own git runs like nothing else of lode: through the sandbox's launcher in
+//! `read-only` mode (no writes, no network, no secrets, no sockets), and with settings that keep
+//! it from even trying: no fsmonitor, hooks at `/dev/null`, every filter driver the repository
+//! defines switched off, submodules ignored, no lazy fetch, no transports. When the machine
+//! cannot confine, git is not started and the block says so.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -34,13 +42,14 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// Looks at `root`: the OS, today's date, and git (with [`GIT_TIMEOUT`] per command).
-    pub fn detect(root: &Path) -> Environment {
+    /// Looks at `root`: the OS, today's date, and git (confined by `sandbox`, with
+    /// [`GIT_TIMEOUT`] per command).
+    pub fn detect(root: &Path, sandbox: &lode_sandbox::Sandbox) -> Environment {
         Environment {
             cwd: root.to_path_buf(),
             os: format!("{} ({})", std::env::consts::OS, std::env::consts::ARCH),
             date: chrono::Local::now().format("%Y-%m-%d").to_string(),
-            git: detect_git(root),
+            git: detect_git(root, sandbox),
         }
     }
 
@@ -81,21 +90,37 @@ impl Environment {
     }
 }
 
-fn detect_git(root: &Path) -> Option<GitState> {
-    if !may_be_in_checkout(root) {
-        return None;
+fn detect_git(root: &Path, sandbox: &lode_sandbox::Sandbox) -> Option<GitState> {
+    let repository = find_repository(root)?;
+    let git = ConfinedGit {
+        root,
+        sandbox,
+        read: repository.read_paths(root),
+    };
+    let switched_off = git.repository_filters()?;
+    let mut args: Vec<String> = PROTECTIVE_SETTINGS
+        .iter()
+        .flat_map(|setting| ["-c".to_owned(), (*setting).to_owned()])
+        .collect();
+    for driver in &switched_off {
+        for key in ["clean", "smudge", "process"] {
+            args.extend(["-c".to_owned(), format!("filter.{driver}.{key}=")]);
+        }
+        args.extend(["-c".to_owned(), format!("filter.{driver}.required=false")]);
     }
     // One command for the branch and the changes: `## branch...upstream [ahead 1]`, then one
     // line per changed file.
-    let status = run_git(
-        root,
-        &[
+    args.extend(
+        [
             "status",
             "--porcelain",
             "--branch",
             "--untracked-files=normal",
-        ],
-    )?;
+            "--ignore-submodules=all",
+        ]
+        .map(str::to_owned),
+    );
+    let status = git.run(&args)?;
     let mut lines = status.lines().filter(|line| !line.is_empty());
     let branch = branch_of(lines.next()?.strip_prefix("## ")?)?;
     let lines: Vec<&str> = lines.collect();
@@ -108,6 +133,154 @@ fn detect_git(root: &Path) -> Option<GitState> {
             .collect(),
         dirty_total: lines.len(),
     })
+}
+
+/// `-c` settings on every git lode runs: nothing the repository configures as a command runs.
+/// Command-line `-c` wins over every configuration file, and git passes it on to any git it
+/// starts (a submodule's).
+pub const PROTECTIVE_SETTINGS: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.untrackedCache=false",
+    "core.pager=cat",
+    "core.sshCommand=false",
+    "core.askPass=false",
+    "diff.external=",
+    "status.submoduleSummary=false",
+    "submodule.recurse=false",
+    "protocol.allow=never",
+    "credential.helper=",
+];
+
+/// Where the checkout holding `root` keeps its git data.
+struct Repository {
+    /// The work tree's top (the directory holding `.git`), `root` or an ancestor of it.
+    top: PathBuf,
+    /// The git directory when `.git` is a file (`gitdir: …`, a worktree or submodule), and its
+    /// common directory.
+    linked: Vec<PathBuf>,
+}
+
+impl Repository {
+    /// What the confined git may read besides `root`: the top of the checkout (when `root` is
+    /// a folder inside it) and a linked git directory, each only when it really is a git
+    /// directory (HEAD and objects/), so a planted `.git` file cannot open `~/.ssh` to it.
+    fn read_paths(&self, root: &Path) -> Vec<PathBuf> {
+        let mut read = Vec::new();
+        // Never the home directory or above it (a dotfiles repository in `~`).
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let too_wide = self.top == Path::new("/")
+            || home
+                .as_deref()
+                .is_some_and(|home| home.starts_with(&self.top));
+        if self.top != root && !too_wide {
+            read.push(self.top.clone());
+        }
+        read.extend(self.linked.iter().filter(|dir| is_git_dir(dir)).cloned());
+        read
+    }
+}
+
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
+}
+
+/// The checkout `root` is in: the nearest `.git` in `root` or above it. Saves starting git where
+/// there is no repository.
+fn find_repository(root: &Path) -> Option<Repository> {
+    let top = root
+        .ancestors()
+        .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())?;
+    let dot_git = top.join(".git");
+    let mut linked = Vec::new();
+    if dot_git.is_file()
+        && let Ok(text) = std::fs::read_to_string(&dot_git)
+        && let Some(target) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:"))
+    {
+        let gitdir = top.join(target.trim());
+        let gitdir = std::fs::canonicalize(&gitdir).unwrap_or(gitdir);
+        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+            let common = gitdir.join(common.trim());
+            linked.push(std::fs::canonicalize(&common).unwrap_or(common));
+        }
+        linked.insert(0, gitdir);
+    }
+    Some(Repository {
+        top: top.to_path_buf(),
+        linked,
+    })
+}
+
+/// git for one workspace, run through the sandbox's launcher.
+struct ConfinedGit<'a> {
+    root: &'a Path,
+    sandbox: &'a lode_sandbox::Sandbox,
+    read: Vec<PathBuf>,
+}
+
+impl ConfinedGit<'_> {
+    /// The filter drivers the repository's own configuration defines (local and worktree
+    /// scope, includes followed), to switch off; `None` when git cannot be run or a driver's
+    /// name cannot be written on a command line (it holds `=`), so status is not run at all.
+    /// Drivers of the user's own configuration (git-lfs) stay.
+    fn repository_filters(&self) -> Option<Vec<String>> {
+        let listing = self.run(
+            &[
+                "config",
+                "--null",
+                "--name-only",
+                "--show-scope",
+                "--get-regexp",
+                r"^filter\..*\.(clean|smudge|process)$",
+            ]
+            .map(str::to_owned),
+        );
+        // `git config --get-regexp` exits 1 when nothing matches.
+        let listing = listing.unwrap_or_default();
+        let mut drivers: Vec<String> = Vec::new();
+        let mut fields = listing.split('\0');
+        while let (Some(scope), Some(name)) = (fields.next(), fields.next()) {
+            if matches!(scope, "global" | "system") {
+                continue;
+            }
+            let Some(driver) = name
+                .strip_prefix("filter.")
+                .and_then(|rest| rest.rsplit_once('.'))
+                .map(|(driver, _)| driver)
+            else {
+                continue;
+            };
+            if driver.contains('=') || driver.contains('\n') {
+                return None;
+            }
+            if !drivers.iter().any(|known| known == driver) {
+                drivers.push(driver.to_owned());
+            }
+        }
+        Some(drivers)
+    }
+
+    /// Runs `git --no-optional-locks -C root ARGS` confined and returns its stdout when it
+    /// exits 0 within [`GIT_TIMEOUT`]; `None` when the sandbox cannot confine here.
+    fn run(&self, args: &[String]) -> Option<String> {
+        let mut git_args: Vec<std::ffi::OsString> = vec![
+            "--no-optional-locks".into(),
+            "-C".into(),
+            self.root.as_os_str().to_owned(),
+        ];
+        git_args.extend(args.iter().map(Into::into));
+        let wrapped = self.sandbox.wrap_own_program(
+            &[self.root.to_path_buf()],
+            &self.read,
+            "git",
+            git_args,
+        )?;
+        run_with_deadline(
+            Command::new(&wrapped.program)
+                .args(&wrapped.args)
+                .current_dir(self.root),
+        )
+    }
 }
 
 /// The branch named by `git status --branch`'s header: `HEAD` when detached (as
@@ -125,23 +298,9 @@ fn branch_of(header: &str) -> Option<String> {
     (!branch.is_empty()).then(|| branch.to_owned())
 }
 
-/// Whether git could find a work tree for `root`: not when no `.git` is in `root` or above it
-/// and no variable points git elsewhere. Saves starting git where there is no repository.
-fn may_be_in_checkout(root: &Path) -> bool {
-    if std::env::var_os("GIT_DIR").is_some() || std::env::var_os("GIT_WORK_TREE").is_some() {
-        return true;
-    }
-    root.ancestors()
-        .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
-}
-
-/// Runs `git -C root ARGS` and returns its stdout when it exits 0 within [`GIT_TIMEOUT`].
-fn run_git(root: &Path, args: &[&str]) -> Option<String> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
+/// Runs `command` and returns its stdout when it exits 0 within [`GIT_TIMEOUT`].
+fn run_with_deadline(command: &mut Command) -> Option<String> {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -110,7 +110,7 @@ fn run_assembly(
     budget: ContextBudget,
     tools: &[ToolSpec],
 ) -> AssembledContext {
-    let environment = Environment::detect(root);
+    let environment = Environment::detect(root, &lode_sandbox::Sandbox::unavailable("test"));
     let mentions = extract_mentions(root, history);
     let instructions = find_instruction_files(root, &mentions.files, 16 * 1024);
     let shares = ContextShares::default();
@@ -487,33 +487,60 @@ fn truncation_fits_the_token_limit() {
     assert_eq!(truncate_to_tokens("short", 10), "short");
 }
 
+/// A stand-in for the sandbox's launcher: the real one is the `lode` binary, which this
+/// crate's tests cannot build. It drops the profile and runs the command as it is, so these
+/// tests see what lode passes to git; the confinement itself is tested end to end
+/// (tests/e2e/redteam.rs, the hostile-git rows).
+fn passthrough_sandbox(dir: &Path) -> lode_sandbox::Sandbox {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("launcher.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nwhile [ \"$1\" != \"--\" ]; do shift; done\nshift\nexec \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    lode_sandbox::Sandbox::new(script, lode_sandbox::SandboxSettings::default(), Vec::new())
+}
+
+fn git_in(dir: &Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{args:?}: {status:?}");
+}
+
 #[test]
 fn the_environment_reports_git_branch_and_changes() {
+    let launcher_dir = tempfile::tempdir().unwrap();
+    let sandbox = passthrough_sandbox(launcher_dir.path());
+    if sandbox.own_programs_unconfinable().is_some() {
+        // This machine cannot confine: lode does not run git at all (checked below too).
+        let dir = tempfile::tempdir().unwrap();
+        git_in(dir.path(), &["init", "-q"]);
+        assert_eq!(Environment::detect(dir.path(), &sandbox).git, None);
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let plain = Environment::detect(dir.path());
+    let plain = Environment::detect(dir.path(), &sandbox);
     assert_eq!(plain.git, None);
     assert!(plain.render().contains("not a git repository"));
 
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "{args:?}: {status:?}");
-    };
+    let git = |args: &[&str]| git_in(dir.path(), args);
     git(&["init", "-q", "-b", "feature/context"]);
     write(dir.path(), "a.txt", "one");
     git(&["add", "a.txt"]);
     git(&["commit", "-q", "-m", "first"]);
     write(dir.path(), "a.txt", "two");
     write(dir.path(), "new.txt", "new");
-    let environment = Environment::detect(dir.path());
+    let environment = Environment::detect(dir.path(), &sandbox);
     let state = environment.git.clone().expect("a git repository");
     assert_eq!(state.branch, "feature/context");
     assert_eq!(state.dirty_total, 2);
@@ -527,6 +554,65 @@ fn the_environment_reports_git_branch_and_changes() {
         "{rendered}"
     );
     assert!(rendered.contains(&dir.path().display().to_string()));
+
+    // Without a sandbox that can confine, lode does not start git.
+    let unconfined = Environment::detect(dir.path(), &lode_sandbox::Sandbox::unavailable("test"));
+    assert_eq!(unconfined.git, None);
+}
+
+/// What lode passes to git keeps the repository's commands from running even before the
+/// sandbox: an fsmonitor, a clean filter (of the repository and of a submodule), hooks. Each
+/// would write a marker; git still reports the state.
+#[test]
+fn lodes_git_runs_none_of_the_repositorys_commands() {
+    let launcher_dir = tempfile::tempdir().unwrap();
+    let sandbox = passthrough_sandbox(launcher_dir.path());
+    if sandbox.own_programs_unconfinable().is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let markers = tempfile::tempdir().unwrap();
+    let marker = |name: &str| markers.path().join(name);
+    let git = |args: &[&str]| git_in(dir.path(), args);
+    git(&["init", "-q", "-b", "main"]);
+    write(dir.path(), ".gitattributes", "*.txt filter=evil\n");
+    write(dir.path(), "a.txt", "one");
+    git(&["add", "a.txt", ".gitattributes"]);
+    git(&["commit", "-q", "-m", "first"]);
+    let fsmonitor = format!("touch {}; false", marker("fsmonitor").display());
+    let clean = format!("touch {}; cat", marker("clean").display());
+    let process = format!("touch {}; false", marker("process").display());
+    git(&["config", "core.fsmonitor", &fsmonitor]);
+    git(&["config", "filter.evil.clean", &clean]);
+    git(&["config", "filter.evil.process", &process]);
+    git(&["config", "filter.evil.required", "true"]);
+    std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+    write(
+        dir.path(),
+        ".git/hooks/post-index-change",
+        &format!("#!/bin/sh\ntouch {}\n", marker("hook").display()),
+    );
+    // A change of the same size: git must hash the file (through the filter, were it on) to
+    // know it changed.
+    write(dir.path(), "a.txt", "owt");
+    let environment = Environment::detect(dir.path(), &sandbox);
+    let state = environment.git.expect("git still reports the state");
+    assert_eq!(state.branch, "main");
+    assert_eq!(state.dirty_total, 1, "{:?}", state.dirty);
+    for name in ["fsmonitor", "clean", "process", "hook"] {
+        assert!(!marker(name).exists(), "git ran the repository's {name}");
+    }
+    // The control: git itself runs the same filter when asked plainly.
+    let plain = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir.path())
+        .args(["-c", "core.fsmonitor=false", "add", "a.txt"])
+        .output()
+        .unwrap();
+    assert!(
+        marker("process").exists() || marker("clean").exists(),
+        "{plain:?}"
+    );
 }
 
 #[test]

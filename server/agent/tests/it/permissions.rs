@@ -297,7 +297,10 @@ fn the_allowlist_runs_harmless_commands_and_chains_are_judged_by_their_worst_par
             always_pattern: "npm run lint*".into(),
             offer_network: false,
             must_ask: false,
-            reason: "commands ask by default".into(),
+            // A package script is a wrapper lode cannot see into: the question says so.
+            reason: "`npm run lint` runs a script from package.json, which lode's deny list \
+                     cannot see"
+                .into(),
             subjects: vec!["cargo check".into(), "npm run lint --fix".into()],
             subject_kind: SubjectKind::Command,
         }
@@ -732,12 +735,19 @@ fn without_the_sandbox_every_command_that_runs_workspace_code_asks() {
             "{line} must ask without the sandbox"
         );
     }
-    // Inside the sandbox the workspace's own build and test commands run unasked.
+    // Inside the sandbox the workspace's own build and test commands run unasked; `make` runs
+    // recipes lode cannot see, so it is a (plain) question naming it.
+    assert!(
+        matches!(
+            policy().decide("run_command", &command("make"), Mode::Code),
+            Decision::Ask { must_ask: false, ref reason, .. } if reason.contains("`make`")
+        ),
+        "make asks, naming what it runs"
+    );
     for line in [
         "cargo test",
         "cargo check",
         "npm test",
-        "make",
         "pytest -q",
         "go test ./...",
         "git status",

@@ -3,9 +3,14 @@
 //! rustup proxy whose toolchain lacks the component answers with rustup's error: that is "not
 //! installed", with the `rustup component add` fix.
 //!
-//! Safety: the version query runs a program outside the sandbox, so only one found through an
-//! absolute `PATH` entry and living outside the workspace is run; a relative entry (`.`, `bin`)
-//! is skipped and a program inside the workspace is reported, never started. (The configured
+//! Safety: a version query runs a program a workspace can steer (a rustup proxy follows the
+//! `rust-toolchain.toml` of its working directory, whose `path` can name a toolchain a confined
+//! command planted), so it runs like lode's own git: through the sandbox's launcher in
+//! `read-only` mode with no workspace root at all (the workspace is not even readable), from a
+//! neutral working directory (`/`), with the allowlisted environment. Only a program found
+//! through an absolute `PATH` entry and living outside the workspace is run; a relative entry
+//! (`.`, `bin`) is skipped and a program inside the workspace is reported, never started. Where
+//! the machine cannot confine, nothing is run and the check says so. (The configured
 //! `[lsp.diagnostics] servers` of an untrusted workspace file never reach here: `lode trust`
 //! gates them.)
 
@@ -143,7 +148,11 @@ fn locate(program: &str, root: &Path) -> Result<Option<PathBuf>, PathBuf> {
 
 /// `lsp`: the `[lsp.diagnostics]` of the configuration (`None` when it cannot be used: the
 /// config check says why, and the defaults are checked).
-pub fn check(root: &Path, lsp: Option<&lode_agent::config::LspDiagnosticsSettings>) -> Vec<Check> {
+pub fn check(
+    root: &Path,
+    lsp: Option<&lode_agent::config::LspDiagnosticsSettings>,
+    sandbox: &lode_sandbox::Sandbox,
+) -> Vec<Check> {
     let defaults = lode_agent::config::LspDiagnosticsSettings::default();
     let settings = crate::diagnostics_adapter::settings_from(lsp.unwrap_or(&defaults));
     let families: Vec<&str> = MARKERS
@@ -182,12 +191,17 @@ pub fn check(root: &Path, lsp: Option<&lode_agent::config::LspDiagnosticsSetting
                 continue;
             }
         };
-        checks.push(check_server(root, family, &command));
+        checks.push(check_server(root, family, &command, sandbox));
     }
     checks
 }
 
-fn check_server(root: &Path, family: &str, command: &[String]) -> Check {
+fn check_server(
+    root: &Path,
+    family: &str,
+    command: &[String],
+    sandbox: &lode_sandbox::Sandbox,
+) -> Check {
     let (install, fallback) = install_hint(family);
     let Some(program) = command.first() else {
         return Check::ok("language-server", format!("{family}: no server"));
@@ -220,7 +234,18 @@ fn check_server(root: &Path, family: &str, command: &[String]) -> Check {
             format!("{family}: {program} found at {} (not run)", path.display()),
         );
     };
-    match run_with_timeout(&probe, args) {
+    let Some(wrapped) = sandbox.wrap_own_program(&[], &[], &probe, args.iter().copied()) else {
+        return Check::ok(
+            "language-server",
+            format!(
+                "{family}: {program} found at {} (not run: lode runs it only inside its \
+                 sandbox, which cannot confine here: {})",
+                path.display(),
+                sandbox.own_programs_unconfinable().unwrap_or("no launcher")
+            ),
+        );
+    };
+    match run_with_timeout(&wrapped.program, &wrapped.args) {
         Ok((true, stdout, _)) => Check::ok(
             "language-server",
             format!(
@@ -278,10 +303,15 @@ fn version_probe(program: &str, path: &Path) -> Option<(PathBuf, &'static [&'sta
     }
 }
 
-/// Runs `program args` with no stdin; (succeeded, stdout, stderr), or why it could not run.
-fn run_with_timeout(program: &Path, args: &[&str]) -> Result<(bool, String, String), String> {
+/// Runs `program args` (the launcher and its arguments) from `/`, with no stdin; (succeeded,
+/// stdout, stderr), or why it could not run.
+fn run_with_timeout(
+    program: &Path,
+    args: &[std::ffi::OsString],
+) -> Result<(bool, String, String), String> {
     let mut child = Command::new(program)
         .args(args)
+        .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -112,9 +112,13 @@ pub fn run(args: &WorkspaceArgs, doctor: DoctorArgs) -> anyhow::Result<ExitCode>
     checks.extend(index::check_index(&index_dir));
     checks.push(index::check_watcher(&index_dir));
     checks.extend(sandbox::check(loaded.as_ref().map(|loaded| &loaded.config)));
+    let defaults = lode_agent::config::Config::default();
+    let config = loaded.as_ref().map_or(&defaults, |loaded| &loaded.config);
+    let sandbox = lode_agent::sandbox_for(crate::sandbox_command::launcher(), config);
     checks.extend(language_servers::check(
         &root,
         loaded.as_ref().map(|loaded| &loaded.config.lsp.diagnostics),
+        &sandbox,
     ));
     checks.extend(editors::check(&root));
     checks.extend(qdrant::check(args, &root));

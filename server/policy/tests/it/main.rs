@@ -2,3 +2,4 @@
 //! One test binary (`cargo test -p lode-policy --test it`), one module per suite.
 
 mod must_ask;
+mod wrappers;

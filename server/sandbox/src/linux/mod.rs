@@ -16,7 +16,7 @@ pub fn confine(plan: &Plan) -> Result<(), SandboxError> {
     let writable: Vec<&std::path::Path> = plan.write_paths.iter().map(|p| p.as_path()).collect();
     let read_only: Vec<&std::path::Path> =
         plan.read_only_paths.iter().map(|p| p.as_path()).collect();
-    mounts::confine_mounts(&writable, &read_only)?;
+    mounts::confine_mounts(&writable, &read_only, &plan.hidden)?;
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1) only sets a flag on this process; Landlock and
     // seccomp both require it, and it keeps setuid programs from gaining privileges.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {

@@ -124,7 +124,11 @@ fn everything_read_only() -> Result<(), SandboxError> {
 /// Enters a new user and mount namespace in which only `writable` can be written (and, inside
 /// them, not `read_only`). Paths that do not exist are skipped. Must run while the process has
 /// a single thread.
-pub fn confine_mounts(writable: &[&Path], read_only: &[&Path]) -> Result<(), SandboxError> {
+pub fn confine_mounts(
+    writable: &[&Path],
+    read_only: &[&Path],
+    hiding: &crate::sockets::SocketHiding,
+) -> Result<(), SandboxError> {
     enter_namespace()?;
     // Devices stay writable on a read-only mount, and a second devpts mount over /dev/pts
     // would keep /dev/ptmx from finding its instance: only directories and regular files are
@@ -154,6 +158,7 @@ pub fn confine_mounts(writable: &[&Path], read_only: &[&Path]) -> Result<(), San
         )?;
     }
     protect_read_only(read_only)?;
+    hide_sockets(hiding)?;
     // The working directory still points into the mount it was entered on, under the new ones:
     // enter it again by name, so relative paths resolve through the writable mounts.
     let cwd = std::env::current_dir()
@@ -197,6 +202,54 @@ fn bind_onto_itself(path: &Path) -> Result<CString, SandboxError> {
         &format!("bind-mounting {}", path.display()),
     )?;
     Ok(target)
+}
+
+/// Covers the socket directories with an empty tmpfs and each other socket with `/dev/null`
+/// (see [`crate::sockets`]). A path gone since the plan was made is skipped; any other failure
+/// stops the launch rather than leave a socket reachable.
+fn hide_sockets(hiding: &crate::sockets::SocketHiding) -> Result<(), SandboxError> {
+    let tmpfs = CString::new("tmpfs").map_err(|_| SandboxError::Usage("tmpfs".into()))?;
+    let options =
+        CString::new("mode=0500,size=4k").map_err(|_| SandboxError::Usage("tmpfs".into()))?;
+    for dir in &hiding.dirs {
+        let target = c_path(dir)?;
+        // SAFETY: every pointer is a valid NUL-terminated string that outlives the call.
+        let mounted = unsafe {
+            libc::mount(
+                tmpfs.as_ptr(),
+                target.as_ptr(),
+                tmpfs.as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
+                options.as_ptr().cast(),
+            )
+        };
+        if mounted != 0 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() != std::io::ErrorKind::NotFound {
+                return Err(SandboxError::setup(
+                    format!("hiding the sockets in {}", dir.display()),
+                    error,
+                ));
+            }
+        }
+    }
+    let null = c_path(Path::new("/dev/null"))?;
+    for socket in &hiding.sockets {
+        let target = c_path(socket)?;
+        if let Err(error) = mount(
+            Some(&null),
+            &target,
+            libc::MS_BIND,
+            &format!("hiding the socket {}", socket.display()),
+        ) {
+            match &error {
+                SandboxError::Setup { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound => {}
+                _ => return Err(error),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Bind-mounts each of `paths` read-only over itself.
