@@ -64,8 +64,27 @@ pub fn session_update(event: &AgentEvent, notices: bool) -> Option<SessionUpdate
                 })
                 .collect(),
         )),
-        AgentEvent::Usage { used, size, .. } => {
-            SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size))
+        AgentEvent::Usage {
+            used,
+            size,
+            input_tokens,
+            output_tokens,
+            cached_input_tokens,
+            uncached_input_tokens,
+            cache_write_tokens,
+        } => {
+            let mut meta = Meta::new();
+            meta.insert(
+                USAGE_META_KEY.to_owned(),
+                serde_json::json!({
+                    "inputTokens": input_tokens,
+                    "cachedInputTokens": cached_input_tokens,
+                    "uncachedInputTokens": uncached_input_tokens,
+                    "cacheWriteTokens": cache_write_tokens,
+                    "outputTokens": output_tokens,
+                }),
+            );
+            SessionUpdate::UsageUpdate(UsageUpdate::new(*used, *size).meta(meta))
         }
         AgentEvent::TitleChanged { title } => SessionUpdate::SessionInfoUpdate(
             SessionInfoUpdate::new()
@@ -313,6 +332,10 @@ pub const PERMISSION_META_KEY: &str = "lode";
 /// `_meta.lode`, `mustAsk` (only a person may answer), `reason`, `subjects` (resolved
 /// workspace-relative paths, parsed simple commands, or the tool's name) and `subjectKind`
 /// (`path`, `command`, `tool`).
+/// The `_meta` key of a `usage_update`'s token figures: the request's input (all of it, from
+/// the provider's prompt cache, processed afresh, written to the cache) and output.
+pub const USAGE_META_KEY: &str = "lode";
+
 pub fn permission_meta(request: &PermissionRequest) -> Meta {
     let mut meta = Meta::new();
     meta.insert(

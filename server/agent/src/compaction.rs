@@ -104,6 +104,152 @@ pub fn prune_tool_outputs(messages: &mut [Message], keep_recent: usize) -> Prune
     report
 }
 
+/// Where a session's old output is pruned: the tool results of messages before `results_before`
+/// and the turn contexts of messages before `contexts_before` (indices into the model's view of
+/// the history) become one-line stubs. The mark moves only at a block boundary, when the history
+/// nears its budget ([`choose_prune_mark`]), by enough to leave room for many more requests;
+/// between two moves the pruned history only grows at its end, so each request is a prefix of
+/// the next and providers' prompt caches hit. A compaction starts it again from the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneMark {
+    pub results_before: usize,
+    pub contexts_before: usize,
+}
+
+/// The stub a pruned turn context becomes.
+pub const PRUNED_CONTEXT: &str = "[lode's context for this message was left out to save room]\n\n";
+
+/// Stubs what `mark` prunes in `messages`, in place; returns the indices of the messages it
+/// changed. Idempotent: a stub is never stubbed again.
+pub fn apply_prune_mark(messages: &mut [Message], mark: PruneMark) -> Vec<usize> {
+    let end = mark
+        .results_before
+        .max(mark.contexts_before)
+        .min(messages.len());
+    let tool_names: HashMap<String, String> = messages[..end]
+        .iter()
+        .flat_map(|message| message.tool_calls())
+        .map(|call| (call.id.clone(), call.name.clone()))
+        .collect();
+    let mut changed = Vec::new();
+    for (index, message) in messages[..end].iter_mut().enumerate() {
+        let mut touched = false;
+        for part in &mut message.content {
+            match part {
+                ContentPart::ToolResult(result) if index < mark.results_before => {
+                    if let Some(stub) = result_stub(&tool_names, &result.call_id, &result.content) {
+                        result.content = stub;
+                        touched = true;
+                    }
+                }
+                ContentPart::Context { text }
+                    if index < mark.contexts_before && context_prunable(text) =>
+                {
+                    *text = PRUNED_CONTEXT.to_owned();
+                    touched = true;
+                }
+                _ => {}
+            }
+        }
+        if touched {
+            changed.push(index);
+        }
+    }
+    changed
+}
+
+/// The stub for a tool result, or `None` when it stays (short, or a stub already).
+fn result_stub(names: &HashMap<String, String>, call_id: &str, content: &str) -> Option<String> {
+    if content.len() < PRUNE_MIN_CHARS || content.starts_with("[output pruned:") {
+        return None;
+    }
+    let tool = names.get(call_id).map(String::as_str).unwrap_or("unknown");
+    Some(format!(
+        "[output pruned: {} lines, tool {tool}]",
+        content.lines().count()
+    ))
+}
+
+fn context_prunable(text: &str) -> bool {
+    text.len() >= PRUNE_MIN_CHARS && text != PRUNED_CONTEXT
+}
+
+/// Where to move `current` when the history (`counts[i]` tokens for `messages[i]`, with
+/// `current` applied) has reached its threshold: the smallest move that brings it down to
+/// `target_tokens`, or as far as it may go. It never prunes the `keep_recent` newest tool
+/// results or the newest turn's context, and never moves back. Returns `current` when nothing
+/// can be pruned.
+pub fn choose_prune_mark(
+    messages: &[Message],
+    counts: &[usize],
+    current: PruneMark,
+    target_tokens: usize,
+    keep_recent: usize,
+) -> PruneMark {
+    let total: usize = counts.iter().sum();
+    // The message holding the `keep_recent`-th newest result: results from there on stay.
+    let mut seen = 0usize;
+    let mut results_limit = 0usize;
+    'messages: for (index, message) in messages.iter().enumerate().rev() {
+        for part in message.content.iter().rev() {
+            if matches!(part, ContentPart::ToolResult(_)) {
+                seen += 1;
+                if seen >= keep_recent.max(1) {
+                    results_limit = if seen > keep_recent { index + 1 } else { index };
+                    break 'messages;
+                }
+            }
+        }
+    }
+    if seen < keep_recent.max(1) {
+        results_limit = 0;
+    }
+    let contexts_limit = turn_starts(messages).last().copied().unwrap_or(0);
+    let tool_names: HashMap<String, String> = messages
+        .iter()
+        .flat_map(|message| message.tool_calls())
+        .map(|call| (call.id.clone(), call.name.clone()))
+        .collect();
+    let saving = |index: usize| -> usize {
+        let mut saved = 0usize;
+        for part in &messages[index].content {
+            match part {
+                ContentPart::ToolResult(result)
+                    if index >= current.results_before && index < results_limit =>
+                {
+                    if let Some(stub) = result_stub(&tool_names, &result.call_id, &result.content) {
+                        saved += count_tokens(&result.content).saturating_sub(count_tokens(&stub));
+                    }
+                }
+                ContentPart::Context { text }
+                    if index >= current.contexts_before
+                        && index < contexts_limit
+                        && context_prunable(text) =>
+                {
+                    saved += count_tokens(text).saturating_sub(count_tokens(PRUNED_CONTEXT));
+                }
+                _ => {}
+            }
+        }
+        saved
+    };
+    let start = current.results_before.min(current.contexts_before);
+    let end = results_limit.max(contexts_limit).min(messages.len());
+    let mut saved = 0usize;
+    let mut mark = current;
+    for index in start..end {
+        saved += saving(index);
+        mark = PruneMark {
+            results_before: current.results_before.max((index + 1).min(results_limit)),
+            contexts_before: current.contexts_before.max((index + 1).min(contexts_limit)),
+        };
+        if total.saturating_sub(saved) <= target_tokens {
+            break;
+        }
+    }
+    mark
+}
+
 /// How a summary was made.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SummarySource {
@@ -183,6 +329,7 @@ async fn request_summary(
         tools: Vec::new(),
         max_tokens: Some(SUMMARY_MAX_TOKENS.min(info.max_output_tokens.max(1))),
         temperature: Some(0.0),
+        cache_key: None,
     };
     let mut stream = tokio::select! {
         biased;
@@ -231,7 +378,8 @@ fn render_transcript(messages: &[Message], max_tokens: usize) -> String {
                     "{speaker}: {}\n",
                     cut_middle(text, TRANSCRIPT_TEXT_CHARS)
                 )),
-                ContentPart::Thinking { .. } => {}
+                // The turn's context is lode's own and comes again with later turns.
+                ContentPart::Thinking { .. } | ContentPart::Context { .. } => {}
                 ContentPart::Image { mime_type, .. } => {
                     entry.push_str(&format!("{speaker}: [image {mime_type}]\n"))
                 }

@@ -57,7 +57,7 @@ pub use sections::{
 };
 
 use crate::compaction::{DEFAULT_COMPACTION_THRESHOLD, DEFAULT_KEEP_RECENT_TOOL_OUTPUTS};
-use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES};
+use crate::context::{ContextShares, DEFAULT_INSTRUCTION_FILE_MAX_BYTES, ProfileSetting};
 use lode_llm::{DetectedProvider, ProviderConfig};
 use lode_policy::{Mode, PermissionConfig};
 
@@ -131,6 +131,12 @@ pub struct AgentConfig {
     pub compaction_threshold: f64,
     /// Tool outputs newer than this many are never pruned (default 3).
     pub keep_recent_tool_outputs: usize,
+    /// How much lode sends: `auto` (default: `lean` below a 16k-token window), `full` or
+    /// `lean` (core tools with short schemas, skills by name only; see `crate::context`).
+    pub profile: ProfileSetting,
+    /// Read a tool call the model wrote as text (a fenced JSON object or a `<tool_call>` block
+    /// naming an offered tool) as that call, when its answer has no native call (default true).
+    pub text_tool_calls: bool,
     /// `[agent.context]`: how the context budget is shared.
     pub context: ContextShares,
 }
@@ -143,6 +149,8 @@ impl Default for AgentConfig {
             instruction_file_max_bytes: DEFAULT_INSTRUCTION_FILE_MAX_BYTES,
             compaction_threshold: DEFAULT_COMPACTION_THRESHOLD,
             keep_recent_tool_outputs: DEFAULT_KEEP_RECENT_TOOL_OUTPUTS,
+            profile: ProfileSetting::Auto,
+            text_tool_calls: true,
             context: ContextShares::default(),
         }
     }

@@ -43,12 +43,21 @@ pub enum AgentEvent {
     Plan {
         entries: Vec<PlanEntry>,
     },
-    /// Context use after a model request: `used` tokens of `size`.
+    /// Context use after a model request: `used` tokens of `size`. `input_tokens` is every
+    /// input token; `cached_input_tokens` of them came from the provider's prompt cache and
+    /// `uncached_input_tokens` were processed afresh (of which `cache_write_tokens` were
+    /// written to the cache for later requests, where the provider says so).
     Usage {
         used: u64,
         size: u64,
         input_tokens: u64,
         output_tokens: u64,
+        #[serde(default)]
+        cached_input_tokens: u64,
+        #[serde(default)]
+        uncached_input_tokens: u64,
+        #[serde(default)]
+        cache_write_tokens: u64,
     },
     /// The session got (or changed) its title.
     TitleChanged {

@@ -25,7 +25,10 @@ use lode_tools::ToolRegistry;
 /// What a turn adds to the context from skills and memory.
 #[derive(Debug, Default, Clone)]
 pub struct TurnExtras {
+    /// The selected skills' bodies (none in the lean profile).
     pub skills: Vec<String>,
+    /// Every skill by name and one line, for the system prompt.
+    pub skill_catalogue: Option<String>,
     pub memory: Vec<String>,
     /// Tools pre-approved by the selected trusted skills' `allowed-tools`.
     pub granted_tools: Vec<String>,
@@ -134,17 +137,29 @@ impl Extensions {
         tools
     }
 
-    /// Skills and memories for a turn whose user message is `user_text`.
-    pub async fn turn_extras(&self, user_text: &str, memory_tokens: usize) -> TurnExtras {
+    /// Skills and memories for a turn whose user message is `user_text`; in the lean profile,
+    /// skills by name only.
+    pub async fn turn_extras(
+        &self,
+        user_text: &str,
+        memory_tokens: usize,
+        profile: crate::context::Profile,
+    ) -> TurnExtras {
         let mut extras = TurnExtras {
             notices: std::mem::take(&mut *self.startup_notices.lock()),
             ..TurnExtras::default()
         };
         if let Some(skills) = self.skills.clone() {
             let text = user_text.to_owned();
-            if let Ok(turn) = tokio::task::spawn_blocking(move || skills.prepare_turn(&text)).await
+            let detail = match profile {
+                crate::context::Profile::Full => crate::skills::SkillDetail::Bodies,
+                crate::context::Profile::Lean => crate::skills::SkillDetail::NamesOnly,
+            };
+            if let Ok(turn) =
+                tokio::task::spawn_blocking(move || skills.prepare_turn_for(&text, detail)).await
             {
                 extras.skills = turn.texts;
+                extras.skill_catalogue = turn.catalogue;
                 extras.granted_tools = turn.granted_tools;
                 extras.notices.extend(
                     turn.new_problems

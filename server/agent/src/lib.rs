@@ -28,6 +28,7 @@ pub mod skills;
 pub mod slash;
 pub mod step;
 pub mod store;
+pub mod text_calls;
 pub mod trust;
 mod turn;
 mod turn_commands;

@@ -36,6 +36,10 @@ pub enum AgentError {
     /// [`crate::AgentOptions::allow_no_provider`]); the message says where and how to add one.
     #[error("{0}")]
     NoProvider(String),
+    /// The model's context window cannot hold even lode's smallest request; the message says
+    /// what it needs and what to change.
+    #[error("{0}")]
+    ContextTooSmall(String),
     #[error("no session with id {0}")]
     NoSuchSession(String),
     #[error("session {0} is already running a turn; cancel it or wait")]
@@ -117,6 +121,33 @@ pub(crate) struct Shared {
     pub told_unconfined: Arc<Mutex<std::collections::HashSet<String>>>,
     /// Settings of the untrusted workspace config that are not applied (see `crate::trust`).
     pub untrusted_ignored: Vec<String>,
+}
+
+impl Shared {
+    /// The session's prune mark, kept in the store from turn to turn (and process to process)
+    /// so the pruned history stays the same until the next block is pruned. A store that cannot
+    /// say starts from nothing pruned (one request's cache is lost, nothing else).
+    pub fn prune_mark(&self, session_id: &str) -> crate::compaction::PruneMark {
+        match self.store.prune_mark(session_id) {
+            Ok((results_before, contexts_before)) => crate::compaction::PruneMark {
+                results_before,
+                contexts_before,
+            },
+            Err(error) => {
+                tracing::warn!(%error, "could not read where the session's history is pruned");
+                crate::compaction::PruneMark::default()
+            }
+        }
+    }
+
+    pub fn set_prune_mark(&self, session_id: &str, mark: crate::compaction::PruneMark) {
+        if let Err(error) =
+            self.store
+                .set_prune_mark(session_id, mark.results_before, mark.contexts_before)
+        {
+            tracing::warn!(%error, "could not record where the session's history is pruned");
+        }
+    }
 }
 
 /// The configured providers by name, the default first.

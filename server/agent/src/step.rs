@@ -198,11 +198,13 @@ mod tests {
                 input_tokens: 10,
                 output_tokens: 0,
                 cache_read_tokens: 0,
+                cache_write_tokens: 0,
             })),
             Ok(StreamEvent::Usage(Usage {
                 input_tokens: 0,
                 output_tokens: 7,
                 cache_read_tokens: 0,
+                cache_write_tokens: 0,
             })),
             Ok(StreamEvent::Finished(FinishReason::EndTurn)),
         ]);

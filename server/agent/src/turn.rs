@@ -5,17 +5,17 @@
 //! model's answer (retrying what a retry can fix), store it, then run each tool call through the
 //! permission policy, emitting every step as an event and storing every result.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::code_cache::{CodeCache, MapKey, RetrievalKey};
-use crate::compaction;
+use crate::compaction::{self, PruneMark};
 use crate::context::{
     self, CodeContext, ContextBudget, ContextInput, ContextShares, Environment, PrecomputedCode,
-    WorkspaceCode,
+    Profile, WorkspaceCode,
 };
 use crate::doom_loop::DoomLoopDetector;
 use crate::event::{
@@ -125,9 +125,13 @@ struct Turn<'a> {
     /// The session's messages, loaded once when the turn starts (see [`TurnHistory`]).
     history: TurnHistory,
     context: TurnContext,
-    /// The tools offered in the session's mode.
+    /// The tools offered in the session's mode and profile.
     specs: Vec<lode_llm::ToolSpec>,
     budget: ContextBudget,
+    profile: Profile,
+    /// The calls of the model's latest answer that it wrote as text (`crate::text_calls`), by
+    /// id, with what is wrong with their arguments, if anything.
+    text_calls: HashMap<String, Option<String>>,
     doom: DoomLoopDetector,
     /// The diagnostics of the files this turn edits, when a source is configured.
     edit_diagnostics: Option<lode_tools::diagnostics::TurnDiagnostics>,
@@ -156,11 +160,13 @@ impl<'a> Turn<'a> {
         cancel: CancellationToken,
     ) -> Result<Turn<'a>, AgentError> {
         let sources = Arc::new(lode_tools::untrusted::TurnSources::new());
-        let user_message = user_message(shared, input, provider.info().supports_images, &sources);
+        let mut user_message =
+            user_message(shared, input, provider.info().supports_images, &sources);
         let first_text = user_message.text();
-        // Loaded from the store once, with the user's message; what this turn appends is added
-        // in memory (and kept in clear: the store redacts secrets before writing).
-        let history = TurnHistory::start(&shared.store, &info.id, user_message)?;
+        // Loaded from the store once; what this turn appends is added in memory (and kept in
+        // clear: the store redacts secrets before writing).
+        let mark = shared.prune_mark(&info.id);
+        let mut history = TurnHistory::load(&shared.store, &info.id, mark)?;
         if info.title.is_none() && !first_text.trim().is_empty() {
             // Redacted before it is cut to length: a secret cut in half no longer matches.
             let title = title_from(&crate::redact::redact_text(&first_text));
@@ -170,19 +176,42 @@ impl<'a> Turn<'a> {
 
         tell_if_unconfined(shared, &info.id, host.as_ref());
         let budget = ContextBudget::for_model(provider.info());
-        let mut context = prepare_turn_context(shared, history.messages(), budget).await?;
+        let profile = shared.config.agent.profile.resolve(budget.context_window);
+        let mut with_question = history.messages().to_vec();
+        with_question.push(user_message.clone());
+        let mut context = prepare_turn_context(shared, &with_question, budget).await?;
         attach_extensions(
             shared,
             &info.id,
             &first_text,
             budget,
+            profile,
             &mut context,
             host.as_ref(),
         )
         .await;
         context.sources = sources;
         context.record_context_sources();
-        let specs = context.tools.specs(info.mode);
+        let specs = offered_specs(&context.tools, info.mode, profile);
+        // The turn's own context goes with the user's message, where it stays: what came
+        // before it is never changed by it.
+        let already_sent: Vec<&str> = history
+            .messages()
+            .iter()
+            .flat_map(|message| &message.content)
+            .filter_map(|part| match part {
+                ContentPart::Context { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let input = context.input(shared, info.mode, profile, &with_question, &specs, budget);
+        let turn_context = context::build_turn_context(&input, &already_sent);
+        let (_, stable, _) = context::system_prompt(&input);
+        check_room(provider.info(), profile, &stable, &user_message)?;
+        context.tool_output_chars = tool_output_chars(&stable);
+        drop(already_sent);
+        context::attach_turn_context(&mut user_message, &turn_context.text);
+        history.append(&shared.store, &info.id, user_message)?;
         let edit_diagnostics = shared.diagnostics.clone().map(|source| {
             lode_tools::diagnostics::TurnDiagnostics::new(source, shared.root.clone())
         });
@@ -196,6 +225,8 @@ impl<'a> Turn<'a> {
             context,
             specs,
             budget,
+            profile,
+            text_calls: HashMap::new(),
             doom: DoomLoopDetector::default(),
             edit_diagnostics,
             loop_warnings: 0,
@@ -208,16 +239,13 @@ impl<'a> Turn<'a> {
         if self.cancel.is_cancelled() {
             return Ok(Some(StopReason::Cancelled));
         }
-        if self.context.code_stale {
-            // A tool may have changed files since the map and retrieval were made.
-            refresh_code(self.shared, &mut self.context).await?;
-        }
         let response = match self.ask_model().await? {
             Asked::Answer(response) => response,
             Asked::Stop(stop) => return Ok(Some(stop)),
             Asked::Again => return Ok(None),
         };
         self.report_usage(&response);
+        let response = self.read_text_calls(response);
         let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
         if response.message.content.is_empty() {
             // Nothing to store: an empty answer ends the turn as the model asked.
@@ -255,6 +283,7 @@ impl<'a> Turn<'a> {
             &info.id,
             &mut self.history,
             info.mode,
+            self.profile,
             &self.specs,
             &self.context,
             self.budget,
@@ -291,22 +320,74 @@ impl<'a> Turn<'a> {
                     &self.cancel,
                 )
                 .await?;
-                self.history.reload(&shared.store, &info.id)?;
+                restart_after_compaction(shared, &info.id, &mut self.history)?;
                 Ok(Asked::Again)
             }
             Err(error) => Err(AgentError::Provider(error.to_string())),
         }
     }
 
+    /// Shows what the request cost (cached and uncached input) and records it in the audit log.
     fn report_usage(&self, response: &StepResponse) {
-        if let Some(usage) = response.usage {
-            self.host.emit(AgentEvent::Usage {
-                used: usage.input_tokens + usage.output_tokens,
-                size: u64::from(self.provider.info().context_window),
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
+        let Some(usage) = response.usage else {
+            return;
+        };
+        self.host.emit(AgentEvent::Usage {
+            used: usage.input_tokens + usage.output_tokens,
+            size: u64::from(self.provider.info().context_window),
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cached_input_tokens: usage.cache_read_tokens,
+            uncached_input_tokens: usage.uncached_input_tokens(),
+            cache_write_tokens: usage.cache_write_tokens,
+        });
+        let info = self.provider.info();
+        if let Err(error) =
+            self.shared
+                .audit
+                .record_usage(&self.info.id, &info.provider, &info.model, &usage)
+        {
+            tracing::error!(%error, "could not write the audit log");
+        }
+    }
+
+    /// When the model wrote its tool calls as text instead of calling them (many local models
+    /// do), reads them as calls (`crate::text_calls`): the message then holds the calls, and
+    /// their ids are noted for the audit log and for the error a call with bad arguments gets.
+    fn read_text_calls(&mut self, mut response: StepResponse) -> StepResponse {
+        self.text_calls.clear();
+        if !self.shared.config.agent.text_tool_calls
+            || response.message.tool_calls().next().is_some()
+        {
+            return response;
+        }
+        let text = response.message.text();
+        let Some(found) = crate::text_calls::read(&text, &self.specs) else {
+            return response;
+        };
+        response
+            .message
+            .content
+            .retain(|part| !matches!(part, ContentPart::Text { .. }));
+        if !found.prose.trim().is_empty() {
+            response.message.content.push(ContentPart::Text {
+                text: found.prose.clone(),
             });
         }
+        for call in found.calls {
+            let id = format!("text_call_{}", uuid::Uuid::now_v7().simple());
+            self.text_calls.insert(id.clone(), call.problem);
+            response
+                .message
+                .content
+                .push(ContentPart::ToolCall(ToolCall {
+                    id,
+                    name: call.name,
+                    arguments: call.arguments,
+                }));
+        }
+        response.finish = FinishReason::ToolUse;
+        response
     }
 
     /// Stores a message of this turn and keeps it in the turn's history.
@@ -342,9 +423,33 @@ impl<'a> Turn<'a> {
     async fn run_calls(&mut self, seq: u64, calls: &[ToolCall]) -> Result<bool, AgentError> {
         let mut results = Vec::with_capacity(calls.len());
         let mut looping = false;
-        for call in calls {
+        for model_call in calls {
+            // A lean tool runs as the built-in tool it stands for, under the model's call id.
+            let call = &match self.profile {
+                Profile::Lean => {
+                    match lode_tools::lean::resolve(&model_call.name, &model_call.arguments) {
+                        Some((name, arguments)) => ToolCall {
+                            id: model_call.id.clone(),
+                            name,
+                            arguments,
+                        },
+                        None => model_call.clone(),
+                    }
+                }
+                Profile::Full => model_call.clone(),
+            };
+            let origin = match self.text_calls.get(&call.id) {
+                None => CallOrigin::Native,
+                Some(None) => CallOrigin::Text,
+                Some(Some(problem)) => CallOrigin::InvalidText(problem.clone()),
+            };
             let pending_edit = match self.edit_diagnostics.as_mut() {
-                Some(tracker) if !self.cancel.is_cancelled() => tracker.before_call(call).await,
+                Some(tracker)
+                    if !self.cancel.is_cancelled()
+                        && !matches!(origin, CallOrigin::InvalidText(_)) =>
+                {
+                    tracker.before_call(call).await
+                }
                 _ => None,
             };
             let mut result = if self.cancel.is_cancelled() {
@@ -359,19 +464,10 @@ impl<'a> Turn<'a> {
                     host: &self.host,
                     cancel: &self.cancel,
                 };
-                run_tool_call(&scope, call).await
+                run_tool_call(&scope, call, &origin).await
             };
             if let (Some(tracker), Some(pending)) = (self.edit_diagnostics.as_mut(), pending_edit) {
                 tracker.after_call(pending, &mut result).await;
-            }
-            // A tool that may write (an edit, a command, an MCP tool) may have changed files.
-            if self
-                .context
-                .tools
-                .get(&call.name)
-                .is_some_and(|tool| !tool.read_only())
-            {
-                self.context.code_stale = true;
             }
             if !self.cancel.is_cancelled()
                 && self
@@ -395,6 +491,16 @@ impl<'a> Turn<'a> {
         })?;
         Ok(looping)
     }
+}
+
+/// How a tool call reached lode.
+enum CallOrigin {
+    /// The provider's own tool calling.
+    Native,
+    /// Written as text by the model and read as a call (`crate::text_calls`).
+    Text,
+    /// Written as text, naming an offered tool, with arguments its schema refuses: what is wrong.
+    InvalidText(String),
 }
 
 fn stop_reason_for(finish: FinishReason) -> StopReason {
@@ -513,25 +619,26 @@ fn attach_link(
     }
 }
 
-/// What one turn computes once: environment, instruction files, repo map and retrieved code.
+/// What one turn computes once: environment, instruction files, repo map and retrieved code,
+/// the session's tools and the turn's skills and memories.
 struct TurnContext {
     environment: Environment,
     instructions: Vec<context::InstructionFile>,
     code: PrecomputedCode,
-    /// What the repo map and retrieval were made from, to make them again.
-    code_inputs: CodeInputs,
-    /// Whether a tool that may write ran since `code` was made: it is made again (from the same
-    /// inputs) before the next request.
-    code_stale: bool,
     /// The session's tools: built-in, skills, memory, MCP.
     tools: lode_tools::ToolRegistry,
+    /// The bodies of the skills selected for the turn.
     skills: Vec<String>,
+    /// Every skill by name and one line, for the system prompt.
+    skill_catalogue: Option<String>,
     memory: Vec<String>,
     granted_tools: Vec<String>,
     /// Whether earlier turns' tool results are part of the conversation.
     earlier_tool_output: bool,
     /// What untrusted content entered the model's context in this turn (for `memory_save`).
     sources: Arc<lode_tools::untrusted::TurnSources>,
+    /// The most of one tool result the model is shown, in characters.
+    tool_output_chars: usize,
 }
 
 impl TurnContext {
@@ -555,6 +662,90 @@ impl TurnContext {
             }
         }
     }
+
+    /// What context assembly needs, for `history`.
+    fn input<'a>(
+        &'a self,
+        shared: &'a Shared,
+        mode: Mode,
+        profile: Profile,
+        history: &'a [Message],
+        specs: &'a [lode_llm::ToolSpec],
+        budget: ContextBudget,
+    ) -> ContextInput<'a> {
+        ContextInput {
+            mode,
+            profile,
+            root: &shared.root,
+            history,
+            tools: specs,
+            environment: &self.environment,
+            instructions: &self.instructions,
+            memory: &self.memory,
+            skills: &self.skills,
+            skill_catalogue: self.skill_catalogue.as_deref(),
+            code: &self.code as &dyn CodeContext,
+            budget,
+            shares: &shared.config.agent.context,
+        }
+    }
+}
+
+/// The tools offered in `mode`: every tool of the session, or in the lean profile the lean
+/// set (`lode_tools::lean`) with the session's skills and MCP tools, without the memory tools.
+fn offered_specs(
+    tools: &lode_tools::ToolRegistry,
+    mode: Mode,
+    profile: Profile,
+) -> Vec<lode_llm::ToolSpec> {
+    match profile {
+        Profile::Full => tools.specs(mode),
+        Profile::Lean => {
+            let mut specs = lode_tools::lean::lean_specs(tools, mode);
+            specs.extend(tools.specs(mode).into_iter().filter(|spec| {
+                !lode_tools::lean::is_built_in(&spec.name) && !spec.name.starts_with("memory_")
+            }));
+            specs
+        }
+    }
+}
+
+/// Refuses a turn whose smallest request (tools, system prompt and the user's message, without
+/// the turn's context or any history) does not fit the model's window less its output: nothing
+/// would make it fit, and a server would cut it from the front.
+fn check_room(
+    info: &lode_llm::ModelInfo,
+    profile: Profile,
+    stable: &context::TokenBreakdown,
+    user_message: &Message,
+) -> Result<(), AgentError> {
+    let message = context::message_tokens(user_message);
+    let needed = stable.tools + stable.system + message;
+    let budget = ContextBudget::for_model(info);
+    if needed <= budget.input_tokens() {
+        return Ok(());
+    }
+    let profile_hint = match profile {
+        Profile::Full => {
+            " `[agent] profile = \"lean\"` sends the smallest requests lode can make;".to_owned()
+        }
+        Profile::Lean => String::new(),
+    };
+    Err(AgentError::ContextTooSmall(format!(
+        "the model's context window ({} tokens, {} of them kept for its answer) cannot hold \
+         lode's smallest request here: {needed} tokens (tools {}, instructions {}, your message \
+         {message}).{profile_hint} give provider \"{}\" a larger `context_window` if the model \
+         has one (Ollama is sent it as num_ctx; a local server needs it when it starts, e.g. \
+         `llama-server -c 8192`), lower its `max_tokens`, or use a model with a larger window",
+        info.context_window, info.max_output_tokens, stable.tools, stable.system, info.provider
+    )))
+}
+
+/// The most of one tool result the model is shown: a third of what the history may use
+/// (about 3.5 characters a token), within the tools' own cap.
+fn tool_output_chars(stable: &context::TokenBreakdown) -> usize {
+    let history_budget = stable.budget.saturating_sub(stable.system);
+    (history_budget * 35 / 30).clamp(1_000, lode_tools::DEFAULT_OUTPUT_CAP)
 }
 
 /// Adds the session's extension tools and this turn's skills and memories.
@@ -563,6 +754,7 @@ async fn attach_extensions(
     session_id: &str,
     user_text: &str,
     budget: ContextBudget,
+    profile: Profile,
     turn: &mut TurnContext,
     host: &dyn SessionHost,
 ) {
@@ -585,9 +777,10 @@ async fn attach_extensions(
     );
     let extras = shared
         .extensions
-        .turn_extras(user_text, memory_tokens)
+        .turn_extras(user_text, memory_tokens, profile)
         .await;
     turn.skills = extras.skills;
+    turn.skill_catalogue = extras.skill_catalogue;
     turn.memory = extras.memory;
     turn.granted_tools = extras.granted_tools;
     for message in notices.into_iter().chain(extras.notices) {
@@ -658,6 +851,8 @@ impl CodeInputs {
     }
 }
 
+/// Environment, instruction files, repo map and retrieved code for the turn whose user message
+/// ends `history` (made off the async workers).
 async fn prepare_turn_context(
     shared: &Shared,
     history: &[Message],
@@ -686,14 +881,14 @@ async fn prepare_turn_context(
             environment,
             instructions,
             code,
-            code_inputs,
-            code_stale: false,
             tools: lode_tools::ToolRegistry::default(),
             skills: Vec::new(),
+            skill_catalogue: None,
             memory: Vec::new(),
             granted_tools: Vec::new(),
             earlier_tool_output,
             sources: Arc::default(),
+            tool_output_chars: lode_tools::DEFAULT_OUTPUT_CAP,
         }
     })
     .await
@@ -701,65 +896,71 @@ async fn prepare_turn_context(
     Ok(prepared)
 }
 
-/// Makes the turn's repo map and retrieved code again, from the same inputs, after a tool that
-/// may have changed files ran: the next request sees the index as the tools left it (the same
-/// map and chunks when the index did not change).
-async fn refresh_code(shared: &Shared, turn: &mut TurnContext) -> Result<(), AgentError> {
-    let inputs = turn.code_inputs.clone();
-    let code = WorkspaceCode::new(shared.index.clone());
-    let cache = shared.code_cache.clone();
-    turn.code = tokio::task::spawn_blocking(move || inputs.make(&code, &cache))
-        .await
-        .map_err(|error| AgentError::Other(format!("preparing the context failed: {error}")))?;
-    turn.code_stale = false;
-    Ok(())
-}
-
 /// The model's view of the session during a turn. Taken from the store's view in memory when
 /// the turn starts (the store loads a session from the file once, then keeps it current; see
 /// `crate::store`); each message the turn appends is stored and added here, so a model request
 /// costs no store read. Only a compaction, which changes what the model sees of older messages,
 /// takes it again. The turn's own messages are kept as written (in clear): the store redacts
-/// secrets, and later turns see them redacted.
+/// secrets, and later turns see them redacted. The session's prune mark
+/// (`compaction::PruneMark`) is applied to it: old tool output and old turn contexts are stubs.
 pub(crate) struct TurnHistory {
     /// This turn's messages by seq, in clear.
     in_clear: BTreeMap<u64, Message>,
-    /// `History::model_messages_with(in_clear)`, kept current.
+    /// `History::model_messages_with(in_clear)` with `mark` applied, kept current.
     messages: Vec<Message>,
     /// The tokens of each of `messages`.
     counts: Vec<usize>,
     /// Whether `messages` is lent to the request being sent (see [`TurnHistory::lend`]).
     lent: bool,
+    mark: PruneMark,
 }
 
 impl TurnHistory {
-    /// Stores the user's message and loads the history that ends with it.
-    pub(crate) fn start(
+    /// Loads the session's history, with `mark` applied.
+    pub(crate) fn load(
         store: &SessionStore,
         session_id: &str,
-        user_message: Message,
+        mark: PruneMark,
     ) -> Result<TurnHistory, AgentError> {
-        let seq = store.append_message(session_id, &user_message, Visibility::Both)?;
         let mut history = TurnHistory {
-            in_clear: BTreeMap::from([(seq, user_message)]),
+            in_clear: BTreeMap::new(),
             messages: Vec::new(),
             counts: Vec::new(),
             lent: false,
+            mark,
         };
         history.reload(store, session_id)?;
         Ok(history)
     }
 
-    /// Takes the model's view from the store again (after a compaction).
+    /// Takes the model's view from the store again (after a compaction) and applies the mark
+    /// (a mark past its end, from a view that changed under it, starts again).
     pub(crate) fn reload(
         &mut self,
         store: &SessionStore,
         session_id: &str,
     ) -> Result<(), AgentError> {
         self.messages = store.model_messages_with(session_id, &self.in_clear)?;
+        if self.mark.results_before.max(self.mark.contexts_before) > self.messages.len() {
+            self.mark = PruneMark::default();
+        }
+        compaction::apply_prune_mark(&mut self.messages, self.mark);
         self.counts = self.messages.iter().map(context::message_tokens).collect();
         self.lent = false;
         Ok(())
+    }
+
+    pub(crate) fn mark(&self) -> PruneMark {
+        self.mark
+    }
+
+    /// Moves the prune mark: the messages it reaches are stubbed and counted again.
+    pub(crate) fn set_mark(&mut self, mark: PruneMark) {
+        debug_assert!(!self.lent, "pruned a history lent to a request");
+        self.mark = mark;
+        for index in compaction::apply_prune_mark(&mut self.messages, mark) {
+            self.counts[index] = context::message_tokens(&self.messages[index]);
+        }
     }
 
     /// Stores `message` (seen by user and model) and appends it. A new message has the highest
@@ -804,26 +1005,36 @@ impl TurnHistory {
     }
 
     /// In builds with debug assertions (the tests), checks that the kept history is what a fresh
-    /// load from the file gives: what the model is sent must depend on neither the turn's copy
-    /// nor the store's view in memory.
+    /// load from the file gives, pruned the same way: what the model is sent must depend on
+    /// neither the turn's copy nor the store's view in memory.
     fn check_against_store(&self, store: &SessionStore, session_id: &str) {
         if cfg!(debug_assertions)
             && let Ok(stored) = store.load_history(session_id)
         {
+            let mut expected = stored.model_messages_with(&self.in_clear);
+            compaction::apply_prune_mark(&mut expected, self.mark);
             debug_assert!(
-                stored.model_messages_with(&self.in_clear) == self.messages,
+                expected == self.messages,
                 "the turn's history differs from the store's"
             );
         }
     }
 }
 
+/// Below this fraction of the compaction threshold a block prune brings the history, so the
+/// next one is many requests away.
+const PRUNE_LOW_WATER: f64 = 0.5;
+
+/// The request for the next model step: the stable system prompt, the tools, and the history,
+/// pruned and compacted at block boundaries when it nears its budget, and squeezed (for this
+/// request only) when the newest turn alone does not fit.
 #[allow(clippy::too_many_arguments)]
 async fn build_request(
     shared: &Shared,
     session_id: &str,
     history: &mut TurnHistory,
     mode: Mode,
+    profile: Profile,
     specs: &[lode_llm::ToolSpec],
     turn: &TurnContext,
     budget: ContextBudget,
@@ -831,54 +1042,134 @@ async fn build_request(
     host: &dyn SessionHost,
     cancel: &CancellationToken,
 ) -> Result<ChatRequest, AgentError> {
-    let assemble = |history: &[Message], counts: &[usize]| {
+    let assemble = |history: &TurnHistory| {
         context::assemble_counted(
-            &ContextInput {
-                mode,
-                root: &shared.root,
-                history,
-                tools: specs,
-                environment: &turn.environment,
-                instructions: &turn.instructions,
-                memory: &turn.memory,
-                skills: &turn.skills,
-                code: &turn.code as &dyn CodeContext,
-                budget,
-                shares: &shared.config.agent.context,
-            },
-            counts,
+            &turn.input(shared, mode, profile, history.messages(), specs, budget),
+            history.counts(),
         )
     };
-    // Old tool output is the cheapest thing to let go of, and only for this request.
-    let pruned = |history: &TurnHistory| {
-        let mut pruned = history.messages().to_vec();
-        compaction::prune_tool_outputs(&mut pruned, shared.config.agent.keep_recent_tool_outputs);
-        let counts: Vec<usize> = pruned.iter().map(context::message_tokens).collect();
-        (pruned, counts)
-    };
-    history.check_against_store(&shared.store, session_id);
-    let (mut assembled, mut keep_from) = assemble(history.messages(), history.counts());
-    let mut own: Option<Vec<Message>> = None;
     let threshold = shared.config.agent.compaction_threshold;
-    if assembled.history_pressure() >= threshold {
-        let (messages, counts) = pruned(history);
-        (assembled, keep_from) = assemble(&messages, &counts);
-        own = Some(messages);
+    history.check_against_store(&shared.store, session_id);
+    let (mut assembled, mut keep_from) = assemble(history);
+    if assembled.history_pressure() >= threshold
+        && move_prune_mark(shared, session_id, history, &assembled)
+    {
+        (assembled, keep_from) = assemble(history);
     }
     if assembled.history_overflow() {
         compact(shared, session_id, provider, host, cancel).await?;
-        history.reload(&shared.store, session_id)?;
-        let (messages, counts) = pruned(history);
-        (assembled, keep_from) = assemble(&messages, &counts);
-        own = Some(messages);
+        restart_after_compaction(shared, session_id, history)?;
+        (assembled, keep_from) = assemble(history);
+        if assembled.history_pressure() >= threshold
+            && move_prune_mark(shared, session_id, history, &assembled)
+        {
+            (assembled, keep_from) = assemble(history);
+        }
     }
-    assembled.messages = match own {
-        Some(mut messages) => messages.split_off(keep_from),
-        None if keep_from == 0 => history.lend(),
-        None => history.messages()[keep_from..].to_vec(),
+    let limit = budget.input_tokens();
+    let messages = if assembled.breakdown.total() > limit {
+        let mut own = history.messages()[keep_from..].to_vec();
+        let fixed = assembled.breakdown.system + assembled.breakdown.tools;
+        squeeze(&mut own, limit.saturating_sub(fixed)).map_err(|needed| {
+            AgentError::ContextTooSmall(format!(
+                "the model's context window ({} tokens, {} kept for its answer) cannot hold \
+                 this request even with older output left out: it needs {} tokens. Give the \
+                 provider a larger `context_window` if the model has one, or start a new \
+                 session",
+                budget.context_window,
+                budget.reserved_output,
+                needed + fixed
+            ))
+        })?;
+        own
+    } else if keep_from == 0 {
+        history.lend()
+    } else {
+        history.messages()[keep_from..].to_vec()
     };
-    let max_tokens = Some(provider.info().max_output_tokens);
-    Ok(assembled.into_request(specs.to_vec(), max_tokens))
+    let mut request =
+        assembled.into_request(specs.to_vec(), Some(provider.info().max_output_tokens));
+    request.messages = messages;
+    request.cache_key = Some(session_id.to_owned());
+    Ok(request)
+}
+
+/// Moves the session's prune mark when the history has reached its threshold (a block of old
+/// output becomes stubs at once); `true` when it moved.
+fn move_prune_mark(
+    shared: &Shared,
+    session_id: &str,
+    history: &mut TurnHistory,
+    assembled: &context::AssembledContext,
+) -> bool {
+    let agent = &shared.config.agent;
+    let target =
+        (assembled.history_budget as f64 * agent.compaction_threshold * PRUNE_LOW_WATER) as usize;
+    let mark = compaction::choose_prune_mark(
+        history.messages(),
+        history.counts(),
+        history.mark(),
+        target,
+        agent.keep_recent_tool_outputs,
+    );
+    if mark == history.mark() {
+        return false;
+    }
+    history.set_mark(mark);
+    shared.set_prune_mark(session_id, mark);
+    true
+}
+
+/// After a compaction the history starts again from its summary, unpruned.
+fn restart_after_compaction(
+    shared: &Shared,
+    session_id: &str,
+    history: &mut TurnHistory,
+) -> Result<(), AgentError> {
+    history.mark = PruneMark::default();
+    shared.set_prune_mark(session_id, PruneMark::default());
+    history.reload(&shared.store, session_id)
+}
+
+/// Fits `messages` (this request's copy) into `room` tokens when the newest turn alone is too
+/// large: every older tool result and turn context becomes a stub, then the newest tool results
+/// are cut. `Err(tokens needed)` when even that does not fit.
+fn squeeze(messages: &mut [Message], room: usize) -> Result<(), usize> {
+    let total =
+        |messages: &[Message]| -> usize { messages.iter().map(context::message_tokens).sum() };
+    if total(messages) <= room {
+        return Ok(());
+    }
+    let last = messages.len().saturating_sub(1);
+    compaction::apply_prune_mark(
+        messages,
+        PruneMark {
+            results_before: last,
+            contexts_before: last,
+        },
+    );
+    let mut over = total(messages).saturating_sub(room);
+    if over == 0 {
+        return Ok(());
+    }
+    if let Some(message) = messages.last_mut() {
+        for part in message.content.iter_mut().rev() {
+            if over == 0 {
+                break;
+            }
+            if let ContentPart::ToolResult(result) = part {
+                let tokens = context::count_tokens(&result.content);
+                let keep = tokens.saturating_sub(over + 32);
+                let cut = context::truncate_to_tokens(&result.content, keep);
+                over = over.saturating_sub(tokens.saturating_sub(context::count_tokens(&cut)));
+                result.content = cut;
+            }
+        }
+    }
+    match total(messages) {
+        used if used <= room => Ok(()),
+        used => Err(used),
+    }
 }
 
 async fn compact(
@@ -1007,10 +1298,17 @@ struct Verdict {
 }
 
 /// Runs one tool call: presentation, policy, permission, the tool, events, storage, audit.
-async fn run_tool_call(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
-    let Some(tool) = scope.turn.tools.get(&call.name) else {
-        return unknown_tool(scope, call);
+async fn run_tool_call(scope: &CallScope<'_>, call: &ToolCall, origin: &CallOrigin) -> ToolResult {
+    let via = match origin {
+        CallOrigin::Native => None,
+        CallOrigin::Text | CallOrigin::InvalidText(_) => Some("text"),
     };
+    let Some(tool) = scope.turn.tools.get(&call.name) else {
+        return unknown_tool(scope, call, via);
+    };
+    if let CallOrigin::InvalidText(problem) = origin {
+        return invalid_text_call(scope, call, tool.kind(), problem);
+    }
     let mut context = tool_context(
         scope.shared,
         scope.host.clone(),
@@ -1040,14 +1338,14 @@ async fn run_tool_call(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
     // What the tool itself produced (output or error) reaches the model as untrusted content;
     // lode's own refusals do not.
     let wrap = ran && !tool.marks_own_output();
-    let (result, update, finish) = settle(call, outcome, wrap);
-    finish_call(scope, call, &verdict.audit, update, &finish).await;
+    let (result, update, finish) = settle(call, outcome, wrap, scope.turn.tool_output_chars);
+    finish_call(scope, call, &verdict.audit, via, update, &finish).await;
     result
 }
 
 /// A call of a tool the session does not have: shown, stored and audited like any failed call,
 /// so the user sees what the model tried.
-fn unknown_tool(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
+fn unknown_tool(scope: &CallScope<'_>, call: &ToolCall, via: Option<&str>) -> ToolResult {
     let error = ToolError::new(
         ToolErrorCategory::InvalidArguments,
         format!(
@@ -1072,6 +1370,46 @@ fn unknown_tool(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
         locations: Vec::new(),
         raw_input: call.arguments.clone(),
     };
+    refuse_unrun(scope, call, start, error, "unknown_tool", via)
+}
+
+/// A call the model wrote as text, naming an offered tool, whose arguments its schema refuses:
+/// it is not run; the model is told what is wrong, as for any call with bad arguments.
+fn invalid_text_call(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    kind: crate::event::ToolKind,
+    problem: &str,
+) -> ToolResult {
+    let error = ToolError::new(
+        ToolErrorCategory::InvalidArguments,
+        format!(
+            "the arguments of this `{}` call do not match its schema: {problem}",
+            call.name
+        ),
+        true,
+    );
+    let start = ToolCallStart {
+        id: call.id.clone(),
+        tool: call.name.clone(),
+        title: format!("`{}` with invalid arguments", call.name),
+        kind,
+        locations: Vec::new(),
+        raw_input: call.arguments.clone(),
+    };
+    refuse_unrun(scope, call, start, error, "invalid_arguments", Some("text"))
+}
+
+/// A call that is refused before anything runs (no such tool, arguments that cannot be right):
+/// shown, stored and audited as a failed call, and the error given to the model.
+fn refuse_unrun(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    start: ToolCallStart,
+    error: ToolError,
+    decision: &str,
+    via: Option<&str>,
+) -> ToolResult {
     scope.host.emit(AgentEvent::ToolCallStarted(start.clone()));
     let text = error.to_model_text();
     let update = ToolCallUpdate {
@@ -1098,7 +1436,7 @@ fn unknown_tool(scope: &CallScope<'_>, call: &ToolCall) -> ToolResult {
     {
         tracing::warn!(%error, "could not record tool call {}", call.id);
     }
-    audit(scope, call, "unknown_tool", &update);
+    audit(scope, call, decision, via, &update);
     ToolResult {
         call_id: call.id.clone(),
         content: text,
@@ -1261,9 +1599,12 @@ fn settle(
     call: &ToolCall,
     outcome: Result<ToolOutput, ToolError>,
     wrap: bool,
+    max_chars: usize,
 ) -> (ToolResult, ToolCallUpdate, ToolCallFinish) {
     match outcome {
-        Ok(output) => {
+        Ok(mut output) => {
+            // Within what the window leaves a result (the tools cap theirs at 30,000 characters).
+            output.model_text = lode_tools::cap_output(&output.model_text, max_chars).text;
             let display = if output.display.is_empty() {
                 vec![ToolContent::Text {
                     text: output.model_text.clone(),
@@ -1336,6 +1677,7 @@ async fn finish_call(
     scope: &CallScope<'_>,
     call: &ToolCall,
     decision: &str,
+    via: Option<&str>,
     update: ToolCallUpdate,
     finish: &ToolCallFinish,
 ) {
@@ -1349,15 +1691,22 @@ async fn finish_call(
     {
         tracing::warn!(%error, "could not record the result of tool call {}", call.id);
     }
-    audit(scope, call, decision, &update);
+    audit(scope, call, decision, via, &update);
 }
 
-fn audit(scope: &CallScope<'_>, call: &ToolCall, decision: &str, update: &ToolCallUpdate) {
+fn audit(
+    scope: &CallScope<'_>,
+    call: &ToolCall,
+    decision: &str,
+    via: Option<&str>,
+    update: &ToolCallUpdate,
+) {
     if let Err(error) = scope.shared.audit.record(
         scope.session_id,
         &call.name,
         &call.arguments,
         decision,
+        via,
         update,
     ) {
         tracing::error!(%error, "could not write the audit log");

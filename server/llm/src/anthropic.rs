@@ -93,9 +93,11 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The request body for `request` (the value [`encode_request_body`] writes as text). The
-/// system prompt and the newest message carry cache breakpoints, so each turn of a conversation
-/// reuses the cached prefix of the previous one.
+/// The request body for `request` (the value [`encode_request_body`] writes as text). Three
+/// cache breakpoints (`cache_control`): the last tool (the tools, which come first in the
+/// prompt), the system prompt (tools and system), and the newest message (the whole
+/// conversation, which the next request extends), so each request reuses the cached prefix of
+/// the one before; the API reads a cached prefix up to each breakpoint.
 #[cfg(test)]
 pub(crate) fn encode_request(
     request: &ChatRequest,
@@ -194,6 +196,12 @@ fn request_fields(request: &ChatRequest, info: &ModelInfo, options: &AnthropicOp
             })
             .collect();
         body["tools"] = json!(tools);
+        if let Some(last) = body["tools"]
+            .as_array_mut()
+            .and_then(|tools| tools.last_mut())
+        {
+            last["cache_control"] = json!({"type": "ephemeral"});
+        }
     }
     body
 }
@@ -206,10 +214,12 @@ fn encode_message(message: &Message) -> Option<Value> {
     let mut blocks = Vec::new();
     for part in &message.content {
         match part {
-            ContentPart::Text { text } if !text.trim().is_empty() => {
+            ContentPart::Text { text } | ContentPart::Context { text }
+                if !text.trim().is_empty() =>
+            {
                 blocks.push(json!({"type": "text", "text": text}));
             }
-            ContentPart::Text { .. } => {}
+            ContentPart::Text { .. } | ContentPart::Context { .. } => {}
             ContentPart::Thinking {
                 text,
                 signature: Some(signature),
@@ -334,6 +344,7 @@ impl SseDecoder for MessageDecoder {
                             + self.cache_creation_tokens,
                         output_tokens: self.output_tokens,
                         cache_read_tokens: self.cache_read_tokens,
+                        cache_write_tokens: self.cache_creation_tokens,
                     }));
                 }
                 let fallback = if self.tool_count > 0 {
@@ -611,6 +622,7 @@ mod tests {
             }],
             max_tokens: None,
             temperature: Some(0.2),
+            cache_key: Some("session-1".to_string()),
         };
         let body = encode_request(&request, &info(), &AnthropicOptions::default());
         assert_eq!(
@@ -636,7 +648,7 @@ mod tests {
                         {"type": "text", "text": "and?", "cache_control": {"type": "ephemeral"}},
                     ]},
                 ],
-                "tools": [{"name": "read_file", "description": "Reads a file", "input_schema": {"type": "object"}}],
+                "tools": [{"name": "read_file", "description": "Reads a file", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}}],
             })
         );
         // The text body, written from remembered messages' JSON, is the same value, whatever
@@ -724,7 +736,8 @@ mod tests {
                 StreamEvent::Usage(Usage {
                     input_tokens: 115,
                     output_tokens: 12,
-                    cache_read_tokens: 100
+                    cache_read_tokens: 100,
+                    cache_write_tokens: 10,
                 }),
                 StreamEvent::Finished(FinishReason::ToolUse),
             ]

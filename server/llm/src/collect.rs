@@ -186,6 +186,7 @@ mod tests {
                 input_tokens: 1,
                 output_tokens: 2,
                 cache_read_tokens: 0,
+                cache_write_tokens: 0,
             }),
             StreamEvent::Finished(FinishReason::ToolUse),
         ] {

@@ -98,6 +98,11 @@ pub struct ProviderConfig {
     /// anthropic only: enables extended thinking with this token budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget_tokens: Option<u32>,
+    /// openai only: send the session's id as `prompt_cache_key`, so a session's requests reach
+    /// the same prompt cache (default: on for api.openai.com, off elsewhere, since some
+    /// compatible servers refuse fields they do not know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<bool>,
 }
 
 /// Why a provider entry cannot be used.
@@ -162,6 +167,7 @@ impl ProviderConfig {
             supports_images: false,
             reasoning_effort: None,
             thinking_budget_tokens: None,
+            prompt_cache_key: None,
         }
     }
 
@@ -262,7 +268,8 @@ pub fn build_provider_with_env(
     let connection = http_connection(config, &base_url, key)?;
     Ok(match config.kind {
         ProviderKind::OpenAi => {
-            let max_tokens_field = if parsed.host_str() == Some("api.openai.com") {
+            let openai_itself = parsed.host_str() == Some("api.openai.com");
+            let max_tokens_field = if openai_itself {
                 MaxTokensField::MaxCompletionTokens
             } else {
                 MaxTokensField::MaxTokens
@@ -270,6 +277,7 @@ pub fn build_provider_with_env(
             let options = OpenAiOptions {
                 max_tokens_field,
                 reasoning_effort: config.reasoning_effort.clone(),
+                prompt_cache_key: config.prompt_cache_key.unwrap_or(openai_itself),
             };
             Arc::new(OpenAiProvider::new(connection, info, options))
         }

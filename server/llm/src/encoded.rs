@@ -93,6 +93,7 @@ fn content_key(message: &Message) -> u128 {
     for part in &message.content {
         match part {
             ContentPart::Text { text: value } => text(1, value),
+            ContentPart::Context { text: value } => text(14, value),
             ContentPart::Thinking {
                 text: value,
                 signature,

@@ -50,6 +50,12 @@ pub enum ContentPart {
     Text {
         text: String,
     },
+    /// Text lode attaches to a user message that the user did not type: the turn's context
+    /// (environment, retrieved code, repo map). Sent to the model as text like [`ContentPart::Text`],
+    /// but not part of [`Message::text`] (the user's words) and never shown as the user's.
+    Context {
+        text: String,
+    },
     /// Reasoning the model showed. `signature` is Anthropic's opaque token that must be sent back
     /// with the thinking block on the next request; other providers leave it empty.
     Thinking {
@@ -106,7 +112,7 @@ impl Message {
         }
     }
 
-    /// The concatenated text parts, without thinking, tool calls or results.
+    /// The concatenated text parts, without attached context, thinking, tool calls or results.
     pub fn text(&self) -> String {
         let mut out = String::new();
         for part in &self.content {
@@ -135,6 +141,9 @@ pub struct ToolSpec {
 }
 
 /// One request to a model: the system prompt, the conversation, the tools on offer.
+///
+/// Providers send it in the order tools, system prompt, messages, so that a conversation whose
+/// requests only append messages has a stable prefix their prompt caches reuse.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
     pub system: String,
@@ -143,6 +152,10 @@ pub struct ChatRequest {
     /// Output cap; the provider's configured default when `None`.
     pub max_tokens: Option<u32>,
     pub temperature: Option<f32>,
+    /// What ties requests sharing a prefix together (the session's id): sent as OpenAI's
+    /// `prompt_cache_key` where the provider takes it, so they reach the same cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 /// Why the model stopped producing output.
@@ -162,10 +175,25 @@ pub enum FinishReason {
 /// Token accounting for one request, as the provider reported it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token of the request, cached or not.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (billed at a fraction, and not
+    /// processed again): OpenAI's `cached_tokens`, Anthropic's `cache_read_input_tokens`,
+    /// llama.cpp's `cache_n`.
     #[serde(default)]
     pub cache_read_tokens: u64,
+    /// Input tokens written to the cache for later requests (Anthropic's
+    /// `cache_creation_input_tokens`); part of the uncached input.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Input tokens the provider processed afresh: the input less what came from its cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens.saturating_sub(self.cache_read_tokens)
+    }
 }
 
 /// One event of a streamed model response, in order. Tool calls arrive as a start followed by any

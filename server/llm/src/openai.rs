@@ -29,6 +29,9 @@ pub(crate) struct OpenAiOptions {
     pub max_tokens_field: MaxTokensField,
     /// `reasoning_effort` for models that take it ("low", "medium", "high").
     pub reasoning_effort: Option<String>,
+    /// Whether a request's [`ChatRequest::cache_key`] is sent as `prompt_cache_key` (OpenAI's
+    /// own API takes it; some compatible servers refuse fields they do not know).
+    pub prompt_cache_key: bool,
 }
 
 /// A chat model behind an OpenAI-compatible endpoint.
@@ -152,6 +155,11 @@ fn request_fields(request: &ChatRequest, info: &ModelInfo, options: &OpenAiOptio
     if let Some(effort) = &options.reasoning_effort {
         body["reasoning_effort"] = json!(effort);
     }
+    if options.prompt_cache_key
+        && let Some(key) = &request.cache_key
+    {
+        body["prompt_cache_key"] = json!(key);
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -178,6 +186,8 @@ fn request_fields(request: &ChatRequest, info: &ModelInfo, options: &OpenAiOptio
 fn encode_user(message: &Message, out: &mut Vec<Value>) {
     let mut parts = Vec::new();
     let mut has_image = false;
+    // The attached context and the user's words, in order, as one text.
+    let mut text = String::new();
     for part in &message.content {
         match part {
             ContentPart::ToolResult(result) => {
@@ -192,7 +202,10 @@ fn encode_user(message: &Message, out: &mut Vec<Value>) {
                     "content": content,
                 }));
             }
-            ContentPart::Text { text } => parts.push(json!({"type": "text", "text": text})),
+            ContentPart::Text { text: piece } | ContentPart::Context { text: piece } => {
+                text.push_str(piece);
+                parts.push(json!({"type": "text", "text": piece}));
+            }
             ContentPart::Image { mime_type, data } => {
                 has_image = true;
                 parts.push(json!({
@@ -207,11 +220,7 @@ fn encode_user(message: &Message, out: &mut Vec<Value>) {
     if parts.is_empty() {
         return;
     }
-    let content = if has_image {
-        json!(parts)
-    } else {
-        json!(message.text())
-    };
+    let content = if has_image { json!(parts) } else { json!(text) };
     out.push(json!({"role": "user", "content": content}));
 }
 
@@ -278,7 +287,7 @@ impl SseDecoder for ChunkDecoder {
             return Err(stream_error(error, &event.data));
         }
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            self.usage = Some(parse_usage(usage));
+            self.usage = Some(parse_usage(usage, chunk.get("timings")));
         }
         let choices = chunk.get("choices").and_then(Value::as_array);
         // Only the first choice: lode never asks for more than one.
@@ -438,12 +447,29 @@ impl ChunkDecoder {
     }
 }
 
-fn parse_usage(usage: &Value) -> Usage {
-    let number = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
+/// A chunk's `usage` block; `timings` is llama.cpp's own block beside it, whose `cache_n` (the
+/// prompt tokens taken from its cache) stands in when the usage does not say what was cached.
+fn parse_usage(usage: &Value, timings: Option<&Value>) -> Usage {
+    let number = |value: Option<&Value>| value.and_then(Value::as_u64);
+    let cached = number(usage.pointer("/prompt_tokens_details/cached_tokens"))
+        .or_else(|| number(timings.and_then(|timings| timings.get("cache_n"))))
+        .unwrap_or(0);
+    let prompt = number(usage.get("prompt_tokens")).unwrap_or(0);
     Usage {
-        input_tokens: number(usage.get("prompt_tokens")),
-        output_tokens: number(usage.get("completion_tokens")),
-        cache_read_tokens: number(usage.pointer("/prompt_tokens_details/cached_tokens")),
+        // llama.cpp counts only the tokens it processed in `prompt_tokens` when `timings` says
+        // how many came from its cache; everyone else counts them all.
+        input_tokens: match (
+            number(usage.pointer("/prompt_tokens_details/cached_tokens")),
+            timings,
+        ) {
+            (None, Some(timings)) if number(timings.get("prompt_n")) == Some(prompt) => {
+                prompt + cached
+            }
+            _ => prompt,
+        },
+        output_tokens: number(usage.get("completion_tokens")).unwrap_or(0),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
     }
 }
 
@@ -485,6 +511,7 @@ mod tests {
         OpenAiOptions {
             max_tokens_field: MaxTokensField::MaxTokens,
             reasoning_effort: None,
+            prompt_cache_key: false,
         }
     }
 
@@ -553,6 +580,7 @@ mod tests {
             }],
             max_tokens: None,
             temperature: Some(0.5),
+            cache_key: Some("session-1".to_string()),
         };
         let body = encode_request(&request, &info(), &options());
         assert_eq!(
@@ -604,16 +632,73 @@ mod tests {
         let options = OpenAiOptions {
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
             reasoning_effort: Some("high".to_string()),
+            prompt_cache_key: true,
         };
         let request = ChatRequest {
             max_tokens: Some(7),
+            cache_key: Some("0199-session".to_string()),
             ..ChatRequest::default()
         };
         let body = encode_request(&request, &info(), &options);
         assert_eq!(body["max_completion_tokens"], 7);
         assert_eq!(body["reasoning_effort"], "high");
+        assert_eq!(body["prompt_cache_key"], "0199-session");
         assert!(body.get("max_tokens").is_none());
         assert!(body.get("tools").is_none());
+        let without = OpenAiOptions {
+            prompt_cache_key: false,
+            ..options
+        };
+        let body = encode_request(&request, &info(), &without);
+        assert!(body.get("prompt_cache_key").is_none(), "{body}");
+    }
+
+    #[test]
+    fn attached_context_is_sent_before_the_users_words() {
+        let request = ChatRequest {
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![
+                    ContentPart::Context {
+                        text: "<context>git: clean</context>\n\n".to_string(),
+                    },
+                    ContentPart::Text {
+                        text: "fix the test".to_string(),
+                    },
+                ],
+            }],
+            ..ChatRequest::default()
+        };
+        let body = encode_request(&request, &info(), &options());
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": "<context>git: clean</context>\n\nfix the test"}])
+        );
+        assert_eq!(request.messages[0].text(), "fix the test");
+    }
+
+    #[test]
+    fn llama_cpp_timings_say_what_came_from_its_cache() {
+        // llama.cpp without `prompt_tokens_details`: `prompt_tokens` is what it processed,
+        // `timings.cache_n` what it reused.
+        let usage = parse_usage(
+            &json!({"prompt_tokens": 40, "completion_tokens": 5}),
+            Some(&json!({"cache_n": 960, "prompt_n": 40})),
+        );
+        assert_eq!(
+            (
+                usage.input_tokens,
+                usage.cache_read_tokens,
+                usage.uncached_input_tokens()
+            ),
+            (1000, 960, 40)
+        );
+        // OpenAI: the cached tokens are part of `prompt_tokens`.
+        let usage = parse_usage(
+            &json!({"prompt_tokens": 1000, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 960}}),
+            None,
+        );
+        assert_eq!((usage.input_tokens, usage.cache_read_tokens), (1000, 960));
     }
 
     fn decode_all(datas: &[&str]) -> (Vec<StreamEvent>, Result<Decoded, LlmError>) {
@@ -693,7 +778,8 @@ mod tests {
                 StreamEvent::Usage(Usage {
                     input_tokens: 9,
                     output_tokens: 3,
-                    cache_read_tokens: 4
+                    cache_read_tokens: 4,
+                    cache_write_tokens: 0,
                 }),
                 StreamEvent::Finished(FinishReason::Refusal),
             ]

@@ -164,10 +164,15 @@ fn plan_usage_and_title_updates() {
         size: 128000,
         input_tokens: 1000,
         output_tokens: 200,
+        cached_input_tokens: 900,
+        uncached_input_tokens: 100,
+        cache_write_tokens: 40,
     });
     assert_eq!(
         usage,
-        json!({"sessionUpdate": "usage_update", "used": 1200, "size": 128000})
+        json!({"sessionUpdate": "usage_update", "used": 1200, "size": 128000, "_meta": {"lode": {
+            "inputTokens": 1000, "cachedInputTokens": 900, "uncachedInputTokens": 100,
+            "cacheWriteTokens": 40, "outputTokens": 200}}})
     );
     let title = wire(&AgentEvent::TitleChanged {
         title: "Fix the parser".into(),

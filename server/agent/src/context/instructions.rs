@@ -27,6 +27,14 @@ pub struct InstructionFile {
     pub truncated: bool,
 }
 
+impl InstructionFile {
+    /// Whether it is one of the root's files ([`ROOT_INSTRUCTION_FILES`]), which apply to every
+    /// turn; the others apply to the files near them.
+    pub fn is_root(&self) -> bool {
+        ROOT_INSTRUCTION_FILES.contains(&self.path.as_str())
+    }
+}
+
 /// Finds the instruction files for a conversation about `focus_files` (workspace-relative or
 /// absolute paths; ones outside the root are ignored): the root's files first, then those of
 /// each directory from the root down toward the focus files, each at most `max_bytes`.

@@ -84,6 +84,7 @@ pub fn extract_mentions(root: &Path, messages: &[Message]) -> Mentions {
                     }
                 }
                 ContentPart::Thinking { .. }
+                | ContentPart::Context { .. }
                 | ContentPart::Image { .. }
                 | ContentPart::ToolResult(_) => {}
             }

@@ -1,19 +1,27 @@
 //! Context assembly: what the model is sent for one step of a turn, fitted to a token budget.
 //!
-//! The input budget is the model's context window minus the output reserved for the answer and
-//! the tool definitions. It is shared out in this order (each share is a fraction of the input
-//! budget with an absolute cap, see [`ContextShares`]; what a piece does not use goes to history):
+//! A request is laid out so that each one is a prefix of the next and providers' prompt caches
+//! hit: the tools, then the session's stable system prompt, then the history, with the turn's
+//! changing context attached to the turn's own user message (a [`ContentPart::Context`] part
+//! before the user's words), where it stays for the rest of the session:
 //!
-//! | piece | share (default) | source |
-//! |---|---|---|
-//! | base instructions | fixed (about 340–500 tokens) | [`base_instructions`] per mode |
-//! | environment | ≤ 800 tokens | [`Environment::detect`]: cwd, OS, date, git branch and changes |
-//! | instruction files | ≤ 10 %, ≤ 8k | [`find_instruction_files`]: `AGENTS.md`, `CLAUDE.md`, `.lode/instructions.md` |
-//! | memory | ≤ 5 %, ≤ 4k | caller-supplied texts (`crate::memory::memory_texts`) |
-//! | skills | ≤ 5 %, ≤ 4k | caller-supplied texts (the turn's selected skills) |
-//! | repo map | ≤ 10 %, ≤ 4k | [`CodeContext::repo_map`], personalised by [`extract_mentions`] |
-//! | retrieved code | ≤ 10 %, ≤ 6k | [`CodeContext::retrieve`] for the latest user message, minus files already read |
-//! | history | the rest | newest turns kept whole; older turns dropped when they do not fit |
+//! | piece | where | share (default) | source |
+//! |---|---|---|---|
+//! | base instructions | system | fixed (about 450–600 tokens; lean 150) | [`base_instructions`] per mode and profile |
+//! | root instruction files | system | ≤ 10 %, ≤ 8k | [`find_instruction_files`]: `AGENTS.md`, `CLAUDE.md`, `.lode/instructions.md` |
+//! | skill list | system | ≤ 5 %, ≤ 4k (with the bodies) | every skill by name and one line (caller-supplied) |
+//! | environment | turn | ≤ 800 tokens (lean 200) | [`Environment::detect`]: cwd, OS, date, git branch and changes |
+//! | nested instruction files | turn | what the root's leave | those between the root and the files in question |
+//! | memory | turn | ≤ 5 %, ≤ 4k | caller-supplied texts (`crate::memory::memory_texts`) |
+//! | skill bodies | turn | what the list leaves | caller-supplied texts (the turn's selected skills) |
+//! | repo map | turn | ≤ 10 %, ≤ 4k | [`CodeContext::repo_map`], personalised by [`extract_mentions`] |
+//! | retrieved code | turn | ≤ 10 %, ≤ 6k | [`CodeContext::retrieve`] for the latest user message, minus files already read |
+//! | history | messages | the rest | newest turns kept whole; older turns dropped when they do not fit |
+//!
+//! A piece of the turn's context already sent in an earlier turn, and still in the conversation,
+//! is not sent again ([`build_turn_context`]'s `already_sent`). The [`Profile`] decides how much
+//! of each there is: the lean profile, for small windows, has short instructions, a core set of
+//! tools with compact schemas, skills by name only and a smaller environment.
 //!
 //! A *turn* starts at a user message with text (not a message of tool results) and runs to the
 //! next one, so a tool call is never separated from its result. The newest turn is always kept,
@@ -31,8 +39,9 @@
 //! let mentions = extract_mentions(&root, &history);
 //! let instructions = find_instruction_files(&root, &mentions.files, config.agent.instruction_file_max_bytes);
 //! let assembled = assemble(&ContextInput {
-//!     mode, root: &root, history: &history, tools: &tools, environment: &environment,
-//!     instructions: &instructions, memory: &[], skills: &[], code: &WorkspaceCode::new(index.clone()),
+//!     mode, profile: Profile::Full, root: &root, history: &history, tools: &tools,
+//!     environment: &environment, instructions: &instructions, memory: &[], skills: &[],
+//!     skill_catalogue: None, code: &WorkspaceCode::new(index.clone()),
 //!     budget: ContextBudget::for_model(&provider.info()), shares: &config.agent.context,
 //! });
 //! let request = assembled.into_request(tools, Some(max_tokens));
@@ -67,7 +76,8 @@ pub use mentions::{
     MAX_MENTIONED_FILES, MAX_MENTIONED_IDENTIFIERS, Mentions, RECENT_MESSAGES, extract_mentions,
 };
 pub use prompts::base_instructions;
-use system_prompt::SystemPrompt;
+use system_prompt::{SystemPrompt, TurnContextBuilder};
+pub use system_prompt::{TURN_CONTEXT_TAG, TurnContext};
 pub use tokens::{
     IMAGE_TOKENS, MESSAGE_OVERHEAD_TOKENS, count_tokens, count_tokens_joined,
     count_tokens_uncached, message_tokens, messages_tokens, part_tokens, tools_tokens,
@@ -141,6 +151,50 @@ impl ContextShares {
     }
 }
 
+/// How much lode sends: everything it can offer (`full`), or a core that fits a small window
+/// (`lean`: short instructions, the core tools with short descriptions and compact schemas,
+/// skills by name only, a smaller environment). `[agent] profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    Full,
+    Lean,
+}
+
+/// `[agent] profile`: a profile, or `auto` (lean below [`LEAN_BELOW_WINDOW`] tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileSetting {
+    #[default]
+    Auto,
+    Full,
+    Lean,
+}
+
+/// `auto` picks the lean profile for context windows below this many tokens.
+pub const LEAN_BELOW_WINDOW: usize = 16_000;
+
+impl ProfileSetting {
+    /// The profile for a model with `context_window` tokens.
+    pub fn resolve(self, context_window: usize) -> Profile {
+        match self {
+            ProfileSetting::Full => Profile::Full,
+            ProfileSetting::Lean => Profile::Lean,
+            ProfileSetting::Auto if context_window < LEAN_BELOW_WINDOW => Profile::Lean,
+            ProfileSetting::Auto => Profile::Full,
+        }
+    }
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Lean => "lean",
+        }
+    }
+}
+
 /// The model's limits for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextBudget {
@@ -151,9 +205,14 @@ pub struct ContextBudget {
 }
 
 impl ContextBudget {
-    /// Tokens the request's input may use: the window minus the reserved output.
+    /// Tokens the request's input may use: the window minus the reserved output, less a
+    /// margin for what the cl100k count does not see (the server's chat template around the
+    /// messages and tools, another tokenizer's differences): 1/32 of the window, at most 2048.
     pub fn input_tokens(&self) -> usize {
-        self.context_window.saturating_sub(self.reserved_output)
+        let margin = (self.context_window / 32).min(2048);
+        self.context_window
+            .saturating_sub(self.reserved_output)
+            .saturating_sub(margin)
     }
 
     /// The budget of a configured model: its window, with its output cap reserved.
@@ -169,6 +228,7 @@ impl ContextBudget {
 /// found, so the loop can compute them once per turn.
 pub struct ContextInput<'a> {
     pub mode: Mode,
+    pub profile: Profile,
     /// The workspace root.
     pub root: &'a Path,
     /// The model's view of the conversation (e.g. `History::model_messages()`), oldest first,
@@ -179,8 +239,10 @@ pub struct ContextInput<'a> {
     pub instructions: &'a [InstructionFile],
     /// Memory texts, most relevant first (empty until memory is wired in).
     pub memory: &'a [String],
-    /// Skill texts, most relevant first (empty until skills are wired in).
+    /// The bodies of the skills selected for the turn, most relevant first.
     pub skills: &'a [String],
+    /// Every skill by name and one line (the system prompt's list), if there are skills.
+    pub skill_catalogue: Option<&'a str>,
     pub code: &'a dyn CodeContext,
     pub budget: ContextBudget,
     pub shares: &'a ContextShares,
@@ -215,7 +277,11 @@ impl TokenBreakdown {
 /// An assembled request, before tools and output settings are attached.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AssembledContext {
+    /// The session's stable system prompt.
     pub system: String,
+    /// The turn's context block (see [`build_turn_context`]); [`assemble`] attaches it to the
+    /// newest turn's user message in `messages`, the loop to the user's message as it stores it.
+    pub turn_context: String,
     pub messages: Vec<Message>,
     pub breakdown: TokenBreakdown,
     /// Tokens history may use (the input budget minus the system prompt and tools).
@@ -255,44 +321,71 @@ impl AssembledContext {
             tools,
             max_tokens,
             temperature: None,
+            cache_key: None,
         }
     }
 }
 
-/// Assembles the system prompt and the history for one model step. Never fails: a piece that
-/// cannot be produced is left out and named in `warnings`.
+/// Assembles the system prompt, the turn's context and the history for one model step: the
+/// turn's context is attached to the newest turn's user message (as the loop does when it
+/// stores that message). Never fails: a piece that cannot be produced is left out and named in
+/// `warnings`.
 pub fn assemble(input: &ContextInput<'_>) -> AssembledContext {
-    let counts: Vec<usize> = input.history.iter().map(message_tokens).collect();
-    let (mut assembled, keep_from) = assemble_counted(input, &counts);
-    assembled.messages = input.history[keep_from..].to_vec();
+    let turn = build_turn_context(input, &[]);
+    let mut history = input.history.to_vec();
+    if !turn.text.is_empty()
+        && let Some(start) = history.iter().rposition(starts_turn)
+    {
+        attach_turn_context(&mut history[start], &turn.text);
+    }
+    let counts: Vec<usize> = history.iter().map(message_tokens).collect();
+    let with_context = ContextInput {
+        history: &history,
+        ..*input
+    };
+    let (mut assembled, keep_from) = assemble_counted(&with_context, &counts);
+    assembled.messages = history[keep_from..].to_vec();
+    assembled.turn_context = turn.text;
+    let pieces = turn.breakdown;
+    assembled.breakdown.environment = pieces.environment;
+    assembled.breakdown.instructions += pieces.instructions;
+    assembled.breakdown.memory = pieces.memory;
+    assembled.breakdown.skills += pieces.skills;
+    assembled.breakdown.repo_map = pieces.repo_map;
+    assembled.breakdown.retrieved = pieces.retrieved;
+    assembled.retrieved = turn.retrieved;
+    assembled.mentions = turn.mentions;
+    assembled.warnings.extend(turn.warnings);
     assembled
 }
 
-/// [`assemble`], given each history message's tokens (`counts[i]` for `history[i]`), and
-/// without copying the history: `messages` is left empty and the index of the first message
-/// kept is returned, for a caller that keeps its history and its counts from request to
-/// request (the turn loop).
+/// Puts `context` (a [`TurnContext`]'s text) before the user's words in `message`, replacing
+/// any context it had.
+pub fn attach_turn_context(message: &mut Message, context: &str) {
+    message
+        .content
+        .retain(|part| !matches!(part, ContentPart::Context { .. }));
+    if !context.is_empty() {
+        message.content.insert(
+            0,
+            ContentPart::Context {
+                text: context.to_owned(),
+            },
+        );
+    }
+}
+
+/// The stable system prompt and the history that fits, given each history message's tokens
+/// (`counts[i]` for `history[i]`), without copying the history: `messages` is left empty and
+/// the index of the first message kept is returned, for a caller that keeps its history and
+/// its counts from request to request (the turn loop). The turn's context is not built here:
+/// it is already in the history (see [`build_turn_context`]).
 pub(crate) fn assemble_counted(
     input: &ContextInput<'_>,
     counts: &[usize],
 ) -> (AssembledContext, usize) {
     debug_assert_eq!(counts.len(), input.history.len());
-    let mut prompt = SystemPrompt::new(input);
-    prompt.add_base_instructions();
-    prompt.add_environment();
-    prompt.add_instruction_files();
-    prompt.add_memory();
-    prompt.add_skills();
-    let mentions = extract_mentions(input.root, input.history);
-    prompt.add_repo_map(&mentions);
-    let retrieved = prompt.add_retrieved_code(&mentions);
-    let system = prompt.join();
-    let SystemPrompt {
-        mut breakdown,
-        warnings,
-        ..
-    } = prompt;
-
+    let (system, mut breakdown, warnings) = system_prompt(input);
     let history_budget = breakdown.budget.saturating_sub(breakdown.system);
     let history_full = counts.iter().sum();
     let (keep_from, dropped_turns) = fit_history_counted(input.history, counts, history_budget);
@@ -300,16 +393,45 @@ pub(crate) fn assemble_counted(
 
     let assembled = AssembledContext {
         system,
+        turn_context: String::new(),
         messages: Vec::new(),
         breakdown,
         history_budget,
         history_full,
         dropped_turns,
-        retrieved,
-        mentions,
+        retrieved: Vec::new(),
+        mentions: Mentions::default(),
         warnings,
     };
     (assembled, keep_from)
+}
+
+/// The session's stable system prompt: the mode's instructions, the root instruction files and
+/// the list of skills; its breakdown (tools and budget counted) and warnings.
+pub fn system_prompt(input: &ContextInput<'_>) -> (String, TokenBreakdown, Vec<String>) {
+    let mut prompt = SystemPrompt::new(input);
+    prompt.add_base_instructions();
+    prompt.add_root_instruction_files();
+    prompt.add_skill_catalogue();
+    prompt.finish()
+}
+
+/// The turn's context, for the user message that starts the turn (the newest in
+/// `input.history`): environment, the instruction files near the files in question, memories,
+/// the selected skills' bodies, the repo map personalised to the conversation and the code
+/// retrieved for the message. A piece found in `already_sent` (the context blocks of earlier
+/// turns the model still sees) is left out, or said to be unchanged.
+pub fn build_turn_context(input: &ContextInput<'_>, already_sent: &[&str]) -> TurnContext {
+    let (_, stable, _) = system_prompt(input);
+    let mut turn = TurnContextBuilder::new(input, already_sent);
+    turn.add_environment();
+    turn.add_nested_instruction_files(stable.instructions);
+    turn.add_memory();
+    turn.add_skills(stable.skills);
+    let mentions = extract_mentions(input.root, input.history);
+    turn.add_repo_map(&mentions);
+    let retrieved = turn.add_retrieved_code(&mentions);
+    turn.finish(retrieved, mentions)
 }
 
 /// Whether `message` starts a turn: a user message with text and no tool results.

@@ -1,10 +1,13 @@
-//! The base instructions: the fixed part of the system prompt, one per mode. They say who the
-//! agent is, how to use lode's tools well, and what the mode allows.
+//! The base instructions: the fixed part of the system prompt, one per mode and profile. They
+//! say who the agent is, how to use lode's tools well, and what the mode allows. The lean
+//! profile's are short versions for a small context window, with the same rules.
 
 use lode_policy::Mode;
 
+use super::Profile;
+
 const COMMON: &str = "\
-You are lode, a coding agent working inside the user's editor on the workspace described below. \
+You are lode, a coding agent working inside the user's editor on the user's workspace. \
 You help by reading, understanding and changing its code with the tools you are given. \
 The user sees your replies and every tool call you make.
 
@@ -20,7 +23,10 @@ missing in a mode or a session: use only the tools you are offered.
 - When a tool fails, read the error, fix the arguments or change approach; never repeat the \
 same failing call.
 - Keep replies short and concrete: lead with the answer, then the evidence. Use Markdown; put \
-code in fenced blocks with the language.";
+code in fenced blocks with the language.
+- A user message may begin with a `<turn_context>` block that lode adds: the workspace's state \
+as of that message (environment, git, instruction files, skills, repo map, possibly relevant \
+code). It is not the user's words; a later one supersedes an earlier one.";
 
 const ASK: &str = "\
 # Mode: ask
@@ -53,15 +59,49 @@ files and functions to change and how, new pieces to add, the order of the steps
 questions, and how to test the result. Record the steps with `update_plan`. Reference real \
 locations (`path:line`) for every step.";
 
-/// The base instructions for `mode`.
-pub fn base_instructions(mode: Mode) -> String {
-    let mode_text = match mode {
-        Mode::Ask => ASK,
-        Mode::Code => CODE,
-        Mode::Architect => ARCHITECT,
-    };
-    format!(
-        "{COMMON}\n{}\n\n{mode_text}",
-        lode_tools::untrusted::SYSTEM_NOTE
-    )
+const LEAN_COMMON: &str = "\
+You are lode, a coding agent in the user's editor. Use the tools offered to read, search and \
+change the workspace's code. Ground claims in code you read; cite `path:line`. If a tool fails, \
+fix the arguments; never repeat a failing call. Keep replies short.
+- A user message may begin with a `<turn_context>` block lode adds (workspace state, relevant \
+code); it is not the user's words.";
+
+const LEAN_ASK: &str = "\
+Mode ask: read-only. Answer questions; for a change, say what and where, and suggest code mode.";
+
+const LEAN_CODE: &str = "\
+Mode code: read the code first, make the smallest change (`edit_file` with an exact \
+`old_string`, or `edit_symbol` by name), then check it with `diagnostics` or the project's tests \
+(`run_command`), and end with what you changed.";
+
+const LEAN_ARCHITECT: &str = "\
+Mode architect: read-only. Study the code and answer with a concrete plan: files and functions \
+to change, steps in order (`update_plan`), risks, how to test.";
+
+/// The base instructions for `mode` in `profile`.
+pub fn base_instructions(mode: Mode, profile: Profile) -> String {
+    match profile {
+        Profile::Full => {
+            let mode_text = match mode {
+                Mode::Ask => ASK,
+                Mode::Code => CODE,
+                Mode::Architect => ARCHITECT,
+            };
+            format!(
+                "{COMMON}\n{}\n\n{mode_text}",
+                lode_tools::untrusted::SYSTEM_NOTE
+            )
+        }
+        Profile::Lean => {
+            let mode_text = match mode {
+                Mode::Ask => LEAN_ASK,
+                Mode::Code => LEAN_CODE,
+                Mode::Architect => LEAN_ARCHITECT,
+            };
+            format!(
+                "{LEAN_COMMON}\n{}\n{mode_text}",
+                lode_tools::untrusted::SYSTEM_NOTE_SHORT
+            )
+        }
+    }
 }

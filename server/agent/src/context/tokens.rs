@@ -113,7 +113,7 @@ pub fn count_tokens_joined<S: AsRef<str>>(pieces: &[S]) -> usize {
 /// Tokens of one message part.
 pub fn part_tokens(part: &ContentPart) -> usize {
     match part {
-        ContentPart::Text { text } => count_tokens(text),
+        ContentPart::Text { text } | ContentPart::Context { text } => count_tokens(text),
         ContentPart::Thinking { text, .. } => count_tokens(text),
         ContentPart::Image { .. } => IMAGE_TOKENS,
         ContentPart::ToolCall(call) => {

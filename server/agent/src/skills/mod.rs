@@ -221,15 +221,27 @@ pub struct SelectedSkill {
     pub score: f64,
 }
 
+/// How much of the skills a turn's prompt holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkillDetail {
+    /// The selected skills' bodies and the list of all.
+    Bodies,
+    /// Only the list, each skill by name and a short line (the lean profile).
+    NamesOnly,
+}
+
 /// What the loop puts into one turn's prompt.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SkillsForTurn {
     /// The selected skills, best first.
     pub selected: Vec<SelectedSkill>,
-    /// The texts for the context's skills section, most relevant first: each selected body
-    /// (trusted ones verbatim, untrusted ones quoted), then a catalogue of the rest, one line
-    /// each. Empty when there are no skills.
+    /// The selected skills' bodies for the turn's context, most relevant first (trusted ones
+    /// verbatim, untrusted ones quoted). Empty when none was selected (or bodies were not
+    /// wanted, see [`SkillSet::prepare_turn_for`]).
     pub texts: Vec<String>,
+    /// Every skill by name and one line, for the system prompt: the same text every turn while
+    /// the skills do not change. `None` when there are no skills.
+    pub catalogue: Option<String>,
     /// Tools pre-approved by the selected trusted skills' `allowed-tools`.
     pub granted_tools: Vec<String>,
     /// Problems found since the last report (invalid SKILL.md files): show each once.
@@ -523,6 +535,13 @@ impl SkillSet {
     /// Everything the loop needs for one turn: rescans (hot reload), selects the top
     /// `config.top_k` skills for the user's message and renders the prompt section.
     pub fn prepare_turn(&self, user_message: &str) -> SkillsForTurn {
+        self.prepare_turn_for(user_message, SkillDetail::Bodies)
+    }
+
+    /// [`SkillSet::prepare_turn`] at a level of detail: the selected skills' bodies and the
+    /// list, or (for a small context window) only the list, with shorter descriptions; the
+    /// selection and its grants are the same.
+    pub fn prepare_turn_for(&self, user_message: &str, detail: SkillDetail) -> SkillsForTurn {
         let mut state = self.state.lock();
         let report = self.refresh_locked(&mut state);
         let selected = select_locked(
@@ -531,7 +550,11 @@ impl SkillSet {
             user_message,
             self.config.top_k,
         );
-        let texts = render::prompt_texts(&selected, &state.skills);
+        let (texts, description_chars) = match detail {
+            SkillDetail::Bodies => (render::selected_bodies(&selected), 200),
+            SkillDetail::NamesOnly => (Vec::new(), 80),
+        };
+        let catalogue = render::catalogue(&state.skills, description_chars);
         let mut granted_tools: Vec<String> = Vec::new();
         for chosen in &selected {
             for tool in chosen.skill.granted_tools() {
@@ -543,6 +566,7 @@ impl SkillSet {
         SkillsForTurn {
             selected,
             texts,
+            catalogue,
             granted_tools,
             new_problems: report.new_problems,
         }

@@ -7,9 +7,6 @@ use std::sync::Arc;
 
 use super::{SelectedSkill, Skill};
 
-/// Longest description shown in the catalogue, in characters.
-const CATALOGUE_DESCRIPTION_CHARS: usize = 200;
-
 /// The model-facing text of one skill's body.
 pub fn render_skill(skill: &Skill) -> String {
     if skill.trust.is_trusted() {
@@ -73,49 +70,49 @@ fn neutralise(text: &str, tag: &str) -> String {
     text.replace(&format!("</{tag}"), &format!("<\\/{tag}"))
 }
 
-/// A turn's skill texts, most relevant first: each selected skill (trusted verbatim, untrusted
-/// quoted), then one catalogue entry listing the others one per line. The context assembler puts
-/// them under its `# Skills` heading and drops what does not fit its budget.
-pub(super) fn prompt_texts(selected: &[SelectedSkill], all: &[Arc<Skill>]) -> Vec<String> {
-    let mut texts: Vec<String> = selected
+/// The bodies of a turn's selected skills, most relevant first (trusted verbatim, untrusted
+/// quoted). The context assembler puts them in the turn's context and drops what does not fit
+/// its budget.
+pub(super) fn selected_bodies(selected: &[SelectedSkill]) -> Vec<String> {
+    selected
         .iter()
         .map(|chosen| render_skill(&chosen.skill))
-        .collect();
-    let others: Vec<&Arc<Skill>> = all
-        .iter()
-        .filter(|skill| !selected.iter().any(|s| s.skill.name == skill.name))
-        .collect();
-    if !others.is_empty() {
-        let entry = |skill: &Skill| {
-            let mut description: String = skill
-                .description
-                .chars()
-                .take(CATALOGUE_DESCRIPTION_CHARS)
-                .collect();
-            if description.len() < skill.description.len() {
-                description.push('…');
-            }
-            format!("  {}: {description}\n", skill.name)
-        };
-        let mut catalogue =
-            String::from("Other skills (call `load_skill` with a name to read one):\n");
-        let mut untrusted = String::new();
-        for skill in others {
-            if skill.trust.is_trusted() {
-                catalogue.push_str(&entry(skill));
-            } else {
-                untrusted.push_str(&entry(skill));
-            }
-        }
-        if !untrusted.is_empty() {
-            // Names and descriptions of skills the user has not trusted are the workspace's words.
-            catalogue.push_str(&lode_tools::untrusted::wrap(
-                "skill_catalogue",
-                &[("status", "untrusted")],
-                &untrusted,
-            ));
-        }
-        texts.push(catalogue.trim_end().to_owned());
+        .collect()
+}
+
+/// Every skill by name and one line of its description (at most `description_chars`
+/// characters), in the same order every turn: the system prompt's list. Untrusted skills'
+/// entries sit in a block of their own. `None` when there are no skills.
+pub(super) fn catalogue(all: &[Arc<Skill>], description_chars: usize) -> Option<String> {
+    if all.is_empty() {
+        return None;
     }
-    texts
+    let entry = |skill: &Skill| {
+        let first_line = skill.description.lines().next().unwrap_or("").trim();
+        let mut description: String = first_line.chars().take(description_chars).collect();
+        if description.len() < skill.description.trim().len() {
+            description.push('…');
+        }
+        format!("  {}: {description}\n", skill.name)
+    };
+    let mut sorted: Vec<&Arc<Skill>> = all.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut catalogue = String::from("Skills (their instructions: `load_skill` with the name):\n");
+    let mut untrusted = String::new();
+    for skill in sorted {
+        if skill.trust.is_trusted() {
+            catalogue.push_str(&entry(skill));
+        } else {
+            untrusted.push_str(&entry(skill));
+        }
+    }
+    if !untrusted.is_empty() {
+        // Names and descriptions of skills the user has not trusted are the workspace's words.
+        catalogue.push_str(&lode_tools::untrusted::wrap(
+            "skill_catalogue",
+            &[("status", "untrusted")],
+            &untrusted,
+        ));
+    }
+    Some(catalogue.trim_end().to_owned())
 }

@@ -656,10 +656,57 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Where the session's old output is pruned in the model's view: `(results_before,
+    /// contexts_before)`, `(0, 0)` when nothing is (see `crate::compaction::PruneMark`).
+    pub fn prune_mark(&self, session_id: &str) -> Result<(usize, usize), StoreError> {
+        let connection = self.connection.lock();
+        let found: Option<(i64, i64)> = connection
+            .query_row(
+                "SELECT results_before, contexts_before FROM session_prune_marks
+                 WHERE session_id = ?1",
+                params![session_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        let (results, contexts) = found.unwrap_or((0, 0));
+        let index = |value: i64| usize::try_from(value).unwrap_or(0);
+        Ok((index(results), index(contexts)))
+    }
+
+    /// Records where the session's old output is pruned (see [`SessionStore::prune_mark`]).
+    pub fn set_prune_mark(
+        &self,
+        session_id: &str,
+        results_before: usize,
+        contexts_before: usize,
+    ) -> Result<(), StoreError> {
+        let connection = self.connection.lock();
+        require_session(&connection, session_id)?;
+        write(
+            &connection,
+            "INSERT INTO session_prune_marks (session_id, results_before, contexts_before)
+             VALUES (?1, ?2, ?3)
+             ON CONFLICT (session_id) DO UPDATE
+             SET results_before = excluded.results_before,
+                 contexts_before = excluded.contexts_before",
+            params![
+                session_id,
+                to_i64(results_before as u64),
+                to_i64(contexts_before as u64)
+            ],
+        )?;
+        Ok(())
+    }
+
     /// Deletes a session with its messages and tool calls. Returns whether it existed.
     pub fn delete_session(&self, session_id: &str) -> Result<bool, StoreError> {
         let mut connection = self.connection.lock();
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        write(
+            &transaction,
+            "DELETE FROM session_prune_marks WHERE session_id = ?1",
+            params![session_id],
+        )?;
         write(
             &transaction,
             "DELETE FROM tool_calls WHERE session_id = ?1",
@@ -711,6 +758,12 @@ impl SessionStore {
             &transaction,
             "UPDATE messages SET visibility = 'archived'
              WHERE session_id = ?1 AND visibility = 'model_only' AND summary_of IS NOT NULL",
+            params![session_id],
+        )?;
+        // The model's view starts again from the summary: nothing in it is pruned yet.
+        write(
+            &transaction,
+            "DELETE FROM session_prune_marks WHERE session_id = ?1",
             params![session_id],
         )?;
         write(

@@ -85,6 +85,19 @@ pub(super) fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
             });
         }
     }
+    // A table of its own, not a new version of the others: a lode without it still reads the
+    // sessions (and leaves this table alone).
+    transaction.execute_batch(PRUNE_MARKS)?;
     transaction.commit()?;
     Ok(())
 }
+
+/// Where each session's old output is pruned in the model's view (see
+/// `crate::compaction::PruneMark`): indices into that view, reset by a compaction.
+const PRUNE_MARKS: &str = "
+CREATE TABLE IF NOT EXISTS session_prune_marks (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    results_before INTEGER NOT NULL,
+    contexts_before INTEGER NOT NULL
+);
+";

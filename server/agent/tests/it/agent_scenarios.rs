@@ -433,15 +433,18 @@ async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
         )
         .await
         .unwrap();
+    // The skill selected for the turn goes with the user's message (the system prompt only
+    // lists the skills, the same every turn).
+    let turn = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        turn.contains("<untrusted_content source=\"skill\" name=\"calculator-bugs\""),
+        "the selected skill is in the prompt, quoted as untrusted: {turn}"
+    );
     let system = server.requests()[0].body["messages"][0]["content"].to_string();
-    assert!(
-        system.contains("calculator-bugs"),
-        "the selected skill is in the prompt: {system}"
-    );
-    assert!(
-        system.contains("untrusted"),
-        "a workspace skill is quoted as untrusted: {system}"
-    );
+    assert!(system.contains("calculator-bugs"), "and listed: {system}");
     // Closing the session stores its summary; a new session recalls it.
     agent.close_session(&first.id).unwrap();
     let second = agent
@@ -456,11 +459,19 @@ async fn skills_and_memories_of_earlier_sessions_reach_the_model() {
         )
         .await
         .unwrap();
-    let system = server.requests().last().unwrap().body["messages"][0]["content"].to_string();
-    assert!(system.contains("# Memory"), "{system}");
+    let request = server.requests().last().unwrap().clone();
+    let turn = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .unwrap()["content"]
+        .to_string();
+    assert!(turn.contains("# Memory"), "{turn}");
     assert!(
-        system.contains("Please fix the failing test."),
-        "the earlier session is recalled: {system}"
+        turn.contains("Please fix the failing test."),
+        "the earlier session is recalled: {turn}"
     );
 }
 

@@ -12,9 +12,9 @@ use lode_agent::compaction::{
 };
 use lode_agent::context::{
     self, AssembledContext, ContextBudget, ContextInput, ContextShares, Environment, NoCode,
-    PrecomputedCode, RetrievedChunk, WorkspaceCode, assemble, count_tokens, count_tokens_uncached,
-    extract_mentions, find_instruction_files, fit_history, messages_tokens, starts_turn,
-    truncate_to_tokens,
+    PrecomputedCode, Profile, RetrievedChunk, WorkspaceCode, assemble, count_tokens,
+    count_tokens_uncached, extract_mentions, find_instruction_files, fit_history, messages_tokens,
+    starts_turn, truncate_to_tokens,
 };
 use lode_agent::store::{NewSession, SessionStore, Visibility};
 use lode_index::{Workspace, WorkspaceOptions};
@@ -116,6 +116,7 @@ fn run_assembly(
     let shares = ContextShares::default();
     let assembled = assemble(&ContextInput {
         mode: Mode::Code,
+        profile: Profile::Full,
         root,
         history,
         tools,
@@ -123,6 +124,7 @@ fn run_assembly(
         instructions: &instructions,
         memory: &[],
         skills: &[],
+        skill_catalogue: None,
         code,
         budget,
         shares: &shares,
@@ -207,14 +209,23 @@ fn instruction_files_are_found_inside_the_root_only_and_capped() {
     // Through assembly: the conversation's mention of the lexer brings in the parser rules.
     let history = vec![Message::user_text("Please fix src/parser/lexer.rs")];
     let assembled = run_assembly(&root, &history, &NoCode, LARGE, &[]);
+    // The root's files are the session's, in the system prompt; the parser's go with the turn.
     assert!(
         assembled
-            .system
+            .turn_context
             .contains("Parser rules: keep the lexer pure")
     );
+    assert!(!assembled.system.contains("Parser rules"));
     assert!(assembled.system.contains("lode-specific instructions"));
-    assert!(!assembled.system.contains("Other rules"));
-    assert!(!assembled.system.contains("OUTSIDE"));
+    assert!(
+        !assembled
+            .turn_context
+            .contains("lode-specific instructions")
+    );
+    for text in [&assembled.system, &assembled.turn_context] {
+        assert!(!text.contains("Other rules"));
+        assert!(!text.contains("OUTSIDE"));
+    }
     assert!(assembled.breakdown.instructions > 0);
 }
 
@@ -252,19 +263,19 @@ fn the_repo_map_follows_the_files_and_names_the_conversation_mentions() {
     let code = WorkspaceCode::new(indexed(dir.path()));
     // A window so small that the map's share only fits a few definitions.
     let small = ContextBudget {
-        context_window: 1_100,
+        context_window: 1_200,
         reserved_output: 100,
     };
     let map_of = |assembled: &AssembledContext| {
         let start = assembled
-            .system
+            .turn_context
             .find("<untrusted_content source=\"repo_map\">")
             .expect("a repo map");
         let end = start
-            + assembled.system[start..]
+            + assembled.turn_context[start..]
                 .find("</untrusted_content>")
                 .unwrap();
-        assembled.system[start..end].to_owned()
+        assembled.turn_context[start..end].to_owned()
     };
 
     let about_shipping = vec![Message::user_text(
@@ -329,7 +340,7 @@ fn retrieval_answers_the_latest_message_and_skips_files_already_read() {
     );
     assert!(
         assembled
-            .system
+            .turn_context
             .contains("<untrusted_content source=\"code\" path=\"src/shipping.rs\"")
     );
     assert_eq!(
@@ -397,8 +408,11 @@ fn the_budget_holds_with_the_real_tokenizer_and_newest_turns_stay_whole() {
     };
     let assembled = run_assembly(dir.path(), &history, &code, budget, &tools);
     let breakdown = assembled.breakdown;
-    assert_eq!(breakdown.budget, 5_000 - breakdown.tools);
-    assert!(breakdown.total() <= 5_000, "{breakdown:?}");
+    // The window less the output, less a margin for the server's template (1/32 of the window).
+    let input = budget.input_tokens();
+    assert_eq!(input, 5_000 - 6_000 / 32);
+    assert_eq!(breakdown.budget, input - breakdown.tools);
+    assert!(breakdown.total() <= input, "{breakdown:?}");
     assert_eq!(breakdown.system, count_tokens(&assembled.system));
     assert_eq!(breakdown.history, messages_tokens(&assembled.messages));
     // Each share held: instructions at most 10% of the input budget, and so on.
@@ -617,13 +631,20 @@ fn lodes_git_runs_none_of_the_repositorys_commands() {
 
 #[test]
 fn base_instructions_differ_per_mode() {
-    let ask = context::base_instructions(Mode::Ask);
-    let code = context::base_instructions(Mode::Code);
-    let architect = context::base_instructions(Mode::Architect);
+    let ask = context::base_instructions(Mode::Ask, Profile::Full);
+    let code = context::base_instructions(Mode::Code, Profile::Full);
+    let architect = context::base_instructions(Mode::Architect, Profile::Full);
     assert!(ask.contains("ask mode") && ask.contains("cannot edit"));
     assert!(code.contains("edit_file") && code.contains("run_command"));
     assert!(architect.contains("architect mode") && architect.contains("update_plan"));
     assert!(count_tokens(&code) < 1_500);
+    // The lean profile says the same rules in brief, untrusted content included.
+    for mode in [Mode::Ask, Mode::Code, Mode::Architect] {
+        let lean = context::base_instructions(mode, Profile::Lean);
+        assert!(lean.contains("untrusted_content") && lean.contains("turn_context"));
+        assert!(count_tokens(&lean) < 260, "{}", count_tokens(&lean));
+    }
+    assert!(context::base_instructions(Mode::Code, Profile::Lean).contains("edit_symbol"));
 }
 
 // ---- compaction ----

@@ -1,7 +1,8 @@
 //! What a turn keeps between its model requests instead of redoing it: the history (loaded from
 //! the store once per turn, then appended to in memory), token counts (remembered by content),
-//! the repo map and retrieved code (made once per turn, again only after a tool that may write
-//! ran). None of it may change what the model is sent.
+//! the system prompt and the turn's context (environment, repo map, retrieved code: made once,
+//! when the turn starts, and attached to its user message). None of it may change what the
+//! model is sent, and each request is the previous one plus what happened since.
 //!
 //! In builds with debug assertions (these tests) the turn also checks, before every request,
 //! that its in-memory history equals a fresh load from the store; every agent test that runs a
@@ -232,9 +233,19 @@ async fn every_request_of_a_session_carries_the_conversation_so_far() {
     let requests = server.requests();
     assert_eq!(requests.len(), 12);
     let mut previous: Vec<Value> = Vec::new();
+    let first_system = system_and_messages(&requests[0].body).0;
     for (index, request) in requests.iter().enumerate() {
         let (system, messages) = system_and_messages(&request.body);
-        assert!(system.contains("<environment>"), "request {index}");
+        // One system prompt for the whole session; the environment is the turn's.
+        assert_eq!(system, first_system, "request {index}");
+        assert!(!system.contains("<environment>"), "request {index}");
+        assert!(
+            messages[0]["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("<turn_context>\n<environment>"),
+            "request {index}"
+        );
         // Each request is the previous one's conversation plus what happened since.
         assert!(
             messages.len() > previous.len() && messages[..previous.len()] == previous[..],
@@ -258,12 +269,18 @@ async fn every_request_of_a_session_carries_the_conversation_so_far() {
     assert_eq!(previous.len(), stored.len() - 1);
 }
 
-/// An edit made by a tool within a turn reaches the repo map and retrieved code of the turn's
-/// next request; before it, they are reused as they were.
+/// An edit made by a tool within a turn leaves that turn's requests as they were (their
+/// context was made when the turn started, and each request extends the previous one); the
+/// next turn's context (repo map, retrieved code) shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edit_within_a_turn_reaches_the_next_requests_code_context() {
+async fn an_edit_reaches_the_next_turns_code_context_and_leaves_this_turns_requests_alone() {
     let script: Script = serde_json::from_value(serde_json::json!({
         "turns": [
+            {
+                "name": "after",
+                "match": {"last_user_text_contains": "Where is brand_new_helper"},
+                "respond": {"text": "In src/lib.rs."}
+            },
             {
                 "name": "done",
                 "match": {"last_tool_result_of": "edit_file"},
@@ -304,15 +321,41 @@ async fn an_edit_within_a_turn_reaches_the_next_requests_code_context() {
     )
     .await;
     assert_eq!(stop, StopReason::EndTurn);
+    let stop = prompt(&agent, &session.id, "Where is brand_new_helper defined?").await;
+    assert_eq!(stop, StopReason::EndTurn);
     let requests = server.requests();
-    assert_eq!(requests.len(), 3);
-    let systems: Vec<String> = requests
-        .iter()
-        .map(|request| system_and_messages(&request.body).0)
-        .collect();
-    // Before the edit, the function is nowhere in the context.
-    assert!(!systems[0].contains("fn brand_new_helper"));
-    assert!(!systems[1].contains("fn brand_new_helper"));
-    // After the edit, the map and the retrieved code show the new function.
-    assert!(systems[2].contains("fn brand_new_helper"), "{}", systems[2]);
+    assert_eq!(requests.len(), 4);
+    // The turn context of a request's newest user message (what lode attached to it).
+    let newest_context = |request: &lode_llm_script::RecordedRequest| -> String {
+        let (_, messages) = system_and_messages(&request.body);
+        let user = messages
+            .iter()
+            .rev()
+            .find(|message| message["role"] == "user")
+            .unwrap();
+        let content = user["content"].as_str().unwrap();
+        content
+            .split_once("</turn_context>")
+            .map(|(context, _)| context.to_owned())
+            .unwrap_or_default()
+    };
+    // Within the edit's turn, the context is the one made before the edit, and each request
+    // extends the one before.
+    for request in &requests[..3] {
+        assert!(!newest_context(request).contains("fn brand_new_helper"));
+    }
+    let serialized = |request: &lode_llm_script::RecordedRequest| {
+        system_and_messages(&request.body)
+            .1
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+    };
+    for pair in requests.windows(2) {
+        let (before, after) = (serialized(&pair[0]), serialized(&pair[1]));
+        assert_eq!(after[..before.len()], before[..]);
+    }
+    // The next turn's context shows the new function.
+    let next = newest_context(&requests[3]);
+    assert!(next.contains("fn brand_new_helper"), "{next}");
 }

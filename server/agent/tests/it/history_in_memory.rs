@@ -270,21 +270,36 @@ async fn a_change_to_the_index_between_turns_reaches_the_next_map() {
     let root = workspace(dir.path(), &server, &unused, 32_000);
     let agent = Agent::open(&root, common::test_options(&root)).unwrap();
     let session = agent.new_session(root.clone(), Vec::new()).unwrap();
-    let system = |server: &ScriptedServerHandle| {
-        server.requests().last().unwrap().body["messages"][0]["content"]
+    // The context lode attached to the newest user message of the latest request.
+    let turn_context = |server: &ScriptedServerHandle| {
+        let body = server.requests().last().unwrap().body.clone();
+        let user = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|message| message["role"] == "user")
+            .unwrap()["content"]
             .as_str()
             .unwrap()
-            .to_owned()
+            .to_owned();
+        user.split_once("</turn_context>")
+            .map(|(context, _)| context.to_owned())
+            .unwrap_or_default()
     };
     let host = Arc::new(NoticeHost::default());
     // From the second turn on, the conversation mentions the same file and name every turn
     // (the map leaves that file out: the model has it).
     prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
     prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
-    let second = system(&server);
+    let second = turn_context(&server);
     prompt(&agent, &session.id, "What does `add` do?", host.clone()).await;
-    assert_eq!(system(&server), second, "nothing changed, the same context");
-    assert!(!second.contains("brand_new_helper"));
+    let third = turn_context(&server);
+    // Nothing changed, and what the first turn's context said (the environment, the code found
+    // for the question) is still in the conversation: nothing new to attach (the map is empty,
+    // it leaves out the file the conversation is about).
+    assert_eq!(second, "");
+    assert_eq!(third, "");
 
     let path = root.join("src/helper.rs");
     let source =
@@ -292,7 +307,10 @@ async fn a_change_to_the_index_between_turns_reaches_the_next_map() {
     std::fs::write(&path, source).unwrap();
     agent.index().update_file(&path, source).unwrap();
     prompt(&agent, &session.id, "What does `add` do?", host).await;
-    let after = system(&server);
-    assert!(after.contains("# Repository map"), "{after}");
+    let after = turn_context(&server);
+    assert!(
+        after.contains("# Repository map\nThe most relevant"),
+        "{after}"
+    );
     assert!(after.contains("brand_new_helper"), "{after}");
 }

@@ -661,6 +661,7 @@ fn audit_lines_are_appended_and_redacted() {
         "run_command",
         &json!({"command": "curl -H 'Authorization: Bearer sk-ant-api03-abcdefghijklmnopqrstuv' https://x"}),
         "ask:allow_once",
+        None,
         &ToolCallUpdate {
             id: "c1".into(),
             status: ToolStatus::Completed,
@@ -676,6 +677,7 @@ fn audit_lines_are_appended_and_redacted() {
         "write_file",
         &json!({"path": ".env", "content": "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz\nDEBUG=1\n"}),
         "deny",
+        Some("text"),
         &ToolCallUpdate {
             id: "c2".into(),
             status: ToolStatus::Failed,

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lode_agent::skills::{
-    LoadSkillTool, SkillSet, SkillSource, SkillsConfig, TrustState, parse::parse_skill_md,
+    LoadSkillTool, SkillDetail, SkillSet, SkillSource, SkillsConfig, TrustState,
+    parse::parse_skill_md,
 };
 use lode_tools::host::{ToolEvent, ToolHost};
 use lode_tools::{Tool, ToolContext, ToolErrorCategory};
@@ -306,11 +307,28 @@ fn turn_texts_hold_selected_bodies_and_a_catalogue_of_the_rest() {
     let turn = set.prepare_turn("please review my diff");
     assert_eq!(turn.selected[0].skill.name, "code-review");
     assert!(turn.texts[0].starts_with("<skill name=\"code-review\" source=\"bundled\">"));
-    let catalogue = turn.texts.last().unwrap();
-    assert!(catalogue.starts_with("Other skills (call `load_skill`"));
+    assert!(turn.texts.iter().all(|text| text.starts_with("<skill ")));
+    // The list names every skill, selected or not, the same whatever the message.
+    let catalogue = turn.catalogue.clone().unwrap();
+    assert!(catalogue.starts_with("Skills (their instructions: `load_skill`"));
     assert!(catalogue.contains("  git-workflow: Everyday git work"));
-    assert!(!catalogue.contains("code-review:"));
+    assert!(catalogue.contains("  code-review:"));
+    assert_eq!(
+        set.prepare_turn("write a commit message").catalogue,
+        Some(catalogue.clone())
+    );
     assert!(turn.granted_tools.contains(&"read_file".to_owned()));
+    // Names only: no bodies, shorter lines, the same selection and grants.
+    let lean = set.prepare_turn_for("please review my diff", SkillDetail::NamesOnly);
+    assert!(lean.texts.is_empty());
+    assert_eq!(lean.selected[0].skill.name, "code-review");
+    assert_eq!(lean.granted_tools, turn.granted_tools);
+    let short = lean.catalogue.unwrap();
+    assert!(short.len() < catalogue.len(), "{short}");
+    assert!(
+        short.lines().all(|line| line.chars().count() < 110),
+        "{short}"
+    );
 }
 
 #[test]

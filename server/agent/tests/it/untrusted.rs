@@ -123,6 +123,20 @@ fn sent_strings(request: &RecordedRequest) -> Vec<String> {
 }
 
 /// The byte ranges of `text` inside untrusted blocks; panics when blocks are unbalanced.
+/// The content of the newest user message (not tool results) of an OpenAI-style request: the
+/// turn's context lode attached, then the user's words.
+fn newest_user_content(request: &RecordedRequest) -> String {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn block_ranges(text: &str) -> Vec<(usize, usize)> {
     let mut ranges = Vec::new();
     let mut at = 0;
@@ -272,7 +286,9 @@ async fn a_memory_the_model_saves_after_reading_a_file_is_untrusted_whatever_it_
         ),
         "the provenance lode saw is named: {strings:?}"
     );
-    let system = request.body["messages"][0]["content"].as_str().unwrap();
+    // Memories recalled for a turn go with its user message, in lode's turn context.
+    let turn = newest_user_content(&request);
+    let system = turn.as_str();
     assert!(system.contains("<memory "), "{system}");
     let start = system.find("Deploys go out on Tuesdays").unwrap();
     assert!(
@@ -411,10 +427,12 @@ async fn every_piece_of_workspace_content_reaches_the_model_inside_a_marked_bloc
         "CODECANARY",
         "<untrusted_content source=\"code\" path=\"src/shipping.rs\""
     ));
-    let map = system
+    // The repo map is the turn's, in the context attached to the user's message.
+    let turn = newest_user_content(first);
+    let map = turn
         .find("<untrusted_content source=\"repo_map\">")
         .expect("a repo map block");
-    assert!(system[map..].contains("parcel_weight_surcharge"));
+    assert!(turn[map..].contains("parcel_weight_surcharge"));
 
     let strings = sent_strings(last);
     for (needle, tool) in [

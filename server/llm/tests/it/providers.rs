@@ -67,6 +67,7 @@ fn ask(text: &str) -> ChatRequest {
         tools: vec![read_file_tool()],
         max_tokens: None,
         temperature: None,
+        cache_key: None,
     }
 }
 
@@ -139,7 +140,8 @@ async fn text_streams_in_pieces_with_usage_and_the_key_in_the_right_header() {
                 StreamEvent::Usage(Usage {
                     input_tokens: 12,
                     output_tokens: 11,
-                    cache_read_tokens: 0
+                    cache_read_tokens: 0,
+                    cache_write_tokens: 0,
                 }),
                 StreamEvent::Finished(FinishReason::EndTurn)
             ],
@@ -209,7 +211,8 @@ async fn thinking_and_a_tool_call_in_fragments_then_the_answer_to_its_result() {
             Some(Usage {
                 input_tokens: 120,
                 output_tokens: 30,
-                cache_read_tokens: 64
+                cache_read_tokens: 64,
+                cache_write_tokens: 0,
             })
         );
         let content = &response.message.content;

@@ -164,6 +164,9 @@ impl LanguageServerClient {
             if said.is_empty() {
                 return Err(error);
             }
+            if let Some(missing) = super::server_log::missing_rustup_component(&said, program) {
+                return Err(DiagnosticsError::NotInstalled(missing));
+            }
             let log = super::server_log::log_path()
                 .map(|path| format!(" (its output: {})", path.display()))
                 .unwrap_or_default();

@@ -134,6 +134,10 @@ pub enum DiagnosticsError {
     Exited { command: String },
     #[error("{command} failed: {message}")]
     Command { command: String, message: String },
+    /// The program is a stand-in for a server that is not installed (rustup's proxy without
+    /// its component): the message names what is missing and the fix, in one line.
+    #[error("{0}")]
+    NotInstalled(String),
 }
 
 /// The language a file is checked as, by its name (the LSP language id).

@@ -310,6 +310,12 @@ impl DiagnosticsProvider {
                 servers.insert(family, Slot::Running(client.clone()));
                 Some(client)
             }
+            Err(DiagnosticsError::NotInstalled(message)) => {
+                // Said once: the slot remembers it for the provider's (the session's) life.
+                tracing::warn!("{message}");
+                servers.insert(family, Slot::Unavailable(message));
+                None
+            }
             Err(error) => {
                 tracing::warn!(%error, "cannot use {program} for {family} diagnostics");
                 servers.insert(family, Slot::Unavailable(error.to_string()));

@@ -1,7 +1,9 @@
 //! Where a downstream language server's stderr goes: never to lode's own stderr (which is the
 //! user's terminal in `lode run`, the editor's log pane in `lode lsp`), but to one log file in
 //! the user's data directory, with the last lines kept for the one notice lode prints when the
-//! server cannot start.
+//! server cannot start. A backtrace is logged but never kept for the notice, and a rustup proxy
+//! whose toolchain lacks the server's component is said in one line with the fix
+//! ([`missing_rustup_component`]).
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -59,8 +61,50 @@ pub async fn drain(stderr: impl AsyncRead + Unpin, command: String, last: LastWo
         {
             log = None;
         }
-        last.push(line);
+        if !is_backtrace_line(&line) {
+            last.push(line);
+        }
     }
+}
+
+/// Whether a line of stderr belongs to a Rust backtrace (rustup's proxy prints one with its
+/// errors): the header, a numbered frame (`14: __libc_start_main_impl`) or a frame's location
+/// (`at ./csu/../csu/libc-start.c:360:3`).
+fn is_backtrace_line(line: &str) -> bool {
+    let trimmed = line.trim_start();
+    if trimmed.eq_ignore_ascii_case("stack backtrace:") {
+        return true;
+    }
+    if trimmed.starts_with("at ") && trimmed.len() < line.len() {
+        return true;
+    }
+    trimmed
+        .split_once(": ")
+        .is_some_and(|(number, _)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The one line to say when `program` is a rustup proxy whose toolchain lacks its component, as
+/// rustup says in either wording (`error: Unknown binary 'rust-analyzer' in official toolchain
+/// 'stable-…'.`, `error: 'rust-analyzer' is not installed for the toolchain 'stable-…'`):
+/// what is missing and the command that installs it. `None` for any other output.
+pub fn missing_rustup_component(stderr: &str, program: &str) -> Option<String> {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| program.to_owned());
+    let quoted = format!("'{name}'");
+    let line = stderr.lines().find(|line| {
+        line.contains(&quoted)
+            && (line.contains("Unknown binary") || line.contains("is not installed for"))
+    })?;
+    let toolchain = line
+        .split("toolchain '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or("the active toolchain");
+    Some(format!(
+        "{name} is not installed for toolchain {toolchain}; install it with `rustup component add {name}`"
+    ))
 }
 
 fn clip(line: &str) -> String {
@@ -89,6 +133,43 @@ fn open_log(path: &std::path::Path) -> Option<std::fs::File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What rustup 1.29's proxy prints for a missing rust-analyzer (RUST_BACKTRACE or not).
+    const RUSTUP_PROXY: &str = "error: Unknown binary 'rust-analyzer' in official toolchain 'stable-x86_64-unknown-linux-gnu'.\n\nStack backtrace:\n   0: anyhow::kind::Adhoc::new\n   1: anyhow::__private::format_err.3718\n  12: main\n  13: __libc_start_call_main\n             at ./csu/../sysdeps/nptl/libc_start_call_main.h:58:16\n  14: __libc_start_main_impl\n             at ./csu/../csu/libc-start.c:360:3\n  15: <unknown>\n";
+
+    #[tokio::test]
+    async fn a_backtrace_is_never_kept_for_the_notice() {
+        let last = LastWords::default();
+        drain(
+            RUSTUP_PROXY.as_bytes(),
+            "rust-analyzer".into(),
+            last.clone(),
+        )
+        .await;
+        let summary = last.summary();
+        assert_eq!(
+            summary,
+            "error: Unknown binary 'rust-analyzer' in official toolchain 'stable-x86_64-unknown-linux-gnu'."
+        );
+    }
+
+    #[test]
+    fn a_missing_rustup_component_is_one_line_with_the_fix() {
+        let said =
+            missing_rustup_component(RUSTUP_PROXY, "/root/.cargo/bin/rust-analyzer").unwrap();
+        assert_eq!(
+            said,
+            "rust-analyzer is not installed for toolchain stable-x86_64-unknown-linux-gnu; install it with `rustup component add rust-analyzer`"
+        );
+        let newer = "error: 'rust-analyzer' is not installed for the toolchain '1.95.0-x86_64-unknown-linux-gnu'.\nhelp: run `rustup component add rust-analyzer` to install it\n";
+        assert!(
+            missing_rustup_component(newer, "rust-analyzer")
+                .unwrap()
+                .contains("toolchain 1.95.0-x86_64-unknown-linux-gnu")
+        );
+        assert!(missing_rustup_component("segfault", "rust-analyzer").is_none());
+        assert!(missing_rustup_component(RUSTUP_PROXY, "gopls").is_none());
+    }
 
     #[tokio::test]
     async fn keeps_the_last_lines_clipped() {
