@@ -94,7 +94,7 @@ fn search_filters_by_language_and_path_and_prints_text() {
     let dir = sample();
     let markdown = run(
         dir.path(),
-        &["search", "segments", "--lang", "text", "--json"],
+        &["search", "segments", "--lang", "markdown", "--json"],
     );
     let paths: Vec<String> = stdout(&markdown)
         .lines()

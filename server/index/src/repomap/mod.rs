@@ -128,6 +128,12 @@ pub fn build_map(
     request: &MapRequest,
 ) -> Result<RepoMap, IndexError> {
     let bpe = cl100k()?;
+    // A map of code: a document's headings (Markdown sections) are its outline, not
+    // definitions other code uses.
+    let definitions: Vec<DefinitionRow> = definitions
+        .into_iter()
+        .filter(|def| def.kind != lode_syntax::DefKind::Section.name())
+        .collect();
     let focus: HashSet<&str> = request.focus_files.iter().map(String::as_str).collect();
     let mentions: HashSet<&str> = request.mentions.iter().map(String::as_str).collect();
 
