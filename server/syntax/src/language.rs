@@ -485,9 +485,15 @@ impl Language {
             .map(|spec| spec.language)
     }
 
-    /// True for languages parsed with tree-sitter.
-    pub fn is_code(self) -> bool {
+    /// True for languages parsed with tree-sitter (code, and Markdown's headings).
+    pub fn is_parsed(self) -> bool {
         self.spec().grammar.is_some()
+    }
+
+    /// True for source code: parsed, and not a document (Markdown's headings are an outline
+    /// and chunk boundaries, not definitions to edit or navigate by symbol).
+    pub fn is_code(self) -> bool {
+        self.is_parsed() && self != Language::Markdown
     }
 
     /// The tree-sitter grammar, or `None` for plain text.

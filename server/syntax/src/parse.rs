@@ -117,7 +117,7 @@ pub fn parse_file_within(
     sizes: ChunkSizes,
     budget: Duration,
 ) -> Result<ParsedFile, SyntaxError> {
-    if !language.is_code() {
+    if !language.is_parsed() {
         return Ok(text_file(source, sizes, None));
     }
     match parse_with_old(language, source, None, Some(budget))? {
