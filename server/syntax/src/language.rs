@@ -4,7 +4,8 @@
 //! for the ambiguous `.h`, its content.
 //!
 //! Adding a language is a folder `grammars/<dir>/` (`tags.scm`, `language.toml`, a `sample.*`
-//! and its `expected.json`) and one row in [`REGISTRY`] (with its variant of [`Language`]); the
+//! and its `expected.json`) and one row in [`REGISTRY`] (with its variant of [`Language`] and its
+//! grammar in [`Language::grammar`]); the
 //! tests read every row.
 
 use std::path::Path;
@@ -57,7 +58,9 @@ pub struct LanguageSpec {
     pub interpreters: &'static [&'static str],
     /// The directory under `grammars/` holding the query, rules and fixtures.
     pub dir: &'static str,
-    pub grammar: Option<tree_sitter_language::LanguageFn>,
+    /// Parsed with a tree-sitter grammar ([`Language::grammar`] names it; kept out of this
+    /// table so that reading names and extensions does not link every parser in).
+    pub parsed: bool,
     /// `grammars/<dir>/tags.scm`.
     pub tags: Option<&'static str>,
     /// `grammars/<dir>/language.toml`.
@@ -87,7 +90,7 @@ const fn row(
     file_names: &'static [&'static str],
     interpreters: &'static [&'static str],
     dir: &'static str,
-    grammar: Option<tree_sitter_language::LanguageFn>,
+    parsed: bool,
     files: (Option<&'static str>, &'static str),
 ) -> LanguageSpec {
     LanguageSpec {
@@ -98,7 +101,7 @@ const fn row(
         file_names,
         interpreters,
         dir,
-        grammar,
+        parsed,
         tags: files.0,
         rules: files.1,
     }
@@ -114,7 +117,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &[],
         "rust",
-        Some(tree_sitter_rust::LANGUAGE),
+        true,
         grammar_files!("rust"),
     ),
     row(
@@ -125,7 +128,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &["SConstruct", "SConscript"],
         &["python", "python3", "python2"],
         "python",
-        Some(tree_sitter_python::LANGUAGE),
+        true,
         grammar_files!("python"),
     ),
     row(
@@ -136,7 +139,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["node", "nodejs"],
         "javascript",
-        Some(tree_sitter_javascript::LANGUAGE),
+        true,
         grammar_files!("javascript"),
     ),
     // TSX is TypeScript plus JSX; the TypeScript query uses only nodes both grammars share.
@@ -148,7 +151,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["ts-node", "deno", "bun"],
         "typescript",
-        Some(tree_sitter_typescript::LANGUAGE_TYPESCRIPT),
+        true,
         grammar_files!("typescript"),
     ),
     row(
@@ -159,7 +162,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &[],
         "typescript",
-        Some(tree_sitter_typescript::LANGUAGE_TSX),
+        true,
         grammar_files!("typescript"),
     ),
     row(
@@ -170,7 +173,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &[],
         "go",
-        Some(tree_sitter_go::LANGUAGE),
+        true,
         grammar_files!("go"),
     ),
     // `.h` is judged by its content (see `Language::detect`): C unless it reads as C++.
@@ -182,7 +185,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["tcc"],
         "c",
-        Some(tree_sitter_c::LANGUAGE),
+        true,
         grammar_files!("c"),
     ),
     row(
@@ -195,7 +198,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &[],
         "cpp",
-        Some(tree_sitter_cpp::LANGUAGE),
+        true,
         grammar_files!("cpp"),
     ),
     row(
@@ -206,7 +209,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["java"],
         "java",
-        Some(tree_sitter_java::LANGUAGE),
+        true,
         grammar_files!("java"),
     ),
     row(
@@ -217,7 +220,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["dotnet-script"],
         "csharp",
-        Some(tree_sitter_c_sharp::LANGUAGE),
+        true,
         grammar_files!("csharp"),
     ),
     row(
@@ -228,7 +231,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["kotlin", "kotlinc"],
         "kotlin",
-        Some(tree_sitter_kotlin_ng::LANGUAGE),
+        true,
         grammar_files!("kotlin"),
     ),
     row(
@@ -239,7 +242,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["swift"],
         "swift",
-        Some(tree_sitter_swift::LANGUAGE),
+        true,
         grammar_files!("swift"),
     ),
     row(
@@ -258,7 +261,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         ],
         &["ruby", "jruby", "rake"],
         "ruby",
-        Some(tree_sitter_ruby::LANGUAGE),
+        true,
         grammar_files!("ruby"),
     ),
     row(
@@ -271,7 +274,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["php"],
         "php",
-        Some(tree_sitter_php::LANGUAGE_PHP),
+        true,
         grammar_files!("php"),
     ),
     row(
@@ -282,7 +285,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["scala"],
         "scala",
-        Some(tree_sitter_scala::LANGUAGE),
+        true,
         grammar_files!("scala"),
     ),
     row(
@@ -293,7 +296,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["lua", "luajit"],
         "lua",
-        Some(tree_sitter_lua::LANGUAGE),
+        true,
         grammar_files!("lua"),
     ),
     row(
@@ -311,7 +314,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         ],
         &["sh", "bash", "zsh", "ksh", "dash", "ash"],
         "bash",
-        Some(tree_sitter_bash::LANGUAGE),
+        true,
         grammar_files!("bash"),
     ),
     row(
@@ -322,7 +325,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &[],
         "zig",
-        Some(tree_sitter_zig::LANGUAGE),
+        true,
         grammar_files!("zig"),
     ),
     row(
@@ -333,7 +336,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &["mix.lock"],
         &["elixir"],
         "elixir",
-        Some(tree_sitter_elixir::LANGUAGE),
+        true,
         grammar_files!("elixir"),
     ),
     row(
@@ -344,7 +347,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["runhaskell", "runghc", "stack"],
         "haskell",
-        Some(tree_sitter_haskell::LANGUAGE),
+        true,
         grammar_files!("haskell"),
     ),
     row(
@@ -355,7 +358,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &[],
         &["ocaml"],
         "ocaml",
-        Some(tree_sitter_ocaml::LANGUAGE_OCAML),
+        true,
         grammar_files!("ocaml"),
     ),
     row(
@@ -366,7 +369,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         &["README", "CHANGELOG", "CONTRIBUTING"],
         &[],
         "markdown",
-        Some(tree_sitter_md::LANGUAGE),
+        true,
         grammar_files!("markdown"),
     ),
     row(
@@ -377,7 +380,7 @@ pub static REGISTRY: [LanguageSpec; 23] = [
         TEXT_FILE_NAMES,
         &[],
         "text",
-        None,
+        false,
         (None, ""),
     ),
 ];
@@ -487,7 +490,7 @@ impl Language {
 
     /// True for languages parsed with tree-sitter (code, and Markdown's headings).
     pub fn is_parsed(self) -> bool {
-        self.spec().grammar.is_some()
+        self.spec().parsed
     }
 
     /// True for source code: parsed, and not a document (Markdown's headings are an outline
@@ -496,9 +499,35 @@ impl Language {
         self.is_parsed() && self != Language::Markdown
     }
 
-    /// The tree-sitter grammar, or `None` for plain text.
+    /// The tree-sitter grammar, or `None` for plain text. (A match, not a registry column: a
+    /// program that only reads names, such as the `lode` front end, links no parser.)
     pub fn grammar(self) -> Option<tree_sitter::Language> {
-        self.spec().grammar.map(tree_sitter::Language::new)
+        let grammar: tree_sitter_language::LanguageFn = match self {
+            Language::Rust => tree_sitter_rust::LANGUAGE,
+            Language::Python => tree_sitter_python::LANGUAGE,
+            Language::JavaScript => tree_sitter_javascript::LANGUAGE,
+            Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
+            Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX,
+            Language::Go => tree_sitter_go::LANGUAGE,
+            Language::C => tree_sitter_c::LANGUAGE,
+            Language::Cpp => tree_sitter_cpp::LANGUAGE,
+            Language::Java => tree_sitter_java::LANGUAGE,
+            Language::CSharp => tree_sitter_c_sharp::LANGUAGE,
+            Language::Kotlin => tree_sitter_kotlin_ng::LANGUAGE,
+            Language::Swift => tree_sitter_swift::LANGUAGE,
+            Language::Ruby => tree_sitter_ruby::LANGUAGE,
+            Language::Php => tree_sitter_php::LANGUAGE_PHP,
+            Language::Scala => tree_sitter_scala::LANGUAGE,
+            Language::Lua => tree_sitter_lua::LANGUAGE,
+            Language::Bash => tree_sitter_bash::LANGUAGE,
+            Language::Zig => tree_sitter_zig::LANGUAGE,
+            Language::Elixir => tree_sitter_elixir::LANGUAGE,
+            Language::Haskell => tree_sitter_haskell::LANGUAGE,
+            Language::OCaml => tree_sitter_ocaml::LANGUAGE_OCAML,
+            Language::Markdown => tree_sitter_md::LANGUAGE,
+            Language::Text => return None,
+        };
+        Some(tree_sitter::Language::new(grammar))
     }
 
     /// The tags query (definitions and references) from `grammars/<dir>/tags.scm`.

@@ -13,7 +13,7 @@ use lode_syntax::{Language, REGISTRY, file_symbols, parse_file};
 fn samples() -> Vec<(Language, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../grammars");
     let mut found = Vec::new();
-    for spec in REGISTRY.iter().filter(|spec| spec.grammar.is_some()) {
+    for spec in REGISTRY.iter().filter(|spec| spec.parsed) {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(spec.dir))
             .unwrap()
             .map(|entry| entry.unwrap().path())

@@ -36,7 +36,7 @@ pub fn grammars_root() -> PathBuf {
 /// Every sample of every language, in registry order.
 pub fn samples() -> Vec<Sample> {
     let mut samples = Vec::new();
-    for spec in REGISTRY.iter().filter(|spec| spec.grammar.is_some()) {
+    for spec in REGISTRY.iter().filter(|spec| spec.parsed) {
         let dir = grammars_root().join(spec.dir);
         let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
