@@ -37,6 +37,7 @@ mod cli_commands;
 mod crash_safety;
 mod daemon;
 mod doctor;
+mod languages;
 mod llm_script_command;
 mod logging;
 mod lsp_actions;
