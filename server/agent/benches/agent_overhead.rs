@@ -13,6 +13,8 @@
 //! [--source DIR]` (or `bench/agent/overhead.sh`). The first turn, which waits for the initial
 //! index refresh, is reported separately and left out of the figures.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -69,24 +71,6 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == "target" || name == ".git" || name == ".lode" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if entry.file_type()?.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
 /// One turn: its wall time, the model requests it made, the time the stand-in server spent
 /// reading them, and the CPU time the process used meanwhile (lode's threads and the stand-in
 /// server's: a figure that waiting for a busy machine's cores does not inflate).
@@ -128,7 +112,7 @@ async fn run(options: &Options, delay_ms: u64) -> Result<Run, Box<dyn std::error
     let server = ScriptedServer::start(script).await?;
     let dir = tempfile::tempdir()?;
     let root = dir.path().join("workspace");
-    copy_dir(&options.source, &root)?;
+    support::copy_dir(&options.source, &root)?;
     std::fs::create_dir_all(root.join(".lode"))?;
     std::fs::write(
         root.join(".lode/config.toml"),

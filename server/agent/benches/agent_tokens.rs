@@ -16,6 +16,8 @@
 //! `cargo bench -p lode-agent --bench agent_tokens -- [--turns N] [--source DIR]
 //! [--profile full|lean]` (or `bench/agent/tokens.sh`).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -103,24 +105,6 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == "target" || name == ".git" || name == ".lode" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type()?.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if entry.file_type()?.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
 /// A generated Rust file of about 12k characters: what the session reads every turn.
 fn large_file() -> String {
     let mut text = String::from("//! Generated operations, read whole by the benchmark.\n\n");
@@ -143,7 +127,7 @@ async fn run(options: &Options, profile: Profile) -> Result<Measured, Box<dyn st
     let server = ScriptedServer::start(script).await?;
     let dir = tempfile::tempdir()?;
     let root = dir.path().join("workspace");
-    copy_dir(&options.source, &root)?;
+    support::copy_dir(&options.source, &root)?;
     std::fs::write(root.join("src/operations.rs"), large_file())?;
     std::fs::create_dir_all(root.join(".lode"))?;
     std::fs::write(
