@@ -34,14 +34,14 @@ CACHE = ROOT / "bench" / "out" / "embeddings" / "pairs-multilang"
 LANGS = ["python", "javascript", "typescript", "go"]
 TRAINING_SPLITS = ("table",)
 KEPT_OUT_SPLITS = ("eval", "train")
-MAX_IMPORT_LINES = 5  # server/index/src/embed/text.rs MAX_IMPORT_LINES
+MAX_IMPORT_LINES = 5  # server/embed/src/text.rs MAX_IMPORT_LINES
 HEAD_LINES = 60  # how much of a file's opening text is searched for import lines
 MAX_BODY_CHARS = 4000
 
 
 def import_lines(head: str) -> list[str]:
     """The first import lines of a file's opening text, as `import_lines` in
-    server/index/src/embed/text.rs picks them."""
+    server/embed/src/text.rs picks them."""
     out = []
     for line in head.split("\n"):
         line = line.strip()

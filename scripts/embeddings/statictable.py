@@ -68,7 +68,7 @@ def quantise(rows: np.ndarray, live: np.ndarray | None = None
 class WordPiece:
     """BERT's WordPiece on one lower-case word: greedy longest match first, continuation
     pieces prefixed with `##`; a word it cannot cover, or longer than 100 characters, is
-    `[UNK]`. What lode's Rust reader does (server/index/src/embed/static_table.rs)."""
+    `[UNK]`. What lode's Rust reader does (server/embed/src/static_table.rs)."""
 
     def __init__(self, vocab_path: Path):
         tokens = Path(vocab_path).read_text(encoding="utf-8").split("\n")

@@ -96,7 +96,7 @@ def training_crates(corpora: list[Path]) -> tuple[list[tuple[Path, str]], list[s
 # Any function with a doc comment (private ones and `pub(crate)` too), for `--fns all`.
 ANY_FN_RE = re.compile(r'^[ \t]*(?:pub(?:\([^)\n]*\))?[ \t]+)?' + FN_AFTER_VISIBILITY, re.M)
 
-# Close to what lode's `import_lines` (server/index/src/embed/text.rs) puts in a chunk's text:
+# Close to what lode's `import_lines` (server/embed/src/text.rs) puts in a chunk's text:
 # lode reads them from the file's first chunk only, this from the whole file.
 IMPORT_LINE = re.compile(r"^[ \t]*((?:pub )?use .*)$", re.M)
 MAX_IMPORT_LINES = 5

@@ -1,16 +1,17 @@
 //! lode's code intelligence: everything lode knows about a workspace's code.
 //!
 //! This crate owns scanning a workspace, the on-disk index (a SQLite catalog of every file's
-//! definitions, references and chunks, a tantivy BM25 index, the vectors), embedders, search,
+//! definitions, references and chunks, a tantivy BM25 index, the vectors), search,
 //! symbol and reference lookup, and the repo map. What a file's text means (its language,
 //! definitions, references, chunks) is `lode-syntax`'s; this crate stores and queries it, and
-//! re-exports the syntax types its callers need.
+//! re-exports the syntax types its callers need; turning text into vectors is `lode-embed`'s.
 //!
 //! It must not know about agents, LLMs, editors or protocols: callers (the agent, the ACP and LSP
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
 mod catalog;
-mod embed;
+// The embedders are their own crate; `crate::embed` names it inside this one.
+use lode_embed as embed;
 mod error;
 mod heads;
 mod hybrid;

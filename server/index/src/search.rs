@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::ChunkRow;
@@ -329,28 +329,12 @@ impl Workspace {
     }
 }
 
-/// Compiles a user's path glob with gitignore-like anchoring.
+/// Compiles a user's path glob with gitignore-like anchoring ([`lode_vectors::path_glob_matcher`]).
 pub fn path_matcher(glob: &str) -> Result<GlobMatcher, IndexError> {
-    let anchored = if glob.contains('/') {
-        glob.trim_start_matches("./")
-            .trim_start_matches('/')
-            .to_string()
-    } else {
-        format!("**/{glob}")
-    };
-    let anchored = if anchored.ends_with('/') {
-        format!("{anchored}**")
-    } else {
-        anchored
-    };
-    GlobBuilder::new(&anchored)
-        .literal_separator(true)
-        .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|e| IndexError::Glob {
-            glob: glob.to_string(),
-            message: e.to_string(),
-        })
+    lode_vectors::path_glob_matcher(glob).map_err(|e| IndexError::Glob {
+        glob: glob.to_string(),
+        message: e.to_string(),
+    })
 }
 
 /// The distinct defined names, each with its [`name_mask`].

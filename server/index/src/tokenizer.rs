@@ -4,6 +4,7 @@
 //! `::`, `.`, `/` and `-` as separators, keeps the whole identifier (and whole `kebab-case`
 //! words) as an extra token at the position of their first part, and lowercases everything.
 
+use lode_embed::for_each_identifier_part;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 /// The name the tokenizer is registered under in the tantivy index.
@@ -137,7 +138,7 @@ fn push_word(
     let word = &text[start..end];
     let mut position = first_position;
     let mut parts = 0usize;
-    for_each_part(word, |part_start, part_end| {
+    for_each_identifier_part(word, |part_start, part_end| {
         if part_end - part_start <= MAX_TOKEN_BYTES {
             spans.push(TokenSpan {
                 start: start + part_start,
@@ -158,89 +159,6 @@ fn push_word(
         });
     }
     position.max(first_position + 1)
-}
-
-/// Byte ranges of the parts of an identifier: split at `_` and at case humps
-/// (`parseHTTPRequest` -> `parse`, `HTTP`, `Request`). Digits stay with what precedes them.
-pub fn identifier_parts(word: &str) -> Vec<(usize, usize)> {
-    let mut parts = Vec::new();
-    for_each_part(word, |start, end| parts.push((start, end)));
-    parts
-}
-
-fn for_each_part(word: &str, emit: impl FnMut(usize, usize)) {
-    if word.is_ascii() {
-        for_each_ascii_part(word.as_bytes(), emit);
-    } else {
-        for_each_unicode_part(word, emit);
-    }
-}
-
-/// [`for_each_part`] of an ASCII word, byte by byte (most identifiers).
-fn for_each_ascii_part(word: &[u8], mut emit: impl FnMut(usize, usize)) {
-    let mut part_start: Option<usize> = None;
-    let mut previous: Option<u8> = None;
-    for (at, &byte) in word.iter().enumerate() {
-        if byte == b'_' {
-            if let Some(start) = part_start.take() {
-                emit(start, at);
-            }
-            previous = Some(byte);
-            continue;
-        }
-        match (part_start, previous) {
-            (Some(start), Some(prev)) => {
-                let hump = byte.is_ascii_uppercase()
-                    && (prev.is_ascii_lowercase()
-                        || prev.is_ascii_digit()
-                        || (prev.is_ascii_uppercase()
-                            && word.get(at + 1).is_some_and(u8::is_ascii_lowercase)));
-                if hump {
-                    emit(start, at);
-                    part_start = Some(at);
-                }
-            }
-            _ => part_start = Some(at),
-        }
-        previous = Some(byte);
-    }
-    if let Some(start) = part_start {
-        emit(start, word.len());
-    }
-}
-
-/// [`for_each_part`] of a word with non-ASCII letters, using Unicode case.
-fn for_each_unicode_part(word: &str, mut emit: impl FnMut(usize, usize)) {
-    let mut part_start: Option<usize> = None;
-    let mut previous: Option<char> = None;
-    let mut chars = word.char_indices().peekable();
-    while let Some((at, ch)) = chars.next() {
-        let next = chars.peek().map(|&(_, c)| c);
-        if ch == '_' {
-            if let Some(start) = part_start.take() {
-                emit(start, at);
-            }
-            previous = Some(ch);
-            continue;
-        }
-        match (part_start, previous) {
-            (Some(start), Some(prev)) => {
-                let hump = ch.is_uppercase()
-                    && (prev.is_lowercase()
-                        || prev.is_ascii_digit()
-                        || (prev.is_uppercase() && next.is_some_and(|n| n.is_lowercase())));
-                if hump {
-                    emit(start, at);
-                    part_start = Some(at);
-                }
-            }
-            _ => part_start = Some(at),
-        }
-        previous = Some(ch);
-    }
-    if let Some(start) = part_start {
-        emit(start, word.len());
-    }
 }
 
 /// Stems at most this many distinct words before the cache starts over.
@@ -581,32 +499,6 @@ mod tests {
             3,
             "matches, matching, matched share one stem"
         );
-    }
-
-    /// Words over an alphabet that exercises every case boundary.
-    fn boundary_words() -> Vec<String> {
-        let alphabet = ['a', 'b', 'A', 'B', '1', '_'];
-        let mut words = vec![String::new()];
-        let mut all = Vec::new();
-        for _ in 0..5 {
-            words = words
-                .iter()
-                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
-                .collect();
-            all.extend(words.iter().cloned());
-        }
-        all
-    }
-
-    #[test]
-    fn ascii_parts_match_the_unicode_rules() {
-        for word in boundary_words() {
-            let mut ascii = Vec::new();
-            for_each_ascii_part(word.as_bytes(), |a, b| ascii.push((a, b)));
-            let mut unicode = Vec::new();
-            for_each_unicode_part(&word, |a, b| unicode.push((a, b)));
-            assert_eq!(ascii, unicode, "{word}");
-        }
     }
 
     #[test]

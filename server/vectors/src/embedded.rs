@@ -21,14 +21,14 @@ use rayon::prelude::*;
 use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
-use super::segment::{
+use crate::segment::{
     CODE_GROUP, CodeBlock, NotOrdered, Segment, SegmentRow, is_store_file, quantize,
     segment_file_name, write_segment,
 };
-use super::{
+use crate::{
     QuantizedRecord, StoreState, VectorError, VectorFilter, VectorHit, VectorRecord, VectorStore,
 };
-use crate::embed::EmbedderIdentity;
+use lode_embed::EmbedderIdentity;
 
 const MANIFEST: &str = "manifest.json";
 const MANIFEST_FORMAT: u32 = 1;
@@ -270,14 +270,12 @@ impl EmbeddedStore {
             });
         }
         let matcher = match &filter.path_glob {
-            Some(glob) => {
-                Some(
-                    crate::search::path_matcher(glob).map_err(|e| VectorError::Glob {
-                        glob: glob.clone(),
-                        message: e.to_string(),
-                    })?,
-                )
-            }
+            Some(glob) => Some(
+                crate::path_glob_matcher(glob).map_err(|e| VectorError::Glob {
+                    glob: glob.clone(),
+                    message: e.to_string(),
+                })?,
+            ),
             None => None,
         };
         let (query_scale, quantized) = quantize(query);
@@ -1440,7 +1438,7 @@ mod tests {
         let mut v = vec![0.0; 4];
         v[axis] = 1.0;
         v[(axis + 1) % 4] = tilt;
-        crate::embed::normalize(&mut v);
+        lode_embed::normalize(&mut v);
         v
     }
 
@@ -1715,10 +1713,8 @@ mod tests {
     #[test]
     fn rows_of_a_segment_in_no_id_order_are_found_by_a_scan() {
         let dir = tempfile::tempdir().unwrap();
-        let segment = super::super::segment::segment_of_ids(
-            &dir.path().join("old.vec"),
-            &[30, 10, 20, 50, 40],
-        );
+        let segment =
+            crate::segment::segment_of_ids(&dir.path().join("old.vec"), &[30, 10, 20, 50, 40]);
         let mut found = rows_holding(&segment, &[10, 40, 45]);
         found.sort_unstable();
         assert_eq!(found, [1, 4]);
@@ -1742,7 +1738,7 @@ mod tests {
         drop(store);
         // Rewrite the segment with its ids in reverse, as an older lode could have left them.
         let reversed: Vec<i64> = (0..50).rev().collect();
-        super::super::segment::segment_of_ids(&segment_paths(dir.path())[0], &reversed);
+        crate::segment::segment_of_ids(&segment_paths(dir.path())[0], &reversed);
 
         let store = EmbeddedStore::open(dir.path()).unwrap();
         assert!(!store.published().segments[0].ids_ascending());
@@ -1924,7 +1920,7 @@ mod tests {
     fn a_segment_is_populated_once() {
         let dir = tempfile::tempdir().unwrap();
         let segment =
-            super::super::segment::segment_of_ids(&dir.path().join("seg-00000000.vec"), &[1, 2, 3]);
+            crate::segment::segment_of_ids(&dir.path().join("seg-00000000.vec"), &[1, 2, 3]);
         assert!(!segment.is_populated());
         assert!(segment.populate());
         assert!(segment.is_populated());
@@ -1979,7 +1975,7 @@ mod tests {
                 .zip(&centre)
                 .map(|(n, c)| n + c)
                 .collect();
-            crate::embed::normalize(&mut v);
+            lode_embed::normalize(&mut v);
             v
         }
     }
@@ -2071,7 +2067,7 @@ mod tests {
             .collect();
         // Codes that rank every row alike: the first pass keeps arbitrary candidates.
         for path in segment_paths(dir.path()) {
-            super::super::segment::flatten_codes(&path);
+            crate::segment::flatten_codes(&path);
         }
         let flattened = EmbeddedStore::open(dir.path()).unwrap();
         let approximate_hits: Vec<Vec<VectorHit>> = queries
@@ -2183,7 +2179,7 @@ mod tests {
                 let matcher = filter
                     .path_glob
                     .as_deref()
-                    .map(|glob| crate::search::path_matcher(glob).unwrap());
+                    .map(|glob| crate::path_glob_matcher(glob).unwrap());
                 for hit in &hits {
                     let Some((path, language)) = rows.get(&hit.id) else {
                         panic!("deleted row {} returned", hit.id);
@@ -2219,8 +2215,8 @@ mod tests {
         drop(store);
         let old_segments = segment_paths(dir.path());
         // One segment as an older lode wrote it, and the other with codes that would mislead.
-        super::super::segment::strip_codes(&old_segments[0]);
-        super::super::segment::flatten_codes(&old_segments[1]);
+        crate::segment::strip_codes(&old_segments[0]);
+        crate::segment::flatten_codes(&old_segments[1]);
         let store = EmbeddedStore::open(dir.path()).unwrap();
         let published = store.published();
         assert!(!published.segments[0].has_codes());

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use memmap2::Mmap;
 
-use super::VectorError;
+use crate::VectorError;
 
 const MAGIC: &[u8; 8] = b"LODEVSEG";
 /// The version written: int8 vectors and binary codes in groups of [`CODE_GROUP`] rows.

@@ -356,7 +356,7 @@ const STATIC_RELEVANCE_FLOOR: f32 = 0.3;
 mod tests {
     use super::*;
     // The table's vectors are unit vectors, so their dot product is their cosine.
-    use crate::embed::dot as cosine;
+    use crate::dot as cosine;
 
     /// The AVX2 build of the row sums gives the portable one's bits, over the built-in
     /// table's own rows with repeated and zero-scaled ids.

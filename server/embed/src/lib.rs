@@ -1,4 +1,4 @@
-//! Embedders: turning chunk and query text into vectors.
+//! lode's embedders: turning chunk and query text into vectors.
 //!
 //! One trait, [`Embedder`], and its backends: the built-in static table ([`StaticEmbedder`], the
 //! default: no network, no model server) and the HTTP providers ([`OpenAiEmbedder`] for
@@ -10,6 +10,9 @@
 //!
 //! Nothing here downloads model weights: the static table is compiled into the binary, and
 //! MiniLM's weights are read from a directory the user filled.
+//!
+//! It must not know about the index, its catalog or vector stores, nor about agents or
+//! protocols: `lode-index` decides what is embedded and when, and stores the vectors.
 
 #[cfg(feature = "minilm")]
 mod bert;
@@ -19,6 +22,7 @@ mod minilm;
 mod static_table;
 mod text;
 mod wordpiece;
+mod words;
 
 use std::sync::Arc;
 
@@ -29,6 +33,7 @@ pub use http::{HttpEmbedderConfig, OllamaEmbedder, OpenAiEmbedder};
 pub use minilm::{MAX_TOKENS as MINILM_MAX_TOKENS, MINILM_FILES, MiniLmEmbedder};
 pub use static_table::StaticEmbedder;
 pub use text::{ChunkContext, chunk_embedding_text, chunk_head_text, import_lines};
+pub use words::{for_each_identifier_part, identifier_parts};
 
 /// Which embedder produced a set of vectors. Stored with the index: a different identity means
 /// every chunk is embedded again.
@@ -147,7 +152,7 @@ pub fn default_embedder() -> Result<Arc<dyn Embedder>, EmbedError> {
 }
 
 /// The dot product of two vectors: their cosine when both are unit vectors.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 

@@ -3,7 +3,7 @@
 //! The word splitting here must match `split_words` of `scripts/embeddings/statictable.py`:
 //! the static table's word frequencies and whole-word rows were computed with it.
 
-use crate::tokenizer::identifier_parts;
+use crate::words::identifier_parts;
 
 /// How many import lines of a file go into each of its chunks' embedding texts.
 pub const MAX_IMPORT_LINES: usize = 5;
