@@ -282,9 +282,7 @@ impl DiagnosticsProvider {
             );
             return None;
         };
-        if family == "rust"
-            && let Some(reason) = super::refuse_unconfined(&self.config.sandbox, program)
-        {
+        if let Some(reason) = super::refuse_unconfined(&self.config.sandbox, program) {
             servers.insert(family, Slot::Unavailable(reason));
             return None;
         }
