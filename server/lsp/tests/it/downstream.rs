@@ -233,12 +233,23 @@ async fn files_nothing_can_check_say_why() {
 async fn a_server_that_dies_at_start_is_one_notice_with_its_last_words() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.py"), "x = 1\n").unwrap();
-    let script = "for n in 1 2 3 4 5 6; do echo \"noise line $n\" >&2; done; \
-                  echo \"error: 'pylsp-test' is not installed for the toolchain\" >&2; exit 1";
+    // Named as a parse-only checker, which may start where the sandbox cannot confine (this
+    // crate's tests have no launcher); any other name would not be started at all.
+    let server = dir.path().join("pyright-langserver");
+    std::fs::write(
+        &server,
+        "#!/bin/sh\nfor n in 1 2 3 4 5 6; do echo \"noise line $n\" >&2; done\n\
+         echo \"error: 'pylsp-test' is not installed for the toolchain\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let config = DiagnosticsConfig {
         servers: HashMap::from([(
             "python".to_string(),
-            vec!["sh".to_string(), "-c".to_string(), script.to_string()],
+            vec![server.to_string_lossy().into_owned()],
         )]),
         default_servers: false,
         commands: false,
