@@ -32,6 +32,11 @@ import time
 from pathlib import Path
 
 TARGET_DELTA_MS = 5.0
+# With --baseline: a confined spawn of this lode may cost at most this much more than the same
+# spawn of the baseline lode (issue 42: within 1 ms of the pre-issue launcher).
+TARGET_BASELINE_DELTA_MS = 1.0
+# The variants repeated with the baseline binary.
+BASELINE_VARIANTS = ("true-ws", "true-ro", "sh-ws", "launcher-exit")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -131,12 +136,24 @@ def main() -> None:
     parser.add_argument("--pin", default="auto",
                         help="CPU to run on (auto: the last one; none: no pinning)")
     parser.add_argument("--json", default="", help="write the results here")
+    parser.add_argument("--baseline", default="",
+                        help="another lode binary: its true-ws, true-ro, sh-ws and launcher-exit "
+                             "run in the same rounds as NAME@base, and this lode's are compared "
+                             "with them")
     args = parser.parse_args()
     pinned = pin(args.pin)
 
     lode, ws = os.path.abspath(args.lode), os.path.realpath(args.workspace)
     env = dict(os.environ)
     all_variants = variants(lode, ws)
+    baseline = os.path.abspath(args.baseline) if args.baseline else ""
+    if baseline:
+        for variant in variants(baseline, ws):
+            if variant["name"] in BASELINE_VARIANTS:
+                variant["base_of"] = variant["name"]
+                variant["name"] += "@base"
+                variant["what"] += " (the baseline binary)"
+                all_variants.append(variant)
     if args.variants:
         wanted = args.variants.split(",")
         unknown = set(wanted) - {v["name"] for v in all_variants}
@@ -148,6 +165,8 @@ def main() -> None:
         chosen = all_variants
     os.chdir(ws)  # what run_command does: the command runs in the workspace
     confinement = check_confinement(lode, ws, env)
+    if baseline:
+        confinement["baseline"] = check_confinement(baseline, ws, env)
 
     null = os.open(os.devnull, os.O_RDWR)
     actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, null, 1),
@@ -219,6 +238,21 @@ def main() -> None:
               f"{delta} {ratio} {row['cpu_median_ms']:7.2f} {cpu_delta}  {row['ref'] or ''}")
     print()
     verdicts = {}
+    for name in BASELINE_VARIANTS:
+        row, base = by_name.get(name), by_name.get(f"{name}@base")
+        if row and base:
+            row["vs_baseline_delta_ms"] = row["median_ms"] - base["median_ms"]
+            row["vs_baseline_ratio"] = row["median_ms"] / base["median_ms"]
+            row["vs_baseline_cpu_delta_ms"] = row["cpu_median_ms"] - base["cpu_median_ms"]
+            verdict = ("OK" if row["vs_baseline_delta_ms"] <= TARGET_BASELINE_DELTA_MS
+                       else "MISS")
+            if name != "launcher-exit":
+                verdicts[f"{name} vs baseline"] = verdict
+            print(f"{name}: {row['median_ms']:.2f} ms against {base['median_ms']:.2f} ms for "
+                  f"the baseline: {row['vs_baseline_delta_ms']:+.2f} ms "
+                  f"(x{row['vs_baseline_ratio']:.3f}; CPU "
+                  f"{row['vs_baseline_cpu_delta_ms']:+.2f} ms), target <= "
+                  f"{TARGET_BASELINE_DELTA_MS:g} ms more: {verdict}")
     for name in ("true-ws", "true-ro", "sh-ws"):
         row = by_name.get(name)
         if row and "delta_ms" in row:
@@ -249,6 +283,9 @@ def main() -> None:
             "kernel": os.uname().release,
             "confinement_check": confinement,
             "target_delta_ms": TARGET_DELTA_MS,
+            "baseline": baseline or None,
+            "baseline_bytes": os.path.getsize(baseline) if baseline else None,
+            "target_baseline_delta_ms": TARGET_BASELINE_DELTA_MS,
             "verdicts": verdicts,
             "variants": by_name,
         }

@@ -3,8 +3,9 @@
 # `lode sandbox-exec` against the same command spawned unconfined, in one invocation
 # (target: under 5 ms more than the unconfined spawn).
 #
-#   bench/sandbox/startup.sh [--bin PATH] [--spawns N] [--rounds R] [--warmup N]
-#                            [--variants a,b,...] [--pin CPU|none] [--phases N] [--keep]
+#   bench/sandbox/startup.sh [--bin PATH] [--baseline PATH] [--spawns N] [--rounds R]
+#                            [--warmup N] [--variants a,b,...] [--pin CPU|none] [--phases N]
+#                            [--keep]
 #
 # What it does:
 #   1. builds the release binary (`cargo build --release -p lode`) unless --bin PATH (or
@@ -44,6 +45,12 @@
 #
 # Options:
 #   --bin PATH        lode binary to test (no build); LODE_BIN=PATH does the same
+#   --baseline PATH   another lode binary (an older commit's release build): its true-ws, true-ro,
+#                     sh-ws and launcher-exit run in the same rounds as NAME@base, and each of
+#                     this lode's is reported against it (target: at most 1 ms more). To build
+#                     one: `git worktree add /tmp/base COMMIT`, then in it
+#                     `CARGO_TARGET_DIR=… cargo build --release -p lode --bins` and copy
+#                     lode and lode-full out
 #   --spawns N        timed spawns per variant per round (default 200)
 #   --rounds R        rounds (default 5)
 #   --warmup N        untimed spawns per variant before the first round (default 20)
@@ -69,7 +76,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --bin) [[ $# -ge 2 ]] || die "--bin needs a path"; bin="$2"; shift 2 ;;
-    --spawns|--rounds|--warmup|--variants)
+    --spawns|--rounds|--warmup|--variants|--baseline)
       [[ $# -ge 2 ]] || die "$1 needs a value"; pass+=("$1" "$2"); shift 2 ;;
     --phases) [[ $# -ge 2 ]] || die "--phases needs a value"; phases="$2"; shift 2 ;;
     --pin) [[ $# -ge 2 ]] || die "--pin needs a value"; pin="$2"; shift 2 ;;

@@ -66,15 +66,15 @@ async fn an_idle_session_is_released_and_comes_back_with_its_history() {
     let mut text = std::fs::read_to_string(&config).unwrap();
     text.push_str("\n[acp]\nidle_session_timeout_secs = 1\n");
     std::fs::write(&config, text).unwrap();
-    let scratch = tempfile::tempdir().unwrap();
-    let pid_file = scratch.path().join("probe.pid");
+    // The MCP server runs confined to the workspace (it reads and writes nothing outside): its
+    // script and the file it writes its pid to live in the workspace.
+    let script = root.join("probe.sh");
+    std::fs::copy(repo_root().join("fixtures/mcp/probe.sh"), &script).unwrap();
+    let pid_file = root.join("probe.pid");
     let probe = McpServer::Stdio(McpServerStdio::new("probe", "/bin/sh").args(vec![
-            repo_root()
-                .join("fixtures/mcp/probe.sh")
-                .display()
-                .to_string(),
-            pid_file.display().to_string(),
-        ]));
+        script.display().to_string(),
+        pid_file.display().to_string(),
+    ]));
 
     let mut child = workspace.spawn_acp(&[]);
     let seen = Seen::default();

@@ -406,3 +406,141 @@ fn a_confined_language_server_outlives_its_parent_watchdog() {
         client.shutdown().await;
     });
 }
+
+/// The reference MCP servers from npm (`@modelcontextprotocol/server-everything` and
+/// `server-filesystem`, installed by scripts/install-test-tools.sh), named in the user's config,
+/// started by `lode run` through the sandbox: their tools still answer (an echo, a file of the
+/// workspace), while the filesystem server, told it may serve all of `/`, cannot read
+/// `~/.ssh/id_rsa` or write outside the workspace: the sandbox, not the server, says no.
+#[test]
+fn the_reference_mcp_servers_run_confined() {
+    if !sandbox_available() {
+        return;
+    }
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools");
+    let servers = tools.join("mcp-servers/node_modules/@modelcontextprotocol");
+    let node = tools.join("acpx/node_modules/.bin/node");
+    if !servers.join("server-everything/dist/index.js").exists() || !node.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the MCP reference servers or Node are missing: run scripts/install-test-tools.sh"
+        );
+        eprintln!("skipping: the MCP reference servers are not installed");
+        return;
+    }
+    // Node and the servers live under target/test-tools, outside the default readable paths:
+    // the user's own config lets commands read them.
+    let tools = std::fs::canonicalize(&tools).unwrap();
+    // The scene's config names a placeholder provider until the script (which names the
+    // scene's paths) is known.
+    let placeholder = start_server(
+        &serde_json::json!({"turns": [{"name": "idle", "respond": {"text": "Idle."}}]}).to_string(),
+    );
+    let scene = scene(&placeholder);
+    let key = scene.home.join(".ssh/id_rsa");
+    let written = scene.outside.join("mcp-wrote.txt");
+    let script = serde_json::json!({
+        "description": "The reference MCP servers, confined.",
+        "turns": [
+            {"name": "call", "match": {"last_user_text_contains": "reference MCP servers",
+                "has_tool": "mcp__everything__echo"},
+             "respond": {"tool_calls": [
+                {"id": "call_echo", "name": "mcp__everything__echo",
+                 "arguments": {"message": "hello from the script"}},
+                {"id": "call_read", "name": "mcp__files__read_text_file",
+                 "arguments": {"path": scene.ws.join("README.md")}},
+                {"id": "call_key", "name": "mcp__files__read_text_file",
+                 "arguments": {"path": key}},
+                {"id": "call_write", "name": "mcp__files__write_file",
+                 "arguments": {"path": written, "content": "escaped"}}
+             ]}},
+            {"name": "done", "match": {"last_tool_result_of": "mcp__files__write_file"},
+             "respond": {"text": "Done."}}
+        ]
+    });
+    let server = start_server(&script.to_string());
+    let config = std::fs::read_to_string(scene.ws.join(".lode/config.toml"))
+        .unwrap()
+        .replace(
+            &placeholder.handle.openai_base_url(),
+            &server.handle.openai_base_url(),
+        );
+    let modules = tools.join("mcp-servers/node_modules/@modelcontextprotocol");
+    std::fs::write(
+        scene.ws.join(".lode/config.toml"),
+        format!(
+            "{config}\n[sandbox]\nread = [{tools:?}]\n\n\
+             [[mcp.servers]]\nname = \"files\"\ncommand = {node:?}\nargs = [{files:?}, \"/\"]\n\n\
+             [[mcp.servers]]\nname = \"everything\"\ncommand = {node:?}\nargs = [{everything:?}, \"stdio\"]\n",
+            tools = tools.display().to_string(),
+            node = tools.join("acpx/node_modules/.bin/node").display().to_string(),
+            files = modules
+                .join("server-filesystem/dist/index.js")
+                .display()
+                .to_string(),
+            everything = modules
+                .join("server-everything/dist/index.js")
+                .display()
+                .to_string(),
+        ),
+    )
+    .unwrap();
+    let output = lode_run(
+        &scene,
+        &[
+            "run",
+            "--json",
+            "--yes-to",
+            "mcp__*",
+            "Use the reference MCP servers, please.",
+        ],
+        &[],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let results = tool_results(&events(&output));
+    let result = |id: &str| {
+        let requests = server.handle.requests();
+        requests
+            .iter()
+            .rev()
+            .flat_map(|request| {
+                request.body["messages"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .find(|message| message["role"] == "tool" && message["tool_call_id"] == id)
+            .map(|message| message["content"].to_string())
+            .unwrap_or_else(|| panic!("no result for {id}: {results:?}\n{}", stderr(&output)))
+    };
+    assert!(
+        result("call_echo").contains("Echo: hello from the script"),
+        "{}",
+        result("call_echo")
+    );
+    let readme = std::fs::read_to_string(scene.ws.join("README.md")).unwrap();
+    let first_line = readme.lines().next().unwrap_or_default();
+    assert!(
+        result("call_read").contains(first_line.trim()),
+        "the workspace's README through the confined server: {}",
+        result("call_read")
+    );
+    let all = server
+        .handle
+        .requests()
+        .iter()
+        .map(|request| request.body.to_string())
+        .collect::<String>();
+    assert!(!all.contains(SSH_SECRET), "the SSH key reached the model");
+    assert!(
+        result("call_key").to_lowercase().contains("denied")
+            || result("call_key").contains("EACCES"),
+        "{}",
+        result("call_key")
+    );
+    assert!(
+        !written.exists(),
+        "the MCP server wrote outside the workspace: {}",
+        result("call_write")
+    );
+}

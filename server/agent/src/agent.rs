@@ -888,7 +888,7 @@ fn configure(lasting: &Lasting, trusted_now: bool) -> Result<Shared, AgentError>
     }
     .with_roots(vec![root.clone()])
     .with_sandbox(sandbox.is_confined());
-    let extensions = crate::extensions::Extensions::open(root, &config, state_dir);
+    let extensions = crate::extensions::Extensions::open(root, &config, state_dir, sandbox.clone());
     Ok(Shared {
         root: root.clone(),
         config_files: files,

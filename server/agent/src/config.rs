@@ -407,9 +407,11 @@ impl Config {
             workspace_sandbox,
             untrusted_ignored,
             untrusted_file,
+            workspace_file,
         } = read_layers(sources)?;
         let merged = merge_layers(&layers);
         let mut config = deserialize_merged(&merged)?;
+        config.mcp.from_workspace = workspace_mcp_servers(&layers, workspace_file.as_deref());
         let mut warnings = Vec::new();
         if let Some(path) = untrusted_file.filter(|_| !untrusted_ignored.is_empty()) {
             warnings.push(untrusted_warning(&path, &untrusted_ignored));
@@ -921,6 +923,7 @@ fn tighten_sandbox(
             "allow_unix_sockets",
             !workspace.allow_unix_sockets.is_empty(),
         ),
+        ("mcp_network", !workspace.mcp_network.is_empty()),
     ] {
         if widened {
             warnings.push(format!(
@@ -971,6 +974,42 @@ fn merge_lower(merged: &mut toml::Table, lower: toml::Table, path: &str) {
             Some(_) => {}
         }
     }
+}
+
+/// The names of the `[[mcp.servers]]` entries that come only from the workspace's file
+/// (`workspace`): the merged list is that file's (it is the first to set the key), and no other
+/// file has the same entry. Such a server gets no network unless the user's own
+/// `[sandbox] mcp_network` names it (`crate::mcp::launch`).
+fn workspace_mcp_servers(
+    layers: &[(PathBuf, toml::Table)],
+    workspace: Option<&Path>,
+) -> std::collections::BTreeSet<String> {
+    let Some(workspace) = workspace else {
+        return Default::default();
+    };
+    if origin_of(layers, &["mcp", "servers"]).map(PathBuf::as_path) != Some(workspace) {
+        return Default::default();
+    }
+    let servers_of = |table: &toml::Table| -> Vec<toml::Value> {
+        table
+            .get("mcp")
+            .and_then(|mcp| mcp.get("servers"))
+            .and_then(toml::Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let users: Vec<toml::Value> = layers
+        .iter()
+        .filter(|(file, _)| file != workspace)
+        .flat_map(|(_, table)| servers_of(table))
+        .collect();
+    layers
+        .iter()
+        .filter(|(file, _)| file == workspace)
+        .flat_map(|(_, table)| servers_of(table))
+        .filter(|entry| !users.contains(entry))
+        .filter_map(|entry| Some(entry.get("name")?.as_str()?.trim().to_owned()))
+        .collect()
 }
 
 /// The first layer (highest precedence) that sets the key at `path`.

@@ -43,6 +43,8 @@ pub struct Extensions {
     memory: Option<Arc<MemoryStore>>,
     memory_settings: MemorySettings,
     configured_mcp: Vec<McpServerConfig>,
+    /// What stdio MCP servers are started through (`crate::mcp::launch`).
+    sandbox: Arc<lode_sandbox::Sandbox>,
     /// Per session: the connected MCP servers (connected on the session's first turn).
     mcp: Mutex<HashMap<String, Arc<McpManager>>>,
     /// Problems found while opening, reported on the first turn.
@@ -51,8 +53,14 @@ pub struct Extensions {
 
 impl Extensions {
     /// Reads `[skills]`, `[memory]` and `[mcp]` from the config and opens what is enabled.
-    /// Skill trust is read from the user's state under `state_dir` (see `crate::trust`).
-    pub fn open(root: &Path, config: &Config, state_dir: Option<&Path>) -> Extensions {
+    /// Skill trust is read from the user's state under `state_dir` (see `crate::trust`); MCP
+    /// servers start through `sandbox`.
+    pub fn open(
+        root: &Path,
+        config: &Config,
+        state_dir: Option<&Path>,
+        sandbox: Arc<lode_sandbox::Sandbox>,
+    ) -> Extensions {
         let mut notices = Vec::new();
         let embedder = match lode_index::default_embedder() {
             Ok(embedder) => Some(embedder),
@@ -86,6 +94,7 @@ impl Extensions {
             memory,
             memory_settings,
             configured_mcp,
+            sandbox,
             mcp: Mutex::new(HashMap::new()),
             startup_notices: parking_lot::Mutex::new(notices),
         }
@@ -123,8 +132,9 @@ impl Extensions {
                     let mut servers = self.configured_mcp.clone();
                     servers.extend(client_servers);
                     let (manager, failures) =
-                        McpManager::connect_all(&servers, Some(&self.root)).await;
+                        McpManager::connect_all(&servers, Some(&self.root), &self.sandbox).await;
                     notices.extend(failures.iter().map(|failure| format!("MCP: {failure}")));
+                    notices.extend(manager.notices().into_iter().map(|n| format!("MCP: {n}")));
                     let manager = Arc::new(manager);
                     sessions.insert(session_id.to_owned(), manager.clone());
                     manager

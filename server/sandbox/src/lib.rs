@@ -18,6 +18,7 @@
 
 pub mod capabilities;
 pub mod env;
+pub mod exempt;
 mod launcher;
 #[cfg(target_os = "linux")]
 mod linux;

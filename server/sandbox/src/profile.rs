@@ -94,6 +94,9 @@ pub struct SandboxSettings {
     /// Unix socket paths outside the workspace a command may still reach (all others are
     /// hidden): a docker or podman socket for a project that needs one.
     pub allow_unix_sockets: Vec<String>,
+    /// MCP servers named only by a (trusted) workspace's config that may still use the network
+    /// (servers of the user's own config always may). Only the user's own config can set it.
+    pub mcp_network: Vec<String>,
 }
 
 /// What one confined command may do.

@@ -168,16 +168,7 @@ impl Sandbox {
         if !self.is_confined() {
             return None;
         }
-        let launcher = self.launcher.clone()?;
-        let mut wrapped = vec![OsString::from(SANDBOX_EXEC)];
-        wrapped.extend(self.profile(roots, network).to_args());
-        wrapped.push("--".into());
-        wrapped.push(program.into());
-        wrapped.extend(args.into_iter().map(Into::into));
-        Some(WrappedCommand {
-            program: launcher,
-            args: wrapped,
-        })
+        self.launch(&self.profile(roots, network), program, args)
     }
 }
 
@@ -199,7 +190,6 @@ impl Sandbox {
         if self.own_programs_unconfinable.is_some() {
             return None;
         }
-        let launcher = self.launcher.clone()?;
         let mut profile = self.profile(roots, false);
         profile.mode = SandboxMode::ReadOnly;
         profile.read.extend(read.iter().cloned());
@@ -207,6 +197,46 @@ impl Sandbox {
         // for the model's commands.
         profile.write.clear();
         profile.allow_sockets.clear();
+        self.launch(&profile, program, args)
+    }
+
+    /// A server lode keeps running for a session (an MCP server over stdio), wrapped to run
+    /// confined in `mode` (`read-only` or `workspace-write`; `off` is taken as
+    /// `workspace-write`) in `roots`, with the network when `network`, and the variables named
+    /// in `pass_env` kept although they are not on the allowlist (the server's own configured
+    /// variables, which the caller sets on the launcher's process). The user's `[sandbox]`
+    /// `read`, `write` and `allow_unix_sockets` apply as to commands. `None` when this machine
+    /// cannot confine ([`Sandbox::own_programs_unconfinable`] says why) or there is no launcher;
+    /// the caller then decides whether the server may run unconfined ([`crate::exempt`]).
+    pub fn wrap_server(
+        &self,
+        roots: &[PathBuf],
+        mode: SandboxMode,
+        network: bool,
+        pass_env: &[String],
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Option<WrappedCommand> {
+        if self.own_programs_unconfinable.is_some() {
+            return None;
+        }
+        let mut profile = self.profile(roots, network);
+        profile.mode = match mode {
+            SandboxMode::ReadOnly => SandboxMode::ReadOnly,
+            SandboxMode::WorkspaceWrite | SandboxMode::Off => SandboxMode::WorkspaceWrite,
+        };
+        profile.env_passthrough.extend(pass_env.iter().cloned());
+        self.launch(&profile, program, args)
+    }
+
+    /// `program args…` through the launcher with `profile`; `None` without a launcher.
+    fn launch(
+        &self,
+        profile: &Profile,
+        program: impl Into<OsString>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Option<WrappedCommand> {
+        let launcher = self.launcher.clone()?;
         let mut wrapped = vec![OsString::from(SANDBOX_EXEC)];
         wrapped.extend(profile.to_args());
         wrapped.push("--".into());

@@ -18,6 +18,17 @@ test("every palette command runs one of the server's commands", () => {
   }
 });
 
+test("the settings that start a program are the user's alone", () => {
+  // A workspace's .vscode/settings.json must not name the program the extension starts, nor
+  // add arguments such as `--config FILE` (a file lode would read as the user's own config):
+  // machine-scoped settings are read from the user's settings only.
+  const manifest = require("../../package.json");
+  const properties = manifest.contributes.configuration.properties;
+  for (const key of ["lode.path", "lode.extraArgs", "lode.chat.extraArgs"]) {
+    assert.equal(properties[key].scope, "machine", key);
+  }
+});
+
 test("the server command line comes from the settings", () => {
   assert.deepEqual(serverCommand(undefined, undefined), { command: "lode", args: ["lsp"] });
   assert.deepEqual(serverCommand("  ", null), { command: "lode", args: ["lsp"] });

@@ -17,6 +17,8 @@ pub(super) struct ReadLayers {
     pub untrusted_ignored: Vec<String>,
     /// That untrusted workspace file.
     pub untrusted_file: Option<PathBuf>,
+    /// The workspace's file, when it was read as the workspace's (trusted or not).
+    pub workspace_file: Option<PathBuf>,
 }
 
 /// Reads each source in order; a missing optional file is noted, a missing required one or an
@@ -28,6 +30,7 @@ pub(super) fn read_layers(sources: &ConfigSources) -> Result<ReadLayers, ConfigE
         workspace_sandbox: None,
         untrusted_ignored: Vec::new(),
         untrusted_file: None,
+        workspace_file: None,
     };
     for (origin, path) in sources.in_order() {
         let Some(path) = path else {
@@ -64,6 +67,9 @@ impl ReadLayers {
         if untrusted {
             self.untrusted_ignored = ignored;
             self.untrusted_file = Some(path.to_path_buf());
+        }
+        if origin == ConfigOrigin::Workspace {
+            self.workspace_file = Some(path.to_path_buf());
         }
         if origin == ConfigOrigin::Workspace
             && let Some(sandbox) = layer.remove("sandbox")

@@ -2,7 +2,7 @@
 //! ([`McpSettings`], [`McpServerEntry`]) and the plain, resolved [`McpServerConfig`] that both
 //! they and an ACP client's `session/new` `mcpServers` convert into.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -38,6 +38,19 @@ pub enum McpTransport {
     },
 }
 
+/// Who named an MCP server. It decides how a stdio server is confined (`super::launch`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpSource {
+    /// The user: their own config file (`--config`, `$LODE_CONFIG`, the user's file), or their
+    /// editor (an ACP client's `session/new`). The server gets the network.
+    #[default]
+    User,
+    /// Only a (trusted) workspace's `.lode/config.toml`. The server gets no network unless the
+    /// user's own `[sandbox] mcp_network` names it, and never runs unconfined.
+    Workspace,
+}
+
 /// One MCP server, resolved and ready to connect. The ACP adapter converts `session/new`
 /// `mcpServers` entries into this (stdio → [`McpTransport::Stdio`], http →
 /// [`McpTransport::Http`]; an `sse` entry has no transport here and should be reported).
@@ -52,6 +65,9 @@ pub struct McpServerConfig {
     /// Per-call limit; `None` means [`DEFAULT_CALL_TIMEOUT`].
     #[serde(default)]
     pub call_timeout: Option<Duration>,
+    /// Who named it.
+    #[serde(default)]
+    pub source: McpSource,
 }
 
 impl McpServerConfig {
@@ -66,6 +82,7 @@ impl McpServerConfig {
             },
             startup_timeout: None,
             call_timeout: None,
+            source: McpSource::User,
         }
     }
 
@@ -78,6 +95,7 @@ impl McpServerConfig {
             },
             startup_timeout: None,
             call_timeout: None,
+            source: McpSource::User,
         }
     }
 }
@@ -87,6 +105,10 @@ impl McpServerConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct McpSettings {
     pub servers: Vec<McpServerEntry>,
+    /// The names of the entries that come only from the workspace's own config (filled by the
+    /// config loader; an entry identical to one in the user's own config is the user's).
+    #[serde(skip)]
+    pub from_workspace: BTreeSet<String>,
 }
 
 /// One `[[mcp.servers]]` entry: `command` (+ `args`, `env`, `cwd`) for stdio, or `url`
@@ -164,7 +186,12 @@ impl McpSettings {
                 continue;
             }
             match entry.resolve_with(&env) {
-                Ok(server) => servers.push(server),
+                Ok(mut server) => {
+                    if self.from_workspace.contains(&server.name) {
+                        server.source = McpSource::Workspace;
+                    }
+                    servers.push(server)
+                }
                 Err(error) => errors.push(error),
             }
         }
@@ -253,6 +280,7 @@ impl McpServerEntry {
             transport,
             startup_timeout: self.startup_timeout_secs.map(Duration::from_secs),
             call_timeout: self.call_timeout_secs.map(Duration::from_secs),
+            source: McpSource::User,
         })
     }
 }

@@ -21,6 +21,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::AsyncReadExt;
 
 use super::config::{DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpServerConfig, McpTransport};
+use super::launch::{StdioServer, server_command};
 
 /// Bytes of a child's stderr kept for error messages.
 const STDERR_TAIL_BYTES: usize = 4_096;
@@ -44,6 +45,8 @@ impl ClientHandler for LodeClient {
 pub enum McpError {
     #[error("cannot start `{command}`: {message}")]
     Spawn { command: String, message: String },
+    #[error("not started: {0}")]
+    Refused(String),
     #[error("the handshake failed: {message}{}", stderr_suffix(.stderr))]
     Handshake { message: String, stderr: String },
     #[error("no answer within {0:?}")]
@@ -95,6 +98,8 @@ pub struct McpConnection {
     peer: rmcp::Peer<RoleClient>,
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, LodeClient>>>,
     stderr: StderrTail,
+    /// Why a stdio server runs outside the sandbox, when it does (said to the user once).
+    pub unconfined: Option<String>,
 }
 
 impl std::fmt::Debug for McpConnection {
@@ -108,14 +113,17 @@ impl std::fmt::Debug for McpConnection {
 
 impl McpConnection {
     /// Starts (or reaches) the server, runs the handshake and lists its tools, all within the
-    /// server's startup timeout. `default_cwd` is where a stdio server runs unless it names
-    /// its own `cwd`.
+    /// server's startup timeout. `default_cwd` is the workspace root: where a stdio server
+    /// runs unless it names its own `cwd`, and what `sandbox` confines it to
+    /// (`super::launch`).
     pub async fn connect(
         config: &McpServerConfig,
         default_cwd: Option<&Path>,
+        sandbox: &lode_sandbox::Sandbox,
     ) -> Result<Self, McpError> {
         let startup = config.startup_timeout.unwrap_or(DEFAULT_STARTUP_TIMEOUT);
         let stderr = StderrTail::default();
+        let mut unconfined = None;
         let (service, stderr_reader) = match &config.transport {
             McpTransport::Stdio {
                 command,
@@ -123,11 +131,20 @@ impl McpConnection {
                 env,
                 cwd,
             } => {
-                let mut process = tokio::process::Command::new(command);
-                process.args(args).envs(env.iter().cloned());
-                if let Some(dir) = cwd.as_deref().or(default_cwd) {
-                    process.current_dir(dir);
-                }
+                let launch = server_command(
+                    StdioServer {
+                        name: &config.name,
+                        source: config.source,
+                        command,
+                        args,
+                        env,
+                        cwd: cwd.as_deref(),
+                    },
+                    sandbox,
+                    default_cwd,
+                )?;
+                unconfined = launch.unconfined;
+                let mut process = launch.command;
                 process.kill_on_drop(true);
                 let (transport, child_stderr) = TokioChildProcess::builder(process)
                     .stderr(Stdio::piped())
@@ -206,6 +223,7 @@ impl McpConnection {
             peer,
             service: tokio::sync::Mutex::new(Some(service)),
             stderr,
+            unconfined,
         })
     }
 

@@ -37,9 +37,12 @@ impl McpManager {
     /// Connects to every server at once (each within its startup timeout). Servers that fail
     /// (missing command, crash at start, handshake error, timeout, duplicate name) come back as
     /// failures; the others are ready.
+    /// Stdio servers start through `sandbox` in `default_cwd` (the workspace root), as
+    /// `super::launch` says.
     pub async fn connect_all(
         servers: &[McpServerConfig],
         default_cwd: Option<&Path>,
+        sandbox: &lode_sandbox::Sandbox,
     ) -> (Self, Vec<McpFailure>) {
         let mut failures = Vec::new();
         let mut seen = HashSet::new();
@@ -58,7 +61,7 @@ impl McpManager {
         let attempts = futures::future::join_all(
             unique
                 .iter()
-                .map(|server| McpConnection::connect(server, default_cwd)),
+                .map(|server| McpConnection::connect(server, default_cwd, sandbox)),
         )
         .await;
         let mut connections = Vec::new();
@@ -72,6 +75,14 @@ impl McpManager {
             }
         }
         (Self { connections }, failures)
+    }
+
+    /// What to tell the user about the connected servers: those that run outside the sandbox.
+    pub fn notices(&self) -> Vec<String> {
+        self.connections
+            .iter()
+            .filter_map(|connection| connection.unconfined.clone())
+            .collect()
     }
 
     /// Names of the connected servers.

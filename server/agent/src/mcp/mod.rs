@@ -3,19 +3,21 @@
 //!
 //! This module owns server configuration (`config`), one live connection per server
 //! (`connection`, on rmcp), the adapter that makes each remote tool a [`lode_tools::Tool`]
-//! (`tool`), and the per-session set of connections (`manager`). Remote tools are never
+//! (`tool`), the per-session set of connections (`manager`), and how a stdio server is started
+//! through the sandbox (`launch`). Remote tools are never
 //! read-only, go through the permission policy as `Other` (default ask), and their output is
 //! capped and marked untrusted. A server that fails to start is returned as an
 //! [`McpFailure`] for the front end to show once; the session goes on without it.
 
 pub mod config;
 pub mod connection;
+pub mod launch;
 pub mod manager;
 pub mod tool;
 
 pub use config::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, McpConfigError, McpServerConfig, McpServerEntry,
-    McpSettings, McpTransport,
+    McpSettings, McpSource, McpTransport,
 };
 pub use connection::{McpConnection, McpError};
 pub use manager::{McpFailure, McpManager};

@@ -70,6 +70,13 @@ fn stdio_server(name: &str, args: &[&str]) -> McpServerConfig {
     )
 }
 
+/// This crate's tests have no launcher: the servers (named as the user's own) run as they are,
+/// the exemption where the sandbox cannot confine. Confined starts are tested with the real
+/// binary (tests/e2e/redteam.rs, `mcp_servers_go_through_the_sandbox`).
+fn no_sandbox() -> lode_sandbox::Sandbox {
+    lode_sandbox::Sandbox::unavailable("MCP tests run without a launcher")
+}
+
 fn context(root: &std::path::Path) -> ToolContext {
     let index =
         lode_index::Workspace::open(lode_index::WorkspaceOptions::new(root)).expect("open index");
@@ -118,7 +125,8 @@ async fn stdio_server_tools_are_listed_called_and_shut_down() {
     if let McpTransport::Stdio { env, .. } = &mut server.transport {
         env.push(("LODE_FIXTURE_VALUE".to_owned(), "from-config".to_owned()));
     }
-    let (manager, failures) = McpManager::connect_all(&[server], Some(dir.path())).await;
+    let (manager, failures) =
+        McpManager::connect_all(&[server], Some(dir.path()), &no_sandbox()).await;
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(manager.servers(), vec!["fixture"]);
     let tools = manager.tools();
@@ -222,7 +230,8 @@ async fn failing_servers_are_reported_and_the_rest_still_work() {
         stdio_server("good", &[]),
         stdio_server("good", &[]),
     ];
-    let (manager, failures) = McpManager::connect_all(&servers, Some(dir.path())).await;
+    let (manager, failures) =
+        McpManager::connect_all(&servers, Some(dir.path()), &no_sandbox()).await;
     assert_eq!(manager.servers(), vec!["good"]);
     assert_eq!(failures.len(), 3, "{failures:?}");
     let crash = failures.iter().find(|f| f.server == "crashes").unwrap();
@@ -283,7 +292,7 @@ async fn streamable_http_server_tools_work() {
     let (servers, errors) =
         settings.resolve_with(|name| (name == "LODE_TEST_HEADER").then(|| "value".to_owned()));
     assert!(errors.is_empty(), "{errors:?}");
-    let (manager, failures) = McpManager::connect_all(&servers, None).await;
+    let (manager, failures) = McpManager::connect_all(&servers, None, &no_sandbox()).await;
     assert!(failures.is_empty(), "{failures:?}");
     let tools = manager.tools();
     let echo = tool_named(&tools, "mcp__remote__echo");
@@ -305,7 +314,7 @@ async fn unreachable_http_server_is_reported() {
     };
     let mut server = McpServerConfig::http("down", format!("http://127.0.0.1:{port}/mcp"));
     server.startup_timeout = Some(Duration::from_secs(10));
-    let (manager, failures) = McpManager::connect_all(&[server], None).await;
+    let (manager, failures) = McpManager::connect_all(&[server], None, &no_sandbox()).await;
     assert!(manager.servers().is_empty());
     assert_eq!(failures.len(), 1);
     assert_eq!(failures[0].server, "down");
@@ -391,7 +400,8 @@ async fn servers_that_speak_garbage_or_never_answer_are_reported() {
     // Short so the test stays quick; the default is 30 s.
     hang.startup_timeout = Some(Duration::from_secs(2));
     let servers = vec![stdio_server("garbage", &["--garbage"]), hang];
-    let (manager, failures) = McpManager::connect_all(&servers, Some(dir.path())).await;
+    let (manager, failures) =
+        McpManager::connect_all(&servers, Some(dir.path()), &no_sandbox()).await;
     assert!(manager.servers().is_empty());
     assert_eq!(failures.len(), 2, "{failures:?}");
     let hang = failures.iter().find(|f| f.server == "hangs").unwrap();
@@ -411,8 +421,12 @@ async fn servers_that_speak_garbage_or_never_answer_are_reported() {
 #[tokio::test]
 async fn a_server_that_dies_mid_session_fails_calls_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let (manager, failures) =
-        McpManager::connect_all(&[stdio_server("fragile", &[])], Some(dir.path())).await;
+    let (manager, failures) = McpManager::connect_all(
+        &[stdio_server("fragile", &[])],
+        Some(dir.path()),
+        &no_sandbox(),
+    )
+    .await;
     assert!(failures.is_empty(), "{failures:?}");
     let tools = manager.tools();
     let context = context(dir.path());
@@ -435,8 +449,12 @@ async fn a_server_that_dies_mid_session_fails_calls_cleanly() {
 #[tokio::test]
 async fn a_cancelled_call_returns_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (manager, _) =
-        McpManager::connect_all(&[stdio_server("slowpoke", &[])], Some(dir.path())).await;
+    let (manager, _) = McpManager::connect_all(
+        &[stdio_server("slowpoke", &[])],
+        Some(dir.path()),
+        &no_sandbox(),
+    )
+    .await;
     let tools = manager.tools();
     let context = context(dir.path());
     context.cancel.cancel();

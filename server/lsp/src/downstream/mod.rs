@@ -44,17 +44,22 @@ impl Confinement<'_> {
     }
 }
 
-/// Why a checker that runs the workspace's own code (build scripts, proc macros) is not started
-/// when commands cannot be confined, or `None` when it may run.
+/// Why a checker or language server is not started when the sandbox cannot confine it (the
+/// kernel lacks it, or `[sandbox] mode = "off"`), or `None` when it may run: it is confined, or
+/// it only parses and checks (`lode_sandbox::exempt::PARSE_ONLY_CHECKERS`, the named list).
+/// Everything else can run the workspace's own code (build scripts, proc macros, the
+/// workspace's own TypeScript, the build tool) and lode does not run that unasked.
 pub fn refuse_unconfined(sandbox: &lode_sandbox::Sandbox, checker: &str) -> Option<String> {
-    (!sandbox.is_confined()).then(|| {
-        format!(
-            "{checker} runs the workspace's build scripts and proc macros, and lode does not run \
-             them unasked without its sandbox ({})",
-            sandbox.status().describe()
-        )
-    })
+    if sandbox.is_confined() || lode_sandbox::exempt::parse_only_checker(checker).is_some() {
+        return None;
+    }
+    Some(format!(
+        "{checker} can run the workspace's own code (build scripts, proc macros, the project's \
+         tools and plugins), and lode does not run it unasked without its sandbox ({})",
+        sandbox.status().describe()
+    ))
 }
+
 pub use provider::{DiagnosticsConfig, DiagnosticsProvider};
 
 /// How serious a diagnostic is.

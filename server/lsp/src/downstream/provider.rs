@@ -282,17 +282,16 @@ impl DiagnosticsProvider {
             );
             return None;
         };
-        if family == "rust"
-            && let Some(reason) = super::refuse_unconfined(&self.config.sandbox, program)
-        {
-            servers.insert(family, Slot::Unavailable(reason));
-            return None;
-        }
+        // A missing server is said first: "install it" helps more than "it would not run here".
         if find_on_path(program).is_none() {
             servers.insert(
                 family,
                 Slot::Unavailable(format!("{program} is not on PATH")),
             );
+            return None;
+        }
+        if let Some(reason) = super::refuse_unconfined(&self.config.sandbox, program) {
+            servers.insert(family, Slot::Unavailable(reason));
             return None;
         }
         let confinement = self.confinement();

@@ -291,17 +291,30 @@ async fn without_a_server_rename_says_it_needs_one_and_changes_nothing() {
     assert_eq!(fixture.snapshot(), before);
 }
 
-/// The hostile server's command line, answering every rename with `edit`.
+/// The hostile server's command line, answering every rename with `edit`. This crate's tests
+/// have no sandbox launcher, and where the sandbox cannot confine only the parse-only checkers
+/// start (`lode_sandbox::exempt`): the server is started through a wrapper carrying one of
+/// their names.
 fn hostile(edit: &Value) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt as _;
     let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/lsp/hostile_rename_server.py")
         .canonicalize()
         .unwrap();
-    vec![
-        "python3".into(),
-        script.to_string_lossy().into_owned(),
-        edit.to_string(),
-    ]
+    let dir = std::env::temp_dir().join(format!("lode-hostile-rename-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrapper = dir.join("pyright-langserver");
+    if !wrapper.exists() {
+        let staged = dir.join(format!("staged-{:?}", std::thread::current().id()));
+        std::fs::write(
+            &staged,
+            format!("#!/bin/sh\nexec python3 '{}' \"$@\"\n", script.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&staged, &wrapper).unwrap();
+    }
+    vec![wrapper.to_string_lossy().into_owned(), edit.to_string()]
 }
 
 fn replace(line: u32, from: u32, to: u32, text: &str) -> Value {
@@ -400,8 +413,9 @@ async fn red_team_a_hostile_servers_rename_cannot_leave_the_workspace_or_touch_g
     // The control: the same server's genuine edit alone is applied.
     let fixture = shapes(hostile(&json!({"changes": {"{root}/main.py": genuine}})));
     let output = fixture.rename("main.py:7:14", "surface").await.unwrap();
+    // The wrapper's name, shortened as every server's is.
     assert!(
-        output.model_text.contains("resolved_by: python3"),
+        output.model_text.contains("resolved_by: pyright"),
         "{}",
         output.model_text
     );

@@ -154,6 +154,48 @@ async fn cargo_check_is_not_run_unconfined() {
     assert!(!dir.path().join("target").exists());
 }
 
+/// Where the sandbox cannot confine (no launcher in this crate's tests), a language server
+/// that is not on the named list of parse-only checkers is not started at all: here a "gopls"
+/// that would leave a marker. pyright (on the list) still runs, above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn language_servers_that_run_workspace_code_are_not_started_unconfined() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("main.go"),
+        "package main\n\nfunc main() {}\n",
+    )
+    .unwrap();
+    let server = dir.path().join("gopls");
+    let marker = dir.path().join("server-ran");
+    std::fs::write(
+        &server,
+        format!("#!/bin/sh\ntouch '{}'\nexec cat\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = DiagnosticsConfig {
+        servers: HashMap::from([(
+            "go".to_string(),
+            vec![server.to_string_lossy().into_owned()],
+        )]),
+        default_servers: false,
+        commands: true,
+        client: settings(),
+        ..DiagnosticsConfig::default()
+    };
+    let provider = DiagnosticsProvider::new(dir.path(), config);
+    let found = provider.diagnostics_for(&[PathBuf::from("main.go")]).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].source, DiagnosticsSource::None, "{:?}", found[0]);
+    let reason = found[0].error.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("gopls") && reason.contains("without its sandbox"),
+        "{reason}"
+    );
+    assert!(!marker.exists(), "the server ran unconfined");
+}
+
 #[tokio::test]
 async fn files_nothing_can_check_say_why() {
     let dir = tempfile::tempdir().unwrap();
@@ -191,12 +233,23 @@ async fn files_nothing_can_check_say_why() {
 async fn a_server_that_dies_at_start_is_one_notice_with_its_last_words() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.py"), "x = 1\n").unwrap();
-    let script = "for n in 1 2 3 4 5 6; do echo \"noise line $n\" >&2; done; \
-                  echo \"error: 'pylsp-test' is not installed for the toolchain\" >&2; exit 1";
+    // Named as a parse-only checker, which may start where the sandbox cannot confine (this
+    // crate's tests have no launcher); any other name would not be started at all.
+    let server = dir.path().join("pyright-langserver");
+    std::fs::write(
+        &server,
+        "#!/bin/sh\nfor n in 1 2 3 4 5 6; do echo \"noise line $n\" >&2; done\n\
+         echo \"error: 'pylsp-test' is not installed for the toolchain\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let config = DiagnosticsConfig {
         servers: HashMap::from([(
             "python".to_string(),
-            vec!["sh".to_string(), "-c".to_string(), script.to_string()],
+            vec![server.to_string_lossy().into_owned()],
         )]),
         default_servers: false,
         commands: false,
