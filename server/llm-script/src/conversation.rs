@@ -343,6 +343,26 @@ mod tests {
     }
 
     #[test]
+    fn ollama_tool_results_are_named_by_their_tool() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "You are lode."},
+            {"role": "user", "content": "fix the bug"},
+            {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "grep", "arguments": {"pattern": "bug"}}}]},
+            {"role": "tool", "tool_name": "grep", "content": "src/lib.rs:3: bug"},
+        ], "tools": [{"type": "function", "function": {"name": "grep"}}]});
+        let conversation = Conversation::read(Api::Ollama, &body).unwrap();
+        assert_eq!(conversation.system, "You are lode.");
+        assert_eq!(
+            conversation.trailing_tool_results(),
+            vec![("grep".to_string(), "src/lib.rs:3: bug")]
+        );
+        assert_eq!(
+            conversation.mismatch(&matcher(r#"{"last_tool_result_of": "grep"}"#), 2),
+            None
+        );
+    }
+
+    #[test]
     fn openai_tool_results_are_named_by_their_calls() {
         let body = json!({"messages": [
             {"role": "system", "content": "You are lode."},

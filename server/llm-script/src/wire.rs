@@ -119,8 +119,8 @@ pub fn openai_frames(
     frames
 }
 
-/// The answer as Ollama's native stream: one JSON object a line, calls whole (Ollama sends
-/// them so), the last line `done` with the counts.
+/// The answer as Ollama's native stream: one JSON object a line (the first without content),
+/// calls whole (Ollama sends them so), the last line `done` with the counts.
 pub fn ollama_frames(respond: &Respond, model: &str, usage: ScriptUsage) -> Vec<Frame> {
     let line = |message: Value| {
         Frame::json(
@@ -129,7 +129,9 @@ pub fn ollama_frames(respond: &Respond, model: &str, usage: ScriptUsage) -> Vec<
         )
     };
     let size = respond.chunk_chars();
-    let mut frames = Vec::new();
+    // A first line without content (Ollama sends such lines, e.g. around calls), so that "the
+    // first event" of a fault means the same in every API: the answer's start, nothing of it.
+    let mut frames = vec![line(json!({"role": "assistant", "content": ""}))];
     if let Some(thinking) = &respond.thinking {
         for piece in thinking.pieces(size) {
             frames.push(line(
