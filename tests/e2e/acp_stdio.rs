@@ -474,3 +474,58 @@ async fn sessions_survive_a_restart_and_load_replays_their_history() {
         "Hello from the scripted server. I stream in small pieces."
     );
 }
+
+#[tokio::test]
+async fn usage_updates_carry_the_cached_and_uncached_input_tokens_in_meta() {
+    // Each scripted answer's usage says how much of the input the prompt cache served.
+    let workspace = Workspace::new("cached_usage.json");
+    let mut acp = workspace.spawn_acp(&[]);
+    let seen = Seen::default();
+    let root = workspace.root();
+    let stop = with_client(
+        stdio_transport(&mut acp),
+        "reject_once",
+        seen.clone(),
+        async |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await?;
+            let session = cx
+                .send_request(NewSessionRequest::new(root))
+                .block_task()
+                .await?;
+            let response = cx
+                .send_request(PromptRequest::new(
+                    session.session_id.clone(),
+                    text("Which files are there?"),
+                ))
+                .block_task()
+                .await?;
+            Ok(response.stop_reason)
+        },
+    )
+    .await;
+    assert_eq!(stop, StopReason::EndTurn);
+    let usage: Vec<serde_json::Value> = seen
+        .updates()
+        .iter()
+        .filter_map(|update| match update {
+            SessionUpdate::UsageUpdate(usage) => Some(serde_json::to_value(usage).unwrap()),
+            _ => None,
+        })
+        .collect();
+    let lode: Vec<&serde_json::Value> = usage.iter().map(|u| &u["_meta"]["lode"]).collect();
+    assert_eq!(
+        lode,
+        vec![
+            &serde_json::json!({"inputTokens": 1200, "cachedInputTokens": 1024,
+                "uncachedInputTokens": 176, "cacheWriteTokens": 0, "outputTokens": 12}),
+            &serde_json::json!({"inputTokens": 1300, "cachedInputTokens": 1152,
+                "uncachedInputTokens": 148, "cacheWriteTokens": 0, "outputTokens": 4}),
+        ],
+        "{usage:?}"
+    );
+    // `used` is the request's input and output; `size` the configured window.
+    assert_eq!(usage[1]["used"], 1304);
+    assert_eq!(usage[1]["size"], 32000);
+}

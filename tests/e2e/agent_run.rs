@@ -392,3 +392,40 @@ fn run_ask_puts_must_asks_to_the_person_at_stdin() {
         );
     }
 }
+
+#[test]
+fn run_json_reports_what_the_prompt_cache_served_per_request() {
+    // Each scripted answer carries a usage block in which the provider's prompt cache served
+    // part of the input (`prompt_tokens_details.cached_tokens` on the wire).
+    let server = start_server("cached_usage.json");
+    let dir = workspace(Some(&server));
+    let output = lode_run(dir.path(), &["run", "--json", "Which files are there?"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let usage: Vec<Value> = json_events(&output)
+        .into_iter()
+        .filter(|event| event["event"] == "usage")
+        .collect();
+    let figures: Vec<(u64, u64, u64, u64)> = usage
+        .iter()
+        .map(|event| {
+            let field = |name: &str| event[name].as_u64().unwrap_or_else(|| panic!("{event}"));
+            (
+                field("input_tokens"),
+                field("cached_input_tokens"),
+                field("uncached_input_tokens"),
+                field("output_tokens"),
+            )
+        })
+        .collect();
+    assert_eq!(figures, vec![(1200, 1024, 176, 12), (1300, 1152, 148, 4)]);
+    assert_eq!(streamed_text(&json_events(&output)), "Listing.Two files.");
+    // The audit log has one model_request line per request with the same figures.
+    let audit = std::fs::read_to_string(dir.path().join(".lode/audit.jsonl")).unwrap();
+    let cached: Vec<u64> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["event"] == "model_request")
+        .map(|line| line["cached_input_tokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(cached, vec![1024, 1152]);
+}

@@ -39,6 +39,7 @@ mod daemon;
 mod doctor;
 mod languages;
 mod llm_script_command;
+mod local_model;
 mod logging;
 mod lsp_actions;
 mod lsp_live;

@@ -358,10 +358,14 @@ fn a_local_ollama_with_a_tool_capable_model_is_used_end_to_end() {
             .any(|line| line.starts_with("POST /api/show ") && line.contains("qwen3:8b")),
         "{seen:?}"
     );
+    // Ollama's native API, told the window lode budgets: Ollama's OpenAI-compatible endpoint
+    // would ignore it and cut a longer prompt from the front.
     let requests = server.handle.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].path, "/v1/chat/completions");
+    assert_eq!(requests[0].path, "/api/chat");
     assert_eq!(requests[0].body["model"], "qwen3:8b");
+    assert_eq!(requests[0].body["options"]["num_ctx"], 4096);
+    assert_eq!(requests[0].body["options"]["num_predict"], 1024);
     assert!(
         !requests[0].headers.contains_key("authorization"),
         "no key is sent to a local Ollama"
@@ -386,6 +390,8 @@ fn ollama_context_length_is_read_from_the_environment() {
         "{}",
         stderr(&output)
     );
+    let requests = server.handle.requests();
+    assert_eq!(requests[0].body["options"]["num_ctx"], 32768);
 }
 
 fn assert_nothing_detected(output: &Output, why: &str) {

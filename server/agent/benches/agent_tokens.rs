@@ -222,6 +222,32 @@ fn request_tokens(body: &Value) -> usize {
     tools + messages
 }
 
+/// Tokens of the first request's tools, system prompt and user message (which carries the
+/// turn's context), counted as [`request_tokens`] does.
+fn first_request_parts(body: &Value) -> (usize, usize, usize) {
+    let only = |key: &str, role: Option<&str>| {
+        let mut part = serde_json::json!({});
+        if key == "tools" {
+            part["tools"] = body["tools"].clone();
+        } else {
+            let messages: Vec<Value> = body["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|message| message["role"].as_str() == role)
+                .cloned()
+                .collect();
+            part["messages"] = Value::Array(messages);
+        }
+        request_tokens(&part)
+    };
+    (
+        only("tools", None),
+        only("messages", Some("system")),
+        only("messages", Some("user")),
+    )
+}
+
 /// A request's input as a provider's cache sees it: the tools, then the messages (the system
 /// prompt first), each as JSON.
 fn serialized_input(body: &Value) -> String {
@@ -267,6 +293,18 @@ fn report(profile: Profile, measured: &Measured) {
         tokens.first().copied().unwrap_or(0),
         total as f64 / requests.len().max(1) as f64,
     );
+    if let Some(first) = requests.first() {
+        if let Some(path) = std::env::var_os("LODE_BENCH_DUMP_FIRST") {
+            let _ = std::fs::write(
+                path,
+                serde_json::to_string_pretty(&first.body).unwrap_or_default(),
+            );
+        }
+        let (tools, system, user) = first_request_parts(&first.body);
+        println!(
+            "  first request's parts: tools {tools}, system prompt {system}, the user message with the turn's context {user}"
+        );
+    }
     println!(
         "  prefix kept from one request to the next: {:.1}% of the bytes; {below} of {} requests keep less than 95% (worst {:.1}%)",
         100.0 * shared as f64 / compared.max(1) as f64,

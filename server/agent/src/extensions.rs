@@ -25,7 +25,7 @@ use lode_tools::ToolRegistry;
 /// What a turn adds to the context from skills and memory.
 #[derive(Debug, Default, Clone)]
 pub struct TurnExtras {
-    /// The selected skills' bodies (none in the lean profile).
+    /// The selected skills, one line each pointing at `load_skill` (none in the lean profile).
     pub skills: Vec<String>,
     /// Every skill by name and one line, for the system prompt.
     pub skill_catalogue: Option<String>,
@@ -147,8 +147,8 @@ impl Extensions {
         tools
     }
 
-    /// Skills and memories for a turn whose user message is `user_text`; in the lean profile,
-    /// skills by name only.
+    /// Skills and memories for a turn whose user message is `user_text`: the selected skills
+    /// named with a pointer to `load_skill` (full profile), or by name only in the list (lean).
     pub async fn turn_extras(
         &self,
         user_text: &str,
@@ -162,7 +162,7 @@ impl Extensions {
         if let Some(skills) = self.skills.clone() {
             let text = user_text.to_owned();
             let detail = match profile {
-                crate::context::Profile::Full => crate::skills::SkillDetail::Bodies,
+                crate::context::Profile::Full => crate::skills::SkillDetail::Pointers,
                 crate::context::Profile::Lean => crate::skills::SkillDetail::NamesOnly,
             };
             if let Ok(turn) =

@@ -11,6 +11,9 @@ use crate::script::Matcher;
 pub enum Api {
     OpenAi,
     Anthropic,
+    /// Ollama's native `/api/chat`: OpenAI-like messages, but calls carry no ids and a tool
+    /// result names its tool (`tool_name`).
+    Ollama,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +69,10 @@ impl Conversation {
         };
         match api {
             Api::OpenAi => conversation.read_openai(messages)?,
+            Api::Ollama => {
+                conversation.read_openai(messages)?;
+                conversation.name_ollama_calls(messages);
+            }
             Api::Anthropic => {
                 conversation.system = text_of(body.get("system").unwrap_or(&Value::Null));
                 conversation.read_anthropic(messages)?;
@@ -117,6 +124,36 @@ impl Conversation {
             });
         }
         Ok(())
+    }
+
+    /// Ollama's calls have no ids: each call and each result is keyed by its tool's name, so
+    /// a result is matched to the newest call of its tool.
+    fn name_ollama_calls(&mut self, raw: &[Value]) {
+        let raw: Vec<&Value> = raw
+            .iter()
+            .filter(|message| {
+                !matches!(
+                    message.get("role").and_then(Value::as_str),
+                    Some("system" | "developer")
+                )
+            })
+            .collect();
+        for (message, original) in self.messages.iter_mut().zip(raw) {
+            for (id, name) in &mut message.tool_calls {
+                if id.is_empty() {
+                    *id = format!("ollama:{name}");
+                }
+            }
+            if message.speaker == Speaker::Tool
+                && let Some(name) = original.get("tool_name").and_then(Value::as_str)
+            {
+                for (id, _) in &mut message.tool_results {
+                    if id.is_empty() {
+                        *id = format!("ollama:{name}");
+                    }
+                }
+            }
+        }
     }
 
     fn read_anthropic(&mut self, messages: &[Value]) -> Result<(), String> {
@@ -303,6 +340,26 @@ mod tests {
 
     fn matcher(text: &str) -> Matcher {
         serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn ollama_tool_results_are_named_by_their_tool() {
+        let body = json!({"messages": [
+            {"role": "system", "content": "You are lode."},
+            {"role": "user", "content": "fix the bug"},
+            {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "grep", "arguments": {"pattern": "bug"}}}]},
+            {"role": "tool", "tool_name": "grep", "content": "src/lib.rs:3: bug"},
+        ], "tools": [{"type": "function", "function": {"name": "grep"}}]});
+        let conversation = Conversation::read(Api::Ollama, &body).unwrap();
+        assert_eq!(conversation.system, "You are lode.");
+        assert_eq!(
+            conversation.trailing_tool_results(),
+            vec![("grep".to_string(), "src/lib.rs:3: bug")]
+        );
+        assert_eq!(
+            conversation.mismatch(&matcher(r#"{"last_tool_result_of": "grep"}"#), 2),
+            None
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The HTTP server: routes `POST /v1/chat/completions` and `POST /v1/messages`, records every
+//! The HTTP server: routes `POST /v1/chat/completions`, `POST /v1/messages` and Ollama's
+//! `POST /api/chat`, records every
 //! request, picks the turn that answers it, injects the turn's fault, and streams the answer.
 
 use parking_lot::{Mutex, MutexGuard};
@@ -108,6 +109,7 @@ impl ScriptedServer {
         let router = Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/messages", post(messages))
+            .route("/api/chat", post(ollama_chat))
             .fallback(unknown_path)
             .layer(DefaultBodyLimit::max(options.body_limit))
             .with_state(Arc::clone(&shared));
@@ -238,9 +240,17 @@ async fn messages(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: B
     answer(shared, Api::Anthropic, "/v1/messages", headers, body).await
 }
 
+async fn ollama_chat(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(shared, Api::Ollama, "/api/chat", headers, body).await
+}
+
 async fn unknown_path(uri: Uri) -> Response {
     let message = format!(
-        "lode-llm-script serves POST /v1/chat/completions and POST /v1/messages, not {}",
+        "lode-llm-script serves POST /v1/chat/completions, POST /v1/messages and POST /api/chat, not {}",
         uri.path()
     );
     json_response(
@@ -454,6 +464,7 @@ async fn serve_turn(
     let mut frames = match api {
         Api::OpenAi => wire::openai_frames(respond, model, turn_number, usage),
         Api::Anthropic => wire::anthropic_frames(respond, model, turn_number, usage),
+        Api::Ollama => wire::ollama_frames(respond, model, usage),
     };
     if let Some(kind) = &fault.error_event {
         frames.truncate(fault.truncate_after_events.unwrap_or(0));
@@ -478,12 +489,21 @@ async fn serve_turn(
             if let (Some(delay), false) = (delay, first) {
                 tokio::time::sleep(delay).await;
             }
-            Some((Ok::<_, Infallible>(frame.encode()), (frames, false, guard)))
+            Some((
+                Ok::<_, Infallible>(frame.encode_for(api)),
+                (frames, false, guard),
+            ))
         },
     );
     Response::builder()
         .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(
+            header::CONTENT_TYPE,
+            match api {
+                Api::Ollama => "application/x-ndjson",
+                Api::OpenAi | Api::Anthropic => "text/event-stream",
+            },
+        )
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(body))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())

@@ -21,6 +21,14 @@ impl Frame {
         }
     }
 
+    /// The event as the API streams it: one JSON line for Ollama, else `text/event-stream`.
+    pub fn encode_for(&self, api: Api) -> String {
+        match api {
+            Api::Ollama => format!("{}\n", self.data),
+            Api::OpenAi | Api::Anthropic => self.encode(),
+        }
+    }
+
     /// The event as `text/event-stream` text.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -108,6 +116,60 @@ pub fn openai_frames(
         event: None,
         data: "[DONE]".to_string(),
     });
+    frames
+}
+
+/// The answer as Ollama's native stream: one JSON object a line (the first without content),
+/// calls whole (Ollama sends them so), the last line `done` with the counts.
+pub fn ollama_frames(respond: &Respond, model: &str, usage: ScriptUsage) -> Vec<Frame> {
+    let line = |message: Value| {
+        Frame::json(
+            None,
+            json!({"model": model, "created_at": "2026-01-01T00:00:00Z", "message": message, "done": false}),
+        )
+    };
+    let size = respond.chunk_chars();
+    // A first line without content (Ollama sends such lines, e.g. around calls), so that "the
+    // first event" of a fault means the same in every API: the answer's start, nothing of it.
+    let mut frames = vec![line(json!({"role": "assistant", "content": ""}))];
+    if let Some(thinking) = &respond.thinking {
+        for piece in thinking.pieces(size) {
+            frames.push(line(
+                json!({"role": "assistant", "content": "", "thinking": piece}),
+            ));
+        }
+    }
+    if let Some(text) = &respond.text {
+        for piece in text.pieces(size) {
+            frames.push(line(json!({"role": "assistant", "content": piece})));
+        }
+    }
+    if !respond.tool_calls.is_empty() {
+        let calls: Vec<Value> = respond
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let arguments: Value =
+                    serde_json::from_str(&call.argument_text()).unwrap_or_else(|_| json!({}));
+                json!({"function": {"name": call.name, "arguments": arguments}})
+            })
+            .collect();
+        frames.push(line(
+            json!({"role": "assistant", "content": "", "tool_calls": calls}),
+        ));
+    }
+    let done_reason = match respond.finish().openai() {
+        "length" => "length",
+        _ => "stop",
+    };
+    frames.push(Frame::json(
+        None,
+        json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+               "message": {"role": "assistant", "content": ""},
+               "done": true, "done_reason": done_reason,
+               "prompt_eval_count": usage.input_tokens.saturating_sub(usage.cache_read_tokens),
+               "eval_count": usage.output_tokens}),
+    ));
     frames
 }
 
@@ -218,6 +280,7 @@ pub fn error_body(api: Api, status: u16, message: &str, code: Option<&str>) -> V
             "type": code.unwrap_or(anthropic_error_type(status)),
             "message": message,
         }}),
+        Api::Ollama => json!({"error": message}),
     }
 }
 
@@ -232,6 +295,7 @@ pub fn error_frame(api: Api, kind: &str, message: &str) -> Frame {
             Some("error"),
             json!({"type": "error", "error": {"type": kind, "message": message}}),
         ),
+        Api::Ollama => Frame::json(None, json!({"error": message})),
     }
 }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::anthropic::{AnthropicOptions, AnthropicProvider};
 use super::http::{ApiKey, Connection, Timeouts};
+use super::ollama::OllamaProvider;
 use super::openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
 use super::{ModelInfo, Provider};
 
@@ -25,6 +26,10 @@ pub enum ProviderKind {
     /// Anthropic Messages.
     #[serde(rename = "anthropic")]
     Anthropic,
+    /// Ollama's native chat API (`/api/chat`), which, unlike its OpenAI-compatible endpoint,
+    /// takes the context length per request (`num_ctx`): see [`crate::ollama`].
+    #[serde(rename = "ollama")]
+    Ollama,
 }
 
 impl ProviderKind {
@@ -35,6 +40,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::Ollama => crate::ollama::DEFAULT_BASE_URL,
         }
     }
 
@@ -42,6 +48,8 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => 128_000,
             ProviderKind::Anthropic => 200_000,
+            // What Ollama itself runs a model with when nothing says otherwise.
+            ProviderKind::Ollama => crate::detect::OLLAMA_DEFAULT_CONTEXT,
         }
     }
 }
@@ -287,6 +295,7 @@ pub fn build_provider_with_env(
             };
             Arc::new(AnthropicProvider::new(connection, info, options))
         }
+        ProviderKind::Ollama => Arc::new(OllamaProvider::new(connection, info)),
     })
 }
 
@@ -384,6 +393,12 @@ fn http_connection(
     let url = match config.kind {
         ProviderKind::OpenAi => format!("{base_url}/chat/completions"),
         ProviderKind::Anthropic => format!("{base_url}/v1/messages"),
+        // A base URL copied from an OpenAI-compatible setup (`…:11434/v1`) names the same
+        // server.
+        ProviderKind::Ollama => format!(
+            "{}/api/chat",
+            base_url.strip_suffix("/v1").unwrap_or(base_url)
+        ),
     };
     Ok(Connection {
         client,

@@ -19,8 +19,9 @@
 //!
 //! An Ollama model's context window is `OLLAMA_CONTEXT_LENGTH` when that variable is set here
 //! (Ollama reads the same variable when it starts), else [`OLLAMA_DEFAULT_CONTEXT`], Ollama's
-//! own default, never more than the model's trained length: lode then budgets its requests to
-//! what the server really keeps.
+//! own default, never more than the model's trained length. The provider speaks Ollama's native
+//! API (`kind = "ollama"`), which is told that window with every request (`num_ctx`), so what
+//! lode budgets is what the server keeps.
 //!
 //! Configuration always wins: detection runs only when no provider is configured.
 
@@ -267,8 +268,9 @@ pub fn probe_ollama(
     let context_window = trained
         .map_or(wanted, |trained| wanted.min(trained))
         .max(1024);
-    let mut provider = ProviderConfig::new("ollama", ProviderKind::OpenAi, model);
-    provider.base_url = Some(format!("{host}/v1"));
+    // Ollama's native API, which is told the window lode budgets with every request.
+    let mut provider = ProviderConfig::new("ollama", ProviderKind::Ollama, model);
+    provider.base_url = Some(host.to_owned());
     provider.context_window = Some(context_window);
     provider.max_tokens = Some((context_window / 4).min(super::config::DEFAULT_MAX_TOKENS));
     Ok(DetectedProvider {
@@ -279,7 +281,8 @@ pub fn probe_ollama(
             if context_env.is_some() {
                 " from OLLAMA_CONTEXT_LENGTH"
             } else {
-                " (Ollama's default; set OLLAMA_CONTEXT_LENGTH for both to use more)"
+                " (Ollama's default; lode asks Ollama for it with every request; set \
+                 OLLAMA_CONTEXT_LENGTH, or a provider's context_window, to use more)"
             }
         ),
     })

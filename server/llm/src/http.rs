@@ -318,6 +318,9 @@ pub(crate) enum Decoded {
 
 /// A provider's reading of its SSE events into [`StreamEvent`]s.
 pub(crate) trait SseDecoder: Send + 'static {
+    /// Whether the body is newline-delimited JSON (each line one event) rather than SSE.
+    const NDJSON: bool = false;
+
     fn decode(
         &mut self,
         event: SseEvent,
@@ -371,7 +374,11 @@ fn event_stream<D: SseDecoder>(
 ) -> EventStream {
     let state = StreamState {
         body: response,
-        parser: SseParser::new(),
+        parser: if D::NDJSON {
+            SseParser::ndjson()
+        } else {
+            SseParser::new()
+        },
         decoder,
         pending: VecDeque::new(),
         finished: false,

@@ -2,7 +2,7 @@
 //!
 //! Owns a provider-neutral conversation model ([`ChatRequest`], [`Message`], [`ContentPart`]), the
 //! stream of events a provider yields ([`StreamEvent`]), the [`Provider`] trait that the
-//! OpenAI-compatible and Anthropic clients implement, their SSE parsing, retries, provider
+//! OpenAI-compatible, Anthropic and Ollama clients implement, their SSE parsing, retries, provider
 //! configuration and detection from the environment.
 //!
 //! It must not know about tools' behaviour, sessions, permissions or editors: a tool is a name, a
@@ -15,6 +15,7 @@ pub mod config;
 pub mod detect;
 mod encoded;
 mod http;
+pub mod ollama;
 pub mod openai;
 pub mod retry;
 pub mod sse;

@@ -36,11 +36,22 @@ pub struct SseParser {
     data: String,
     has_data: bool,
     ready: VecDeque<SseEvent>,
+    /// Newline-delimited JSON (Ollama's native API): every non-empty line is an event of its
+    /// own, its data the whole line.
+    lines_are_events: bool,
 }
 
 impl SseParser {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A parser for newline-delimited JSON: each non-empty line is one event.
+    pub fn ndjson() -> Self {
+        Self {
+            lines_are_events: true,
+            ..Self::default()
+        }
     }
 
     /// Consumes a chunk of the stream. Complete events become available from
@@ -92,6 +103,16 @@ impl SseParser {
 
     fn end_line(&mut self) -> Result<(), LineTooLong> {
         let line = std::mem::take(&mut self.line);
+        if self.lines_are_events {
+            let text = String::from_utf8_lossy(&line);
+            if !text.trim().is_empty() {
+                self.ready.push_back(SseEvent {
+                    event: None,
+                    data: text.into_owned(),
+                });
+            }
+            return Ok(());
+        }
         if line.is_empty() {
             self.dispatch();
             return Ok(());
@@ -271,5 +292,27 @@ mod tests {
             }
         }
         assert_eq!(result, Err(LineTooLong));
+    }
+
+    #[test]
+    fn ndjson_lines_are_events_whatever_the_chunking() {
+        let input = b"{\"a\":1}\n\n{\"b\":\"x:y\"}\r\n{\"c\":3}";
+        for sizes in [&[1usize][..], &[3, 7], &[100]] {
+            let mut parser = SseParser::ndjson();
+            let mut rest = &input[..];
+            let mut sizes = sizes.iter().cycle();
+            while !rest.is_empty() {
+                let size = (*sizes.next().unwrap()).min(rest.len());
+                parser.push(&rest[..size]).unwrap();
+                rest = &rest[size..];
+            }
+            parser.finish();
+            let mut data = Vec::new();
+            while let Some(event) = parser.next_event() {
+                data.push(event.data);
+            }
+            // The unterminated last line was cut off mid-way: it is dropped, as in SSE.
+            assert_eq!(data, vec!["{\"a\":1}", "{\"b\":\"x:y\"}"]);
+        }
     }
 }

@@ -28,12 +28,10 @@ pub const SYMBOL_EDIT_TOOLS: [&str; 3] = [
     "insert_after_symbol",
 ];
 
-const NAMING: &str = "Name the symbol as FILE:NAME/PATH, the names of the enclosing \
-    definitions from the top of the file separated by `/` (`src/shapes.py:Circle/area`, \
-    `src/lib.rs:Registry/greet_all`, a top-level `src/lib.rs:add`; an impl block by its label, \
-    `src/lib.rs:impl Display for Registry/fmt`), or as FILE:LINE:COLUMN (1-based) of any \
-    character inside the definition. An unknown or ambiguous name fails and lists the \
-    candidates; nothing is guessed.";
+const NAMING: &str = "Name it as FILE:NAME/PATH, the enclosing definitions' names joined by \
+    `/` (`src/shapes.py:Circle/area`; an impl block by its label, `src/lib.rs:impl Display for \
+    Registry/fmt`), or FILE:LINE:COLUMN inside it. An unknown or ambiguous name fails and lists \
+    the candidates.";
 
 /// The file a symbol edit's (possibly malformed) arguments name.
 pub fn symbol_file(arguments: &serde_json::Value) -> Option<&str> {

@@ -13,9 +13,9 @@
 //! | environment | turn | ≤ 800 tokens (lean 200) | [`Environment::detect`]: cwd, OS, date, git branch and changes |
 //! | nested instruction files | turn | what the root's leave | those between the root and the files in question |
 //! | memory | turn | ≤ 5 %, ≤ 4k | caller-supplied texts (`crate::memory::memory_texts`) |
-//! | skill bodies | turn | what the list leaves | caller-supplied texts (the turn's selected skills) |
-//! | repo map | turn | ≤ 10 %, ≤ 4k | [`CodeContext::repo_map`], personalised by [`extract_mentions`] |
-//! | retrieved code | turn | ≤ 10 %, ≤ 6k | [`CodeContext::retrieve`] for the latest user message, minus files already read |
+//! | selected skills | turn | what the list leaves | caller-supplied texts (the turn's selected skills: a line each naming `load_skill`, full profile) |
+//! | repo map | turn | ≤ 10 %, ≤ 2k | [`CodeContext::repo_map`], personalised by [`extract_mentions`] |
+//! | retrieved code | turn | ≤ 10 %, ≤ 3k | [`CodeContext::retrieve`] for the latest user message, minus files already read |
 //! | history | messages | the rest | newest turns kept whole; older turns dropped when they do not fit |
 //!
 //! A piece of the turn's context already sent in an earlier turn, and still in the conversation,
@@ -112,10 +112,13 @@ impl Default for ContextShares {
             memory_max_tokens: 4_000,
             skills_share: 0.05,
             skills_max_tokens: 4_000,
+            // The map and the retrieved code are hints the model can extend with its own
+            // searches; 2k and 3k keep a large window's first request near 8k tokens, where
+            // 4k and 6k made it 11k on a 200-line crate (bench/agent/tokens.sh).
             repo_map_share: 0.10,
-            repo_map_max_tokens: 4_000,
+            repo_map_max_tokens: 2_000,
             retrieval_share: 0.10,
-            retrieval_max_tokens: 6_000,
+            retrieval_max_tokens: 3_000,
         }
     }
 }

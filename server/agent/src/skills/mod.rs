@@ -226,6 +226,10 @@ pub struct SelectedSkill {
 pub enum SkillDetail {
     /// The selected skills' bodies and the list of all.
     Bodies,
+    /// The list of all, and for the selected skills one line each pointing at `load_skill`
+    /// (the full profile): the model reads a body when it wants it, instead of every turn's
+    /// request carrying bodies a keyword happened to select.
+    Pointers,
     /// Only the list, each skill by name and a short line (the lean profile).
     NamesOnly,
 }
@@ -552,6 +556,7 @@ impl SkillSet {
         );
         let (texts, description_chars) = match detail {
             SkillDetail::Bodies => (render::selected_bodies(&selected), 200),
+            SkillDetail::Pointers => (render::selected_pointers(&selected), 200),
             SkillDetail::NamesOnly => (Vec::new(), 80),
         };
         let catalogue = render::catalogue(&state.skills, description_chars);

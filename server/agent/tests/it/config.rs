@@ -35,7 +35,7 @@ max_tool_iterations = 40
 compaction_threshold = 0.7
 
 [agent.context]
-repo_map_max_tokens = 2000
+repo_map_max_tokens = 1500
 
 [[permissions.rules]]
 tool = "run_command"
@@ -77,10 +77,10 @@ fn earlier_files_win_and_later_files_fill_the_gaps() {
     // Scalars: the workspace wins where it sets them, the user file fills the rest.
     assert_eq!(config.agent.max_tool_iterations, 10);
     assert_eq!(config.agent.compaction_threshold, 0.7);
-    assert_eq!(config.agent.context.repo_map_max_tokens, 2000);
+    assert_eq!(config.agent.context.repo_map_max_tokens, 1500);
     // Untouched keys keep their defaults.
     assert_eq!(config.agent.default_mode, Mode::Code);
-    assert_eq!(config.agent.context.retrieval_max_tokens, 6000);
+    assert_eq!(config.agent.context.retrieval_max_tokens, 3000);
     assert_eq!(config.llm.default.as_deref(), Some("cloud"));
     // Providers merge by name: the workspace's `local` replaces the user's whole entry.
     let providers: Vec<(&str, &str)> = config

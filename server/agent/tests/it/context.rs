@@ -726,7 +726,7 @@ fn scripted_provider(server: &ScriptedServerHandle, kind: ProviderKind) -> Arc<d
     let mut config = ProviderConfig::new("scripted", kind, "test-model");
     config.base_url = Some(match kind {
         ProviderKind::OpenAi => server.openai_base_url(),
-        ProviderKind::Anthropic => server.base_url(),
+        ProviderKind::Anthropic | ProviderKind::Ollama => server.base_url(),
     });
     config.max_tokens = Some(1_000);
     config.context_window = Some(32_000);

@@ -20,6 +20,7 @@ mod memory;
 mod no_provider;
 mod permissions;
 mod pushed_diagnostics;
+mod requests;
 mod secrets_at_rest;
 mod skill_grants;
 mod skills;

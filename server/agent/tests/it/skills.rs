@@ -329,6 +329,19 @@ fn turn_texts_hold_selected_bodies_and_a_catalogue_of_the_rest() {
         short.lines().all(|line| line.chars().count() < 110),
         "{short}"
     );
+    // Pointers (the full profile): the same list, and for the selected skills one line each
+    // naming `load_skill` instead of the body; the same selection and grants.
+    let pointed = set.prepare_turn_for("please review my diff", SkillDetail::Pointers);
+    assert_eq!(pointed.catalogue, Some(catalogue));
+    assert_eq!(pointed.granted_tools, turn.granted_tools);
+    assert_eq!(
+        pointed.texts[0],
+        "`code-review` may help with this request: `load_skill` with name \"code-review\" gives its instructions."
+    );
+    assert_eq!(pointed.texts.len(), turn.texts.len());
+    let bodies: usize = turn.texts.iter().map(String::len).sum();
+    let pointers: usize = pointed.texts.iter().map(String::len).sum();
+    assert!(pointers * 10 < bodies, "{pointers} vs {bodies}");
 }
 
 #[test]

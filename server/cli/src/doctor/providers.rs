@@ -181,6 +181,13 @@ async fn reach(label: &str, entry: &ProviderConfig) -> Check {
             format!("{real_base}/v1/models"),
             format!("{base}/v1/models"),
         ),
+        ProviderKind::Ollama => {
+            let strip = |url: &str| url.strip_suffix("/v1").unwrap_or(url).to_owned();
+            (
+                format!("{}/api/tags", strip(&real_base)),
+                format!("{}/api/tags", strip(&base)),
+            )
+        }
     };
     let client = match reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
@@ -208,7 +215,7 @@ async fn reach(label: &str, entry: &ProviderConfig) -> Check {
         .map(|key| key.trim().to_owned())
         .filter(|key| !key.is_empty());
     request = match (entry.kind, key) {
-        (ProviderKind::OpenAi, Some(key)) => request.bearer_auth(key),
+        (ProviderKind::OpenAi | ProviderKind::Ollama, Some(key)) => request.bearer_auth(key),
         (ProviderKind::Anthropic, Some(key)) => request
             .header("x-api-key", key)
             .header("anthropic-version", "2023-06-01"),
@@ -275,10 +282,15 @@ async fn reach(label: &str, entry: &ProviderConfig) -> Check {
         .await
         .ok()
         .and_then(|body| {
-            body.get("data")?.as_array().map(|items| {
+            // OpenAI-style `data[].id`; Ollama's `/api/tags` has `models[].name`.
+            let (list, field) = match body.get("data") {
+                Some(data) => (data, "id"),
+                None => (body.get("models")?, "name"),
+            };
+            list.as_array().map(|items| {
                 items
                     .iter()
-                    .filter_map(|item| item.get("id")?.as_str().map(str::to_owned))
+                    .filter_map(|item| item.get(field)?.as_str().map(str::to_owned))
                     .collect()
             })
         })
@@ -320,6 +332,7 @@ fn kind_name(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "OpenAI-compatible",
         ProviderKind::Anthropic => "Anthropic",
+        ProviderKind::Ollama => "Ollama",
     }
 }
 
