@@ -487,3 +487,124 @@ async fn failures_are_explained() {
         describe(&empty)
     );
 }
+
+/// Where `lode acp --http` keeps the record of the workspace at `root` (FNV-1a of the root, as
+/// `lode`'s `acp_runtime` names it) inside the runtime directory.
+pub fn server_record(runtime: &Path, root: &Path) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let hash = root
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    runtime
+        .join("lode")
+        .join(format!("acp-server-{hash:016x}.json"))
+}
+
+/// Runs `lode ask ARGS` with no `--root`, from the directory `dir`.
+async fn ask_from(dir: &Path, runtime: &Path, args: &[&str]) -> Output {
+    let child = tokio::process::Command::new(lode())
+        .arg("ask")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("LODE_ACP_URL")
+        .env_remove("LODE_ACP_TOKEN")
+        .env("XDG_RUNTIME_DIR", runtime)
+        .env("XDG_CONFIG_HOME", dir.join(".no-user-config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .expect("lode ask finished")
+        .unwrap()
+}
+
+/// Without flags, `lode ask` answers through the workspace's running `lode acp --http`, from
+/// the root or a folder inside it, with the token the server recorded (here one given with
+/// `--token`, which no token file holds). When the server stops (SIGTERM) its record goes, and
+/// `lode ask` says how to start one; a record left by a killed server is found stale, removed,
+/// and the same error follows.
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_finds_the_workspace_server_without_flags() {
+    use std::os::unix::fs::PermissionsExt;
+    let llm = scripted().await;
+    let dir = workspace(&llm);
+    let root = root_of(&dir);
+    let runtime = runtime_dir();
+    let record = server_record(runtime.path(), &root);
+
+    // None running: the error names how to start one.
+    let none = ask_from(&root, runtime.path(), &["explain the selection"]).await;
+    assert_eq!(none.status.code(), Some(3), "{}", describe(&none));
+    let error = text(&none.stderr);
+    assert!(
+        error.contains("no `lode acp --http` server is running for this workspace"),
+        "{error}"
+    );
+    assert!(error.contains("with `lode acp --http`"), "{error}");
+
+    let (mut server, url) = serve(&root, runtime.path(), &["--token", "only-in-the-record"]).await;
+    let mode = std::fs::metadata(&record).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the record is the user's alone");
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(recorded["url"], url.as_str());
+    assert_eq!(recorded["root"], root.to_str().unwrap());
+
+    let answered = ask_from(&root, runtime.path(), &["explain the selection"]).await;
+    assert_eq!(answered.status.code(), Some(0), "{}", describe(&answered));
+    assert_eq!(text(&answered.stdout), "It prints a greeting.\n");
+    // From a folder inside the workspace too.
+    let inside = ask_from(
+        &root.join("src"),
+        runtime.path(),
+        &["explain the selection"],
+    )
+    .await;
+    assert_eq!(inside.status.code(), Some(0), "{}", describe(&inside));
+    assert_eq!(text(&inside.stdout), "It prints a greeting.\n");
+
+    // A clean stop removes the record.
+    let pid = server.id().unwrap();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = tokio::time::timeout(PATIENCE, server.wait())
+        .await
+        .expect("lode acp stopped")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!record.exists(), "the record went with the server");
+    let stopped = ask_from(&root, runtime.path(), &["explain the selection"]).await;
+    assert_eq!(stopped.status.code(), Some(3), "{}", describe(&stopped));
+    assert!(
+        text(&stopped.stderr).contains("no `lode acp --http` server is running"),
+        "{}",
+        describe(&stopped)
+    );
+
+    // A killed server leaves its record behind: stale, removed, and the same error.
+    let (mut server, _url) = serve(&root, runtime.path(), &[]).await;
+    assert!(record.exists());
+    server.kill().await.unwrap();
+    let killed = ask_from(&root, runtime.path(), &["explain the selection"]).await;
+    assert_eq!(killed.status.code(), Some(3), "{}", describe(&killed));
+    let error = text(&killed.stderr);
+    assert!(error.contains("the server it named has exited"), "{error}");
+    assert!(
+        error.contains("no `lode acp --http` server is running"),
+        "{error}"
+    );
+    assert!(!record.exists(), "the stale record was removed");
+}

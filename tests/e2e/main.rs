@@ -19,6 +19,7 @@ mod support;
 mod acp_acpx;
 mod acp_ask;
 mod acp_diagnostics;
+mod acp_first_prompt;
 mod acp_http;
 mod acp_http_security;
 mod acp_idle;

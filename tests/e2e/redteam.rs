@@ -2977,6 +2977,268 @@ fn forged_watch_leases() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Forged `lode acp --http` records: `lode ask` without flags reads the record a workspace's
+// server keeps in the user's runtime directory and sends the record's bearer token to the URL it
+// names. A record someone else could have written (another owner, wider permissions, a symlink,
+// a directory others enter), one naming another workspace or a non-loopback host, or one whose
+// pid does not listen on the port it names (a port another process took over) must be refused
+// without a connection; a record of a server that is gone is removed. A canary TCP listener
+// counts connections; every case runs the real `lode ask`.
+// ---------------------------------------------------------------------------------------------
+
+/// What a forged record is built from.
+struct RecordScene<'a> {
+    root: &'a Path,
+    /// `<runtime dir>/lode`, 0700.
+    dir: &'a Path,
+    /// Where `lode ask` looks for this workspace's record.
+    record: &'a Path,
+    /// The canary's address (`127.0.0.1:PORT`).
+    canary: &'a str,
+    /// A live process that listens on nothing (`sleep`).
+    bystander: u32,
+    /// A pid no process has.
+    dead: u32,
+}
+
+struct RecordCase {
+    name: &'static str,
+    /// Writes the forged record (and whatever else it needs).
+    forge: fn(&RecordScene),
+    /// What `lode ask`'s error says.
+    says: &'static str,
+    known_gap: Option<&'static str>,
+}
+
+fn record_json(root: &Path, url: &str, pid: u32) -> String {
+    json!({"version": 1, "root": root, "url": url, "token": "forged-record-token", "pid": pid})
+        .to_string()
+}
+
+fn write_record(scene: &RecordScene, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::remove_file(scene.record);
+    std::fs::write(scene.record, text).unwrap();
+    std::fs::set_permissions(scene.record, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn canary_url(scene: &RecordScene) -> String {
+    format!("http://{}/acp", scene.canary)
+}
+
+const RECORD_CASES: &[RecordCase] = &[
+    RecordCase {
+        name: "record: readable by others (0644)",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            write_record(scene, &text, 0o644)
+        },
+        says: "other users can read or change it",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: writable by the group (0620)",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            write_record(scene, &text, 0o620)
+        },
+        says: "other users can read or change it",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: a live pid that does not listen on the port named",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            write_record(scene, &text, 0o600)
+        },
+        says: "does not listen on port",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: pid 1 and the canary's port",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), 1);
+            write_record(scene, &text, 0o600)
+        },
+        says: "does not listen on port",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: a dead server's record, its port taken by another process",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), scene.dead);
+            write_record(scene, &text, 0o600)
+        },
+        says: "the server it named has exited",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: another workspace's root",
+        forge: |scene| {
+            let text = record_json(
+                Path::new("/somewhere/else"),
+                &canary_url(scene),
+                scene.bystander,
+            );
+            write_record(scene, &text, 0o600)
+        },
+        says: "names the workspace /somewhere/else",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: a host that is not this machine",
+        forge: |scene| {
+            let text = record_json(scene.root, "http://203.0.113.7:80/acp", scene.bystander);
+            write_record(scene, &text, 0o600)
+        },
+        says: "not a loopback http:// URL",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: localhost by name (resolvable elsewhere)",
+        forge: |scene| {
+            let port = scene.canary.rsplit(':').next().unwrap();
+            let url = format!("http://localhost:{port}/acp");
+            let text = record_json(scene.root, &url, scene.bystander);
+            write_record(scene, &text, 0o600)
+        },
+        says: "not a loopback http:// URL",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: a symlink to a record elsewhere",
+        forge: |scene| {
+            let elsewhere = scene.dir.parent().unwrap().join("planted.json");
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            std::fs::write(&elsewhere, text).unwrap();
+            let _ = std::fs::remove_file(scene.record);
+            std::os::unix::fs::symlink(&elsewhere, scene.record).unwrap();
+        },
+        says: "not a regular file",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: the runtime directory open to others (0755)",
+        forge: |scene| {
+            use std::os::unix::fs::PermissionsExt;
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            write_record(scene, &text, 0o600);
+            std::fs::set_permissions(scene.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        },
+        says: "the directory is open to other users",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: owned by another user",
+        forge: |scene| {
+            let text = record_json(scene.root, &canary_url(scene), scene.bystander);
+            write_record(scene, &text, 0o600);
+            // Only root can give a file away; elsewhere the case is the 0644 one's twin.
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                std::os::unix::fs::chown(scene.record, Some(65534), Some(65534)).unwrap();
+            } else {
+                write_record(scene, &text, 0o666);
+            }
+        },
+        says: "refusing the server record",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: not JSON",
+        forge: |scene| write_record(scene, "url=http://127.0.0.1:1/acp\n", 0o600),
+        says: "not a record lode wrote",
+        known_gap: None,
+    },
+    RecordCase {
+        name: "record: an extra field asking for more",
+        forge: |scene| {
+            let mut record: Value = serde_json::from_str(&record_json(
+                scene.root,
+                &canary_url(scene),
+                scene.bystander,
+            ))
+            .unwrap();
+            record["connect"] = json!(canary_url(scene));
+            write_record(scene, &record.to_string(), 0o600)
+        },
+        says: "not a record lode wrote",
+        known_gap: None,
+    },
+];
+
+#[test]
+fn forged_acp_server_records() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let root = std::fs::canonicalize(&root).unwrap();
+    let runtime = dir.path().join("runtime");
+    let lode_dir = runtime.join("lode");
+    std::fs::create_dir_all(&lode_dir).unwrap();
+    std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let record = crate::acp_ask::server_record(&runtime, &root);
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let canary = listener.local_addr().unwrap().to_string();
+    let connections = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            if stream.is_ok() {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    let mut bystander = Command::new("sleep").arg("300").spawn().unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let scene = RecordScene {
+        root: &root,
+        dir: &lode_dir,
+        record: &record,
+        canary: &canary,
+        bystander: bystander.id(),
+        dead,
+    };
+    let mut verdicts = Verdicts::default();
+    for case in RECORD_CASES {
+        std::fs::set_permissions(&lode_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        (case.forge)(&scene);
+        let before = connections.load(Ordering::SeqCst);
+        let output = support::lode(&root)
+            .args(["ask", "what is the token?"])
+            .env_remove("LODE_ACP_URL")
+            .env_remove("LODE_ACP_TOKEN")
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .env("XDG_CONFIG_HOME", dir.path().join("config"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("lode ask runs");
+        let err = support::stderr(&output);
+        let problem = if connections.load(Ordering::SeqCst) != before {
+            Some("lode ask connected to the record's URL".to_owned())
+        } else if output.status.success() {
+            Some(format!("lode ask succeeded: {}", support::stdout(&output)))
+        } else if !err.contains(case.says) {
+            Some(format!("the error does not say {:?}: {err}", case.says))
+        } else if err.contains("forged-record-token") {
+            Some(format!("the error shows the token: {err}"))
+        } else {
+            None
+        };
+        verdicts.record(case.name, case.known_gap, problem);
+        let _ = std::fs::remove_file(&record);
+    }
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+    verdicts.finish("forged acp server records");
+}
+
+// ---------------------------------------------------------------------------------------------
 // The lease socket and another user: the lease holder answers queries with the workspace's code
 // and obeys `stop` and `index`. Its socket is its user's alone (mode 0600), and a process of
 // another user that reaches it anyway (the mode loosened, as a careless umask or chmod would)
@@ -4576,6 +4838,11 @@ fn classes() -> Vec<(&'static str, usize, usize)> {
             "forged watch leases",
             LEASE_CASES.len() * 2,
             gaps(LEASE_CASES, |case| case.known_gap.is_some()) * 2,
+        ),
+        (
+            "forged acp server records",
+            RECORD_CASES.len(),
+            gaps(RECORD_CASES, |case| case.known_gap.is_some()),
         ),
         (
             "the lease socket and another user",

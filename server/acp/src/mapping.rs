@@ -13,8 +13,8 @@ use agent_client_protocol::v1::schema::{
     ToolKind as AcpToolKind, UnstructuredCommandInput, UsageUpdate,
 };
 use lode_agent::event::{
-    AgentEvent, Location, PlanPriority, PlanStatus, StopReason, ToolCallStart,
-    ToolCallUpdate as AgentToolCallUpdate, ToolContent, ToolKind, ToolStatus,
+    AgentEvent, IndexStage, Location, PlanPriority, PlanStatus, StopReason, ToolCallStart,
+    ToolCallUpdate as AgentToolCallUpdate, ToolContent, ToolKind, ToolStatus, index_progress_text,
 };
 use lode_agent::host::{PermissionAnswer, PermissionRequest};
 use lode_llm::ModelInfo;
@@ -98,8 +98,49 @@ pub fn session_update(event: &AgentEvent, notices: bool) -> Option<SessionUpdate
             SessionUpdate::AgentThoughtChunk(ContentChunk::new(format!("{message}\n").into()))
         }
         AgentEvent::TurnFinished { .. } => return None,
+        AgentEvent::IndexProgress {
+            id,
+            stage,
+            done,
+            total,
+        } => index_progress(id, *stage, *done, *total),
     };
     Some(update)
+}
+
+/// An index build's progress as a tool card (docs/acp.md): `Started` is a `tool_call` of kind
+/// `other`, in progress, titled and with the counts as its content; `Progress` updates the
+/// title and content; `Finished` completes it. Zed and VS Code show a card's title and status
+/// as they change, so the counts are in the title.
+fn index_progress(id: &str, stage: IndexStage, done: usize, total: usize) -> SessionUpdate {
+    let text = index_progress_text(stage, done, total);
+    let title = format!("Indexing the workspace: {text}");
+    let content: Vec<ToolCallContent> = vec![ContentBlock::from(text).into()];
+    let raw_output = serde_json::json!({"indexed": done, "total": total});
+    match stage {
+        IndexStage::Started => SessionUpdate::ToolCall(
+            ToolCall::new(id.to_owned(), title)
+                .kind(AcpToolKind::Other)
+                .status(ToolCallStatus::InProgress)
+                .content(content)
+                .raw_output(raw_output),
+        ),
+        IndexStage::Progress | IndexStage::Finished => {
+            let status = if stage == IndexStage::Finished {
+                ToolCallStatus::Completed
+            } else {
+                ToolCallStatus::InProgress
+            };
+            SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                id.to_owned(),
+                ToolCallUpdateFields::new()
+                    .status(status)
+                    .title(title)
+                    .content(content)
+                    .raw_output(raw_output),
+            ))
+        }
+    }
 }
 
 pub fn tool_call(start: &ToolCallStart) -> ToolCall {

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lode_index::{ScanOptions, Workspace, WorkspaceOptions};
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::AuditLog;
@@ -75,8 +74,12 @@ pub type ProviderEnv = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 struct Lasting {
     root: PathBuf,
     index: Arc<Workspace>,
-    /// Resolved once the first full refresh after opening has finished (or failed).
-    index_ready: OnceCell<()>,
+    /// Whether the index must be brought up to date once after opening (not when it was given).
+    needs_first_build: bool,
+    /// Set when the first build has been started (`crate::indexing`).
+    first_build: std::sync::OnceLock<()>,
+    /// The sessions being shown the build's progress.
+    progress_shown: Arc<crate::indexing::ProgressShown>,
     code_cache: Arc<crate::code_cache::CodeCache>,
     store: Arc<SessionStore>,
     audit: Arc<AuditLog>,
@@ -156,15 +159,13 @@ impl Agent {
             configured_diagnostics.then(|| diagnostics.clone()),
             options.navigation.clone(),
         ));
-        let index_ready = OnceCell::new();
-        if !needs_refresh {
-            let _ = index_ready.set(());
-        }
         let code_cache = Arc::new(crate::code_cache::CodeCache::new(index.index_dir()));
         let lasting = Lasting {
             root,
             index,
-            index_ready,
+            needs_first_build: needs_refresh,
+            first_build: std::sync::OnceLock::new(),
+            progress_shown: Arc::default(),
             code_cache,
             store,
             audit: Arc::new(AuditLog::new(data_dir.join("audit.jsonl"))),
@@ -401,26 +402,38 @@ impl Agent {
             .collect()
     }
 
-    /// Makes sure the index has been brought up to date once since the agent opened. The first
-    /// turn waits for it; later turns don't (edits made by tools update the index directly).
-    pub(crate) async fn ensure_index_ready(&self) {
-        let index = self.index().clone();
+    /// Starts bringing the index up to date in the background, once since the agent opened
+    /// (`crate::indexing`); later changes reach it through the watcher and the tools' edits.
+    pub fn start_indexing(&self) {
+        if !self.inner.lasting.needs_first_build {
+            return;
+        }
         self.inner
             .lasting
-            .index_ready
-            .get_or_init(|| async move {
-                // A watcher holding the index's lease (`lode watch`, or this process's own in
-                // `lode acp`) knows what changed; without one, a quick refresh; when another
-                // process is writing, the index as it stands.
-                let outcome =
-                    tokio::task::spawn_blocking(move || index.bring_up_to_date(&|_| {})).await;
-                match outcome {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(error)) => tracing::error!(%error, "indexing failed"),
-                    Err(error) => tracing::error!(%error, "indexing stopped"),
-                }
-            })
-            .await;
+            .first_build
+            .get_or_init(|| crate::indexing::start_build(self.index().clone()));
+    }
+
+    /// Makes sure the index has been brought up to date once since the agent opened, waiting
+    /// for the whole build (slash commands that show the index).
+    pub(crate) async fn ensure_index_ready(&self) {
+        self.start_indexing();
+        crate::indexing::wait_until_built(self.index(), None).await;
+    }
+
+    /// Before a turn: starts the first build if needed and, while the index is being built,
+    /// shows the session its progress and waits a short while
+    /// ([`crate::indexing::TURN_PATIENCE`]) for it; the turn then goes on with or without it.
+    async fn index_for_turn(&self, session_id: &str, host: &Arc<dyn SessionHost>) {
+        self.start_indexing();
+        if self.index().build_progress().is_none() {
+            return;
+        }
+        self.inner
+            .lasting
+            .progress_shown
+            .show(self.index(), session_id, host.clone());
+        crate::indexing::wait_until_built(self.index(), Some(crate::indexing::TURN_PATIENCE)).await;
     }
 
     /// The default provider's name; `None` when no provider is configured.
@@ -767,6 +780,7 @@ impl Agent {
             )
             .await;
         }
+        self.index_for_turn(&info.id, &host).await;
         let reread;
         let info = if self
             .settle_workspace_trust(&info.id, host.as_ref(), &cancel)
@@ -780,7 +794,6 @@ impl Agent {
         };
         let shared = self.shared();
         let provider = self.provider(&info.model)?;
-        self.ensure_index_ready().await;
         crate::turn::run_turn(&shared, info, provider, input, host, cancel).await
     }
 

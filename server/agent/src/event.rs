@@ -71,4 +71,36 @@ pub enum AgentEvent {
     TurnFinished {
         stop_reason: StopReason,
     },
+    /// The workspace's code index is being built behind the turn (`crate::indexing`): files
+    /// parsed (`done`) of those found (`total`, 0 while they are still being looked for). One
+    /// `Started`, `Progress` at most once a second, one `Finished`, all with the same `id`;
+    /// may arrive after the turn has finished. Front ends show it as a progress card (ACP: a
+    /// tool call) or on stderr, never as the answer.
+    IndexProgress {
+        id: String,
+        stage: IndexStage,
+        done: usize,
+        total: usize,
+    },
+}
+
+/// Where an index build reported by [`AgentEvent::IndexProgress`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexStage {
+    Started,
+    Progress,
+    Finished,
+}
+
+/// How an index build's progress reads: `indexing 1200/5000 files`, `index ready (5000 files)`.
+/// Once every file is parsed the build still commits (`writing the index`).
+pub fn index_progress_text(stage: IndexStage, done: usize, total: usize) -> String {
+    match stage {
+        IndexStage::Finished if total > 0 => format!("index ready ({total} files)"),
+        IndexStage::Finished => "index ready".to_owned(),
+        _ if total == 0 => "indexing: looking for files".to_owned(),
+        _ if done >= total => format!("indexing {total} files: writing the index"),
+        _ => format!("indexing {done}/{total} files"),
+    }
 }

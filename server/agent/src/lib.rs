@@ -20,6 +20,7 @@ pub mod doom_loop;
 pub mod event;
 pub mod extensions;
 pub mod host;
+mod indexing;
 pub mod mcp;
 pub mod memory;
 pub mod redact;

@@ -847,7 +847,11 @@ impl CodeInputs {
                     .unwrap_or_default()
             })
             .unwrap_or_default();
-        PrecomputedCode { repo_map, chunks }
+        PrecomputedCode {
+            repo_map,
+            chunks,
+            missing: None,
+        }
     }
 }
 
@@ -876,7 +880,16 @@ async fn prepare_turn_context(
         let code_inputs = CodeInputs::from_history(&root, &history, &shares, budget);
         let instructions =
             context::find_instruction_files(&root, &code_inputs.focus_files, max_instruction_bytes);
-        let code = code_inputs.make(&WorkspaceCode::new(index), &cache);
+        // Reading the index while it is being built would wait for the whole build: the turn
+        // goes on without the map and retrieval, and the model is told why (they join in the
+        // next turn once the index is ready; its search tools say when they are).
+        let code = match index.build_progress() {
+            Some(progress) => PrecomputedCode {
+                missing: Some(index_building_note(progress)),
+                ..PrecomputedCode::default()
+            },
+            None => code_inputs.make(&WorkspaceCode::new(index), &cache),
+        };
         TurnContext {
             environment,
             instructions,
@@ -894,6 +907,16 @@ async fn prepare_turn_context(
     .await
     .map_err(|error| AgentError::Other(format!("preparing the context failed: {error}")))?;
     Ok(prepared)
+}
+
+/// What the model is told when the turn starts while the index is being built.
+fn index_building_note(progress: lode_index::BuildProgress) -> String {
+    format!(
+        "The code index of this workspace is still being built ({progress} indexed), so this \
+         turn has no repository map and no retrieved code. search_code, find_symbol, \
+         find_references and repo_map answer once it is ready; grep, list_files, read_file \
+         and commands work now."
+    )
 }
 
 /// The model's view of the session during a turn. Taken from the store's view in memory when

@@ -163,8 +163,19 @@ pub fn run_acp(workspace: &WorkspaceArgs, args: AcpArgs) -> anyhow::Result<ExitC
                 if args.print_token {
                     say!("lode acp: bearer token: {}", options.token);
                 }
+                // `lode ask` in the starting workspace finds this server by its record, which
+                // goes when lode exits (also on Ctrl-C and SIGTERM, handled below). Written
+                // before the address is announced, so whoever waits for that finds it.
+                let _record = start_root
+                    .as_deref()
+                    .and_then(|root| record_server(root, bound, &options.token));
                 say!("lode acp: listening on http://{bound}/acp (WebSocket: ws://{bound}/acp)");
-                lode_acp::serve_http(backend, listener, options).await?;
+                tokio::select! {
+                    served = lode_acp::serve_http(backend, listener, options) => served?,
+                    () = termination() => {
+                        tracing::info!("lode acp: stopping on a signal");
+                    }
+                }
             }
         }
         anyhow::Ok(())
@@ -301,6 +312,40 @@ impl WorkspaceOpener for Opener {
 
     fn models(&self) -> Vec<lode_llm::ModelInfo> {
         self.models.clone()
+    }
+}
+
+/// Writes the record `lode ask` finds this server by (`crate::acp_runtime`); a failure is
+/// logged, not fatal: `lode ask --connect` still works.
+fn record_server(
+    root: &Path,
+    bound: SocketAddr,
+    token: &str,
+) -> Option<crate::acp_runtime::RecordGuard> {
+    let dir = crate::acp_runtime::runtime_dir()?;
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    match crate::acp_runtime::write_record(&dir, &root, bound, token) {
+        Ok(guard) => Some(guard),
+        Err(error) => {
+            tracing::warn!("`lode ask` will not find this server without --connect: {error}");
+            None
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM, so that lode exits through its own clean-up.
+async fn termination() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // Without handlers the default (exit) applies; wait forever here.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
     }
 }
 

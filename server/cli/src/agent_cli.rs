@@ -147,6 +147,8 @@ impl TerminalHost {
             }
             AgentEvent::Usage { .. } | AgentEvent::TitleChanged { .. } => {}
             AgentEvent::TurnFinished { .. } => self.finish_line(),
+            // Shown by `emit` on stderr in both modes.
+            AgentEvent::IndexProgress { .. } => {}
         }
     }
 }
@@ -174,6 +176,20 @@ fn line_changes(old: Option<&str>, new: &str) -> (usize, usize) {
 #[async_trait::async_trait]
 impl SessionHost for TerminalHost {
     fn emit(&self, event: AgentEvent) {
+        // The index's progress goes to stderr, also with --json: stdout is the answer.
+        if let AgentEvent::IndexProgress {
+            stage, done, total, ..
+        } = &event
+        {
+            if !self.json {
+                self.finish_line();
+            }
+            say!(
+                "lode: {}",
+                lode_agent::event::index_progress_text(*stage, *done, *total)
+            );
+            return;
+        }
         if self.json {
             if let Ok(line) = serde_json::to_string(&event) {
                 println!("{line}");

@@ -1,5 +1,6 @@
 //! `lode ask`: a small ACP client of lode's own HTTP transport, for editors without an ACP client
-//! (Helix) and for scripts. It connects to a running `lode acp --http` (WebSocket, so updates and
+//! (Helix) and for scripts. It connects to a running `lode acp --http` (`--connect URL`, else the
+//! one started in this workspace, found by its record: `crate::acp_runtime`) (WebSocket, so updates and
 //! the prompt's response arrive in order), sends one prompt — plus stdin as an embedded resource
 //! when stdin is not a terminal — streams the answer text to stdout and tool activity to stderr,
 //! answers permission questions "no" unless `--yes-to` allows them, and remembers named sessions
@@ -42,7 +43,9 @@ pub struct AskArgs {
     /// The prompt (several words are joined with spaces). Stdin, when it is not a terminal, is
     /// attached as extra context.
     pub prompt: Vec<String>,
-    /// The `lode acp --http` endpoint, e.g. http://127.0.0.1:7878/acp.
+    /// The `lode acp --http` endpoint, e.g. http://127.0.0.1:7878/acp. Without it, the server
+    /// `lode acp --http` started in this workspace runs (found by the record it keeps beside its
+    /// token file, with its token).
     #[arg(long, value_name = "URL", env = "LODE_ACP_URL")]
     pub connect: Option<String>,
     /// Continue the session remembered under this name (created on first use); without it
@@ -264,6 +267,32 @@ fn endpoint(url: &str) -> anyhow::Result<String> {
     })
 }
 
+/// The running `lode acp --http` of the workspace at `root`, from its record
+/// (`crate::acp_runtime`), with the record's path; an error saying how to start one when none
+/// runs, or why its record is not trusted.
+fn workspace_server(root: &Path) -> anyhow::Result<(crate::acp_runtime::ServerRecord, PathBuf)> {
+    let start = format!(
+        "start one in {} with `lode acp --http` (or pass --connect URL / set $LODE_ACP_URL)",
+        root.display()
+    );
+    let Some(dir) = crate::acp_runtime::runtime_dir() else {
+        bail!("no `lode acp --http` server is known for this workspace: {start}");
+    };
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    match crate::acp_runtime::find_server(&dir, &root)? {
+        crate::acp_runtime::Lookup::Running { record, path } => Ok((record, path)),
+        crate::acp_runtime::Lookup::None { stale } => {
+            if let Some(stale) = stale {
+                say!(
+                    "lode: removed {}: the server it named has exited",
+                    stale.display()
+                );
+            }
+            bail!("no `lode acp --http` server is running for this workspace: {start}")
+        }
+    }
+}
+
 /// The token to send and where it came from.
 struct Token {
     value: String,
@@ -410,14 +439,15 @@ fn stdin_context() -> anyhow::Result<Option<String>> {
 
 /// `lode ask`.
 pub fn run_ask(workspace: &WorkspaceArgs, args: AskArgs) -> anyhow::Result<ExitCode> {
-    let Some(url) = args.connect.as_deref() else {
-        bail!(
-            "no server to ask: pass --connect http://127.0.0.1:PORT/acp or set $LODE_ACP_URL (start one with `lode acp --http 127.0.0.1:PORT`)"
-        );
-    };
-    let endpoint = endpoint(url)?;
-    let policy = Arc::new(Policy::new(&args.yes_to)?);
     let root = crate::commands::resolve_root(workspace, None)?;
+    let (endpoint, recorded_token) = match args.connect.as_deref() {
+        Some(url) => (endpoint(url)?, None),
+        None => {
+            let (record, path) = workspace_server(&root)?;
+            (endpoint(&record.url)?, Some((record.token, path)))
+        }
+    };
+    let policy = Arc::new(Policy::new(&args.yes_to)?);
     let mut prompt: Vec<ContentBlock> = Vec::new();
     let text = args.prompt.join(" ");
     if !text.trim().is_empty() {
@@ -443,7 +473,13 @@ pub fn run_ask(workspace: &WorkspaceArgs, args: AskArgs) -> anyhow::Result<ExitC
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let token = resolve_token(args.token.clone(), &endpoint)?;
+    let token = match (args.token.clone(), recorded_token) {
+        (None, Some((value, path))) => Some(Token {
+            value,
+            file: Some(path),
+        }),
+        (given, _) => resolve_token(given, &endpoint)?,
+    };
     let session_name = args.session.clone();
     let session_root = root.clone();
     let (endpoint, (session_id, stop)) = runtime.block_on(async move {

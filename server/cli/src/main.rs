@@ -5,6 +5,7 @@
 //! exit codes). It holds no indexing or search logic of its own.
 
 mod acp_command;
+mod acp_runtime;
 mod agent_cli;
 mod ask_command;
 mod commands;

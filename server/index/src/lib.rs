@@ -9,6 +9,7 @@
 //! It must not know about agents, LLMs, editors or protocols: callers (the agent, the ACP and LSP
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
+mod activity;
 mod catalog;
 // The embedders are their own crate; `crate::embed` names it inside this one.
 use lode_embed as embed;
@@ -48,6 +49,9 @@ pub use search::{
     match_name, path_matcher, symbol_rank,
 };
 pub use workspace::{DEFAULT_INDEX_DIR, relative_to_root};
+
+// Whether a build is in progress, and how far it has come (read without waiting for it).
+pub use activity::{BuildActivity, BuildGuard, BuildProgress};
 
 // Ranking hits by how near they are to the buffer a question comes from (the language server).
 pub use nearby::{Nearness, Proximity, same_file_references};

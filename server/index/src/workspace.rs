@@ -205,6 +205,8 @@ pub struct Workspace {
     /// The code language with the most indexed bytes, as of the catalog generation it was read
     /// at (hybrid search weighs the vectors by it).
     pub(crate) main_language: Mutex<Option<(u64, Option<Language>)>>,
+    /// The builds of this handle in progress (refreshes, and callers that announced one).
+    activity: Arc<crate::activity::BuildActivity>,
 }
 
 impl Workspace {
@@ -281,12 +283,25 @@ impl Workspace {
             repairs: Mutex::new(repairs),
             definition_names: Mutex::new(None),
             main_language: Mutex::new(None),
+            activity: Arc::default(),
         })
     }
 
     /// The canonical workspace root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The builds of this handle in progress: a caller about to bring the index up to date in
+    /// the background announces its build here ([`crate::BuildActivity::begin`]).
+    pub fn build_activity(&self) -> &Arc<crate::activity::BuildActivity> {
+        &self.activity
+    }
+
+    /// `Some` while this handle is building or refreshing its index (readers of this handle
+    /// would wait for it): how far it has come.
+    pub fn build_progress(&self) -> Option<crate::activity::BuildProgress> {
+        self.activity.progress()
     }
 
     /// The directory holding the index.
@@ -476,7 +491,14 @@ impl Workspace {
     ) -> Result<RefreshStats, IndexError> {
         let mut closing = None;
         let mut stats = self.with_write_locks(|| {
-            let stats = self.refresh_locked(mode, progress);
+            let _counted = self.activity.begin();
+            let counting = |step: RefreshProgress| {
+                if step.phase == RefreshPhase::Parse {
+                    self.activity.record(step.done, step.total);
+                }
+                progress(step);
+            };
+            let stats = self.refresh_locked(mode, &counting);
             closing = Some(Instant::now());
             stats
         })?;

@@ -345,6 +345,12 @@ async fn callers_from_index(
     target: &Target,
     context: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    crate::index_wait::wait_for_index(
+        &context.index,
+        crate::index_wait::INDEX_PATIENCE,
+        &context.cancel,
+    )
+    .await?;
     let index = Arc::clone(&context.index);
     let name = target.identifier.clone();
     let hits = blocking(move || {

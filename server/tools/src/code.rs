@@ -117,6 +117,12 @@ impl Tool for SearchCodeTool {
         if args.query.trim().is_empty() {
             return Err(invalid("search_code: the query is empty"));
         }
+        crate::index_wait::wait_for_index(
+            &context.index,
+            crate::index_wait::INDEX_PATIENCE,
+            &context.cancel,
+        )
+        .await?;
         let language = match args.language.as_deref() {
             None => None,
             Some(name) => Some(
@@ -223,6 +229,12 @@ impl Tool for RepoMapTool {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let args: MapArgs = parse_args("repo_map", &arguments)?;
+        crate::index_wait::wait_for_index(
+            &context.index,
+            crate::index_wait::INDEX_PATIENCE,
+            &context.cancel,
+        )
+        .await?;
         let mut focus_files = Vec::new();
         for file in &args.focus_files {
             let resolved = resolve_path(&context.roots, file)?;
@@ -358,6 +370,12 @@ impl<T: NameLookup> Tool for T {
         context: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let (name, limit) = T::BY_NAME.parse(&arguments)?;
+        crate::index_wait::wait_for_index(
+            &context.index,
+            crate::index_wait::INDEX_PATIENCE,
+            &context.cancel,
+        )
+        .await?;
         self.answer(name, limit, context).await
     }
 }

@@ -22,6 +22,7 @@ pub mod event;
 pub mod files;
 pub mod grep;
 pub mod host;
+pub mod index_wait;
 pub mod lean;
 pub mod navigate;
 pub mod navigation;

@@ -548,6 +548,12 @@ async fn from_index(
     context: &ToolContext,
     fallback_reason: Option<String>,
 ) -> Result<ToolOutput, ToolError> {
+    crate::index_wait::wait_for_index(
+        &context.index,
+        crate::index_wait::INDEX_PATIENCE,
+        &context.cancel,
+    )
+    .await?;
     let reason = fallback_reason.as_deref();
     let root = context.index.root().to_path_buf();
     match question {
@@ -652,6 +658,12 @@ pub(super) async fn exact_symbols(
     if name.is_empty() {
         return Err(invalid("no identifier to look up"));
     }
+    crate::index_wait::wait_for_index(
+        &context.index,
+        crate::index_wait::INDEX_PATIENCE,
+        &context.cancel,
+    )
+    .await?;
     let index = Arc::clone(&context.index);
     let name = name.to_owned();
     let hits = blocking(move || {

@@ -193,6 +193,58 @@ fn notices_go_to_clients_that_take_them_and_become_thoughts_otherwise() {
 }
 
 #[test]
+fn an_index_build_is_one_tool_card_that_completes() {
+    use lode_agent::event::IndexStage;
+    let event = |stage, done, total| AgentEvent::IndexProgress {
+        id: "lode-indexing-1".into(),
+        stage,
+        done,
+        total,
+    };
+    let started = wire(&event(IndexStage::Started, 0, 0));
+    assert_eq!(started["sessionUpdate"], "tool_call");
+    assert_eq!(started["toolCallId"], "lode-indexing-1");
+    assert_eq!(started["status"], "in_progress");
+    // `other`, the default kind, is left out on the wire.
+    assert!(
+        started["kind"].is_null() || started["kind"] == "other",
+        "{started}"
+    );
+    assert_eq!(
+        started["title"],
+        "Indexing the workspace: indexing: looking for files"
+    );
+    let progress = wire(&event(IndexStage::Progress, 1200, 5000));
+    assert_eq!(progress["sessionUpdate"], "tool_call_update");
+    assert_eq!(progress["toolCallId"], "lode-indexing-1");
+    assert_eq!(progress["status"], "in_progress");
+    assert_eq!(
+        progress["title"],
+        "Indexing the workspace: indexing 1200/5000 files"
+    );
+    assert_eq!(
+        progress["content"][0]["content"]["text"],
+        "indexing 1200/5000 files"
+    );
+    assert_eq!(
+        progress["rawOutput"],
+        serde_json::json!({"indexed": 1200, "total": 5000})
+    );
+    let writing = wire(&event(IndexStage::Progress, 5000, 5000));
+    assert_eq!(
+        writing["title"],
+        "Indexing the workspace: indexing 5000 files: writing the index"
+    );
+    let finished = wire(&event(IndexStage::Finished, 5000, 5000));
+    assert_eq!(finished["sessionUpdate"], "tool_call_update");
+    assert_eq!(finished["status"], "completed");
+    assert_eq!(
+        finished["title"],
+        "Indexing the workspace: index ready (5000 files)"
+    );
+}
+
+#[test]
 fn prompt_blocks_become_agent_input() {
     let blocks = vec![
         ContentBlock::from("fix it"),

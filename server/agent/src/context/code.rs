@@ -62,6 +62,12 @@ pub trait CodeContext: Send + Sync {
         exclude_paths: &HashSet<String>,
         max_tokens: usize,
     ) -> Result<Vec<RetrievedChunk>, CodeContextError>;
+
+    /// Why there is no map or retrieved code now, when the model should be told (the index is
+    /// still being built); `None` when the code context is what the index holds.
+    fn missing(&self) -> Option<String> {
+        None
+    }
 }
 
 /// No code intelligence: an empty map and no retrieval.
@@ -90,6 +96,8 @@ impl CodeContext for NoCode {
 pub struct PrecomputedCode {
     pub repo_map: String,
     pub chunks: Vec<RetrievedChunk>,
+    /// Set instead of the two when the index could not be read yet ([`CodeContext::missing`]).
+    pub missing: Option<String>,
 }
 
 impl CodeContext for PrecomputedCode {
@@ -116,6 +124,10 @@ impl CodeContext for PrecomputedCode {
             exclude_paths,
             max_tokens,
         ))
+    }
+
+    fn missing(&self) -> Option<String> {
+        self.missing.clone()
     }
 }
 

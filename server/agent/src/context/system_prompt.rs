@@ -290,6 +290,12 @@ impl<'a> TurnContextBuilder<'a> {
         let budget = self
             .sections
             .cap(shares.repo_map_share, shares.repo_map_max_tokens);
+        if let Some(missing) = input.code.missing() {
+            self.sections
+                .sections
+                .push(Section::from(format!("# Code index\n{missing}")));
+            return;
+        }
         if budget == 0 {
             return;
         }

@@ -476,6 +476,7 @@ fn precomputed_code_is_still_fitted_and_filtered() {
             chunk("src/a.rs", 2),
             chunk("src/b.rs", 1),
         ],
+        missing: None,
     };
     let history = vec![
         read_call("c", "src/b.rs"),

@@ -1029,3 +1029,82 @@ fn registry_offers_only_read_only_tools_outside_code_mode() {
         assert!(spec.description.len() > 40, "{}", spec.name);
     }
 }
+
+/// While the index is being built (here a real cold build, held at its first parsed file by its
+/// progress callback), the tools that read the index answer at once that it is still being
+/// built, with the build's counts; once it is built they answer from it. Tools that do not need
+/// the index (`grep`, `read_file`) answer meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn index_tools_say_the_index_is_still_being_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    copy_dir(Path::new(FIXTURE), &root);
+    let root = std::fs::canonicalize(&root).unwrap();
+    let index =
+        Arc::new(lode_index::Workspace::open(lode_index::WorkspaceOptions::new(&root)).unwrap());
+    let fx = Fixture {
+        _dir: dir,
+        root,
+        index: index.clone(),
+    };
+    let (parsing_tx, parsing_rx) = std::sync::mpsc::channel::<(usize, usize)>();
+    let (go_on_tx, go_on_rx) = std::sync::mpsc::channel::<()>();
+    let go_on_rx = Mutex::new(go_on_rx);
+    let parsing_tx = Mutex::new(Some(parsing_tx));
+    let building = std::thread::spawn(move || {
+        index
+            .refresh(&|progress| {
+                if progress.phase != lode_index::RefreshPhase::Parse || progress.done == 0 {
+                    return;
+                }
+                if let Some(tx) = parsing_tx.lock().unwrap().take() {
+                    tx.send((progress.done, progress.total)).unwrap();
+                    go_on_rx.lock().unwrap().recv().unwrap();
+                }
+            })
+            .unwrap()
+    });
+    let (done, total) = parsing_rx.recv().unwrap();
+    assert!(done < total, "the fixture has more than one file");
+    let expected = format!("still being built ({done} of {total} files indexed)");
+    for (tool, arguments) in [
+        ("search_code", json!({"query": "session store open"})),
+        ("find_symbol", json!({"name": "SessionStore"})),
+        ("find_references", json!({"name": "SessionStore"})),
+        ("repo_map", json!({})),
+    ] {
+        let error = fx.run(tool, arguments).await.unwrap_err();
+        assert_eq!(error.category, ToolErrorCategory::Failed, "{tool}");
+        assert!(error.retryable, "{tool}");
+        assert!(
+            error.message.contains(&expected),
+            "{tool}: {}",
+            error.message
+        );
+        assert!(error.message.contains("grep"), "{tool}: {}", error.message);
+    }
+    // What does not need the index works meanwhile.
+    let grep = fx
+        .run("grep", json!({"pattern": "SessionStore"}))
+        .await
+        .unwrap();
+    assert!(
+        grep.model_text.contains("src/store.rs"),
+        "{}",
+        grep.model_text
+    );
+
+    go_on_tx.send(()).unwrap();
+    let stats = building.join().unwrap();
+    assert_eq!(stats.parsed, total);
+    assert!(fx.index.build_progress().is_none());
+    let symbol = fx
+        .run("find_symbol", json!({"name": "SessionStore"}))
+        .await
+        .unwrap();
+    assert!(
+        symbol.model_text.starts_with("src/store.rs:"),
+        "{}",
+        symbol.model_text
+    );
+}
