@@ -236,3 +236,48 @@ async fn the_first_prompt_runs_while_the_index_is_built_and_shows_its_progress()
         "{second_request}"
     );
 }
+
+/// `lode run --json` in the same kind of workspace: the turn runs while the index is built, the
+/// build's progress is on stderr, and stdout stays one JSON event per line (no progress there).
+#[tokio::test(flavor = "multi_thread")]
+async fn lode_run_shows_the_build_on_stderr_and_keeps_stdout_json() {
+    let llm = ScriptedServer::start(Script::from_json(SCRIPT).unwrap())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), &llm.openai_base_url());
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let output = crate::support::lode(&root)
+        .args(["run", "--json", "how are splines reticulated?"])
+        .env("LODE_CONFIG", workspace_config_env(&root))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("HOME", home.path())
+        .output()
+        .expect("lode runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not a JSON line ({error}): {line}"))
+        })
+        .collect();
+    assert!(
+        events
+            .iter()
+            .all(|event| event["event"] != "index_progress"),
+        "{stdout}"
+    );
+    assert!(
+        events.iter().any(|event| event["event"] == "text_delta"
+            && event["text"].as_str().unwrap().contains("Splines")),
+        "{stdout}"
+    );
+    assert!(stderr.contains("lode: indexing"), "{stderr}");
+    // The model was told why it has no map: the turn did not wait for the 5,000 files.
+    let first = serde_json::to_string(&llm.requests()[0].body).unwrap();
+    assert!(first.contains("still being built"), "{first}");
+}

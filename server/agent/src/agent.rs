@@ -422,18 +422,22 @@ impl Agent {
     }
 
     /// Before a turn: starts the first build if needed and, while the index is being built,
-    /// shows the session its progress and waits a short while
-    /// ([`crate::indexing::TURN_PATIENCE`]) for it; the turn then goes on with or without it.
+    /// waits a short while ([`crate::indexing::TURN_PATIENCE`]) for it, showing the session its
+    /// progress once the build has taken longer than [`crate::indexing::SHOW_AFTER`]; the turn
+    /// then goes on with or without it.
     async fn index_for_turn(&self, session_id: &str, host: &Arc<dyn SessionHost>) {
         self.start_indexing();
-        if self.index().build_progress().is_none() {
+        // A build that ends within a moment (a small workspace, a quick check) shows nothing.
+        let quiet = crate::indexing::SHOW_AFTER;
+        if crate::indexing::wait_until_built(self.index(), Some(quiet)).await {
             return;
         }
         self.inner
             .lasting
             .progress_shown
             .show(self.index(), session_id, host.clone());
-        crate::indexing::wait_until_built(self.index(), Some(crate::indexing::TURN_PATIENCE)).await;
+        let rest = crate::indexing::TURN_PATIENCE.saturating_sub(quiet);
+        crate::indexing::wait_until_built(self.index(), Some(rest)).await;
     }
 
     /// The default provider's name; `None` when no provider is configured.

@@ -5,8 +5,9 @@
 //! workspace is indexed by then and its first turn has the repo map and retrieval as before; a
 //! large one's turn starts without them (the model is told why, `crate::turn`), and the index's
 //! tools answer that it is still being built (`lode_tools::index_wait`). Meanwhile each session
-//! that prompted sees the build's progress ([`AgentEvent::IndexProgress`]: a card in the editor,
-//! a line on stderr in the terminal), at most once per [`REPORT_EVERY`], until it ends.
+//! that prompted while the build had run longer than [`SHOW_AFTER`] sees its progress
+//! ([`AgentEvent::IndexProgress`]: a card in the editor, a line on stderr in the terminal), at
+//! most once per [`REPORT_EVERY`], until it ends.
 //!
 //! Who builds does not matter here: a watcher holding the index's lease in this process
 //! (`lode acp`) or the agent's own refresh both count in [`lode_index::Workspace::build_progress`].
@@ -23,6 +24,9 @@ use crate::host::SessionHost;
 
 /// The longest a turn waits for the index before it starts without it.
 pub const TURN_PATIENCE: Duration = Duration::from_millis(1000);
+
+/// A build still running after this long is shown to the session (a shorter one is not).
+pub const SHOW_AFTER: Duration = Duration::from_millis(250);
 
 /// Progress is reported at most this often.
 pub const REPORT_EVERY: Duration = Duration::from_secs(1);

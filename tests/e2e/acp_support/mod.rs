@@ -363,17 +363,31 @@ pub struct Seen {
     changed: Arc<tokio::sync::Notify>,
 }
 
+/// Whether `update` belongs to the card of an index build (`lode-indexing-…`). It is shown only
+/// when the build outlasts a moment, which for these tests' tiny workspaces depends on how busy
+/// the machine is; `tests/e2e/acp_first_prompt.rs` tests it.
+pub fn is_index_card(update: &SessionUpdate) -> bool {
+    let id = match update {
+        SessionUpdate::ToolCall(call) => &call.tool_call_id,
+        SessionUpdate::ToolCallUpdate(update) => &update.tool_call_id,
+        _ => return false,
+    };
+    id.0.starts_with("lode-indexing-")
+}
+
 impl Seen {
+    /// Every update but the index build's card ([`is_index_card`]), in order.
     pub fn updates(&self) -> Vec<SessionUpdate> {
         self.updates
             .lock()
             .unwrap()
             .iter()
             .map(|n| n.update.clone())
+            .filter(|update| !is_index_card(update))
             .collect()
     }
 
-    /// The updates of one session, in order.
+    /// The updates of one session, in order (without the index build's card).
     pub fn updates_of(&self, session_id: &str) -> Vec<SessionUpdate> {
         self.updates
             .lock()
@@ -381,6 +395,7 @@ impl Seen {
             .iter()
             .filter(|n| &*n.session_id.0 == session_id)
             .map(|n| n.update.clone())
+            .filter(|update| !is_index_card(update))
             .collect()
     }
 
