@@ -486,7 +486,7 @@ async fn in_a_4096_token_window_every_request_fits_and_the_edit_task_completes()
     let server = ScriptedServer::start(script("agent_fix_test.json"))
         .await
         .unwrap();
-    let (window, max_tokens) = (4_096, 1_024);
+    let (window, max_tokens) = (4_096, 512);
     let fixture = Fixture::openai(&server, window, max_tokens, "");
     let agent = fixture.agent();
     let session = agent.new_session(fixture.root(), Vec::new()).unwrap();
