@@ -10,6 +10,7 @@
 //! adapters, the CLI) reach it through [`Workspace`] and the plain data types it returns.
 
 mod catalog;
+mod demotion;
 mod embed;
 mod error;
 mod heads;
@@ -55,6 +56,7 @@ pub use nearby::{Nearness, Proximity, same_file_references};
 pub use catalog::{CATALOG_FILE, CatalogCounts, index_counts};
 
 // What opening a workspace and searching it take.
+pub use demotion::{DEFAULT_DEMOTIONS, DemotionWeights};
 pub use hybrid::{FusionMethod, FusionWeights};
 pub use lexical::FieldBoosts;
 pub use lode_syntax::ChunkSizes;
