@@ -51,6 +51,7 @@ mod mcp_edits;
 mod mcp_navigation;
 mod mcp_server;
 mod qdrant_cli;
+mod readme;
 mod redteam;
 mod sandbox_agent;
 mod sandbox_escape;

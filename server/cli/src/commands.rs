@@ -84,6 +84,22 @@ fn parse_chunk_sizes(text: &str) -> Result<ChunkSizes, String> {
     })
 }
 
+/// `W` (every role) or `TEST,FIXTURE,GENERATED,DATA,HEADER`.
+fn parse_demotions(text: &str) -> Result<lode_index::DemotionWeights, String> {
+    if !text.contains(',') {
+        let [weight] = parse_numbers::<1>(text)?;
+        return Ok(lode_index::DemotionWeights::uniform(weight as f32));
+    }
+    let [test, fixture, generated, data, header] = parse_numbers::<5>(text)?;
+    Ok(lode_index::DemotionWeights {
+        test: test as f32,
+        fixture: fixture as f32,
+        generated: generated as f32,
+        data: data as f32,
+        header: header as f32,
+    })
+}
+
 fn parse_boosts(text: &str) -> Result<FieldBoosts, String> {
     let [symbols, path, content] = parse_numbers::<3>(text)?;
     Ok(FieldBoosts {
@@ -129,6 +145,10 @@ pub enum Command {
         /// table's cosine over the candidates when the vectors come from another embedder.
         #[arg(long, hide = true, value_parser = crate::semantic_cli::parse_fusion)]
         fusion: Option<lode_index::FusionWeights>,
+        /// Benchmark knob: penalties of tests, fixtures, generated files, data files and module
+        /// headers, as W (all) or TEST,FIXTURE,GENERATED,DATA,HEADER (0 turns one off).
+        #[arg(long, hide = true, value_parser = parse_demotions)]
+        demotions: Option<lode_index::DemotionWeights>,
         #[command(flatten)]
         common: QueryArgs,
     },
@@ -308,9 +328,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             boosts,
             mode,
             fusion,
+            demotions,
             common,
         } => search(
-            &args, &common, query, limit, path, lang, boosts, mode, fusion,
+            &args, &common, query, limit, path, lang, boosts, mode, fusion, demotions,
         ),
         Command::Symbols {
             name,
@@ -391,15 +412,18 @@ fn search(
     boosts: Option<FieldBoosts>,
     mode: Option<lode_index::SearchMode>,
     fusion: Option<lode_index::FusionWeights>,
+    demotions: Option<lode_index::DemotionWeights>,
 ) -> anyhow::Result<ExitCode> {
     if let Some(name) = &lang
         && Language::from_name(name).is_none()
     {
         bail!("unknown language {name:?} (rust, python, javascript, typescript, tsx, go, text)");
     }
-    if boosts.is_some() || fusion.is_some() {
+    if boosts.is_some() || fusion.is_some() || demotions.is_some() {
         // Benchmark knobs: always answered here, never by a lease holder.
-        return search_with_knobs(args, common, query, limit, path, lang, boosts, mode, fusion);
+        return search_with_knobs(
+            args, common, query, limit, path, lang, boosts, mode, fusion, demotions,
+        );
     }
     let query = Query::Search {
         query,
@@ -451,7 +475,7 @@ fn print_answer(answer: &Answer, json: bool) -> anyhow::Result<ExitCode> {
     Ok(crate::render::print_answer(answer, json)?)
 }
 
-/// `lode search` with the hidden benchmark knobs (field boosts, fusion weights).
+/// `lode search` with the hidden benchmark knobs (field boosts, fusion weights, demotions).
 #[allow(clippy::too_many_arguments)]
 fn search_with_knobs(
     args: &WorkspaceArgs,
@@ -463,6 +487,7 @@ fn search_with_knobs(
     boosts: Option<FieldBoosts>,
     mode: Option<lode_index::SearchMode>,
     fusion: Option<lode_index::FusionWeights>,
+    demotions: Option<lode_index::DemotionWeights>,
 ) -> anyhow::Result<ExitCode> {
     let (workspace, _) = open_fresh(args, common, Needs::Everything, None)?;
     let request = SearchRequest {
@@ -471,6 +496,7 @@ fn search_with_knobs(
         path_glob: path,
         language: lang.as_deref().and_then(Language::from_name),
         boosts,
+        demotions,
     };
     // Asking whether there are vectors opens the store: only when no mode was given.
     let mode = mode.unwrap_or_else(|| {

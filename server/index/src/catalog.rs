@@ -368,6 +368,16 @@ impl Catalog {
         Ok(ids)
     }
 
+    /// The size in bytes of an indexed file.
+    pub fn file_size(&self, path: &str) -> Result<Option<u64>, IndexError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT size FROM files WHERE path = ?1")?
+            .query_row([path], |row| row.get::<_, i64>(0))
+            .optional()?
+            .map(|size| size.max(0) as u64))
+    }
+
     /// The text of a file's first chunk (where its imports are), if the file is indexed.
     pub fn first_chunk_text(&self, path: &str) -> Result<Option<String>, IndexError> {
         Ok(self

@@ -256,7 +256,7 @@ fn calibrated_semantic_weight(language: Option<Language>) -> f32 {
 /// (median per language), BM25 0.116-0.134 of the query's best score. A weight of 5 costs no
 /// language more than 0.004 MRR@10 against none (bench/multilang/fusion.py), and a minimum
 /// cosine spread of 0.02 is best or within 0.002 in every language.
-mod spread_prior {
+pub(crate) mod spread_prior {
     pub const WEIGHT: f32 = 5.0;
     pub const COSINE: f32 = 0.05;
     pub const BM25_OF_BEST: f32 = 0.12;
@@ -380,25 +380,35 @@ impl Workspace {
         } else {
             Vec::new()
         };
-        let fused = match weights.method {
-            FusionMethod::ReciprocalRank { k } => fuse(
-                &[
-                    (&lexical, weights.lexical),
-                    (&semantic, weights.semantic),
-                    (&symbols, weights.symbols),
-                    (&table, weights.table),
-                ],
-                k,
-                request.limit,
+        // Fused deeper than asked, so that demoted chunks' places go to the next ones.
+        let fused_depth = crate::search::demotion_depth(request.limit);
+        let (mut fused, demotion_unit) = match weights.method {
+            // Ranks' unit: what moving from first to sixth on a list of weight 1 costs.
+            FusionMethod::ReciprocalRank { k } => (
+                fuse(
+                    &[
+                        (&lexical, weights.lexical),
+                        (&semantic, weights.semantic),
+                        (&symbols, weights.symbols),
+                        (&table, weights.table),
+                    ],
+                    k,
+                    fused_depth,
+                ),
+                1.0 / (k + 1.0) - 1.0 / (k + 6.0),
             ),
-            FusionMethod::Scores => fuse_scores(
-                &[
-                    (&scaled_to_best(&lexical), weights.lexical),
-                    (&semantic, weights.semantic),
-                    (&symbols, weights.symbols),
-                    (&table, weights.table),
-                ],
-                request.limit,
+            // BM25 scaled to its best: its typical spread is that share of 1.
+            FusionMethod::Scores => (
+                fuse_scores(
+                    &[
+                        (&scaled_to_best(&lexical), weights.lexical),
+                        (&semantic, weights.semantic),
+                        (&symbols, weights.symbols),
+                        (&table, weights.table),
+                    ],
+                    fused_depth,
+                ),
+                spread_prior::BM25_OF_BEST * weights.lexical,
             ),
             FusionMethod::Standardised => {
                 let (lexical, semantic, candidates) =
@@ -410,18 +420,24 @@ impl Workspace {
                 } else {
                     Vec::new()
                 };
-                fuse_scores(
-                    &[
-                        (&lexical, weights.lexical),
-                        (&semantic, weights.semantic),
-                        (&symbols, weights.symbols),
-                        (&table, weights.table),
-                        (&heads, weights.heads),
-                    ],
-                    request.limit,
+                // Standard scores: the unit is one.
+                (
+                    fuse_scores(
+                        &[
+                            (&lexical, weights.lexical),
+                            (&semantic, weights.semantic),
+                            (&symbols, weights.symbols),
+                            (&table, weights.table),
+                            (&heads, weights.heads),
+                        ],
+                        fused_depth,
+                    ),
+                    1.0,
                 )
             }
         };
+        self.demote_ranked(request, &mut fused, &mut rows, demotion_unit)?;
+        fused.truncate(request.limit);
         self.hits_with_rows(&request.query, fused, rows)
     }
 

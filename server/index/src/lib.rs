@@ -13,6 +13,7 @@ mod activity;
 mod catalog;
 // The embedders are their own crate; `crate::embed` names it inside this one.
 use lode_embed as embed;
+mod demotion;
 mod error;
 mod heads;
 mod hybrid;
@@ -60,6 +61,7 @@ pub use nearby::{Nearness, Proximity, same_file_references};
 pub use catalog::{CATALOG_FILE, CatalogCounts, index_counts};
 
 // What opening a workspace and searching it take.
+pub use demotion::{DEFAULT_DEMOTIONS, DemotionWeights};
 pub use hybrid::{FusionMethod, FusionWeights};
 pub use lexical::FieldBoosts;
 pub use lode_syntax::ChunkSizes;

@@ -109,6 +109,7 @@ impl Workspace {
                     path_glob: path_glob.clone(),
                     language,
                     boosts: None,
+                    demotions: None,
                 };
                 let (hits, below_floor) = match mode {
                     SearchMode::Semantic => self.search_semantic(&request)?,

@@ -6,6 +6,7 @@ use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::ChunkRow;
+use crate::demotion::{DEFAULT_DEMOTIONS, DemotionWeights, FileFacts, QueryIntent, demote};
 use crate::error::IndexError;
 use crate::lexical::{DEFAULT_BOOSTS, FieldBoosts, LexicalFilter};
 use crate::tokenizer::code_tokens;
@@ -23,6 +24,9 @@ pub struct SearchRequest {
     pub language: Option<Language>,
     /// Field weights; `None` uses the tuned defaults (for benchmarks and experiments).
     pub boosts: Option<FieldBoosts>,
+    /// Penalties of tests, fixtures, generated and data files and module headers; `None` uses
+    /// the fitted defaults (for benchmarks and experiments).
+    pub demotions: Option<DemotionWeights>,
 }
 
 impl SearchRequest {
@@ -33,6 +37,7 @@ impl SearchRequest {
             path_glob: None,
             language: None,
             boosts: None,
+            demotions: None,
         }
     }
 }
@@ -97,14 +102,88 @@ pub struct ReferenceHit {
 /// Longest name `symbols` and `references` accept.
 pub const MAX_NAME_BYTES: usize = 512;
 
+/// Candidates ranked before demotions when `limit` are wanted: a demoted chunk's place goes to
+/// one further down.
+pub(crate) fn demotion_depth(limit: usize) -> usize {
+    (limit * 5).max(50)
+}
+
 /// Lines of context in a snippet.
 const SNIPPET_LINES: usize = 4;
 
 impl Workspace {
     /// Ranked chunks for a free-text or identifier query (BM25 over the code-aware fields).
     pub fn search(&self, request: &SearchRequest) -> Result<Vec<SearchHit>, IndexError> {
-        let ranked = self.lexical_ranked(request, request.limit)?;
-        self.hits_for(&request.query, ranked)
+        let demotions = request.demotions.unwrap_or(DEFAULT_DEMOTIONS);
+        if demotions == DemotionWeights::NONE {
+            let ranked = self.lexical_ranked(request, request.limit)?;
+            return self.hits_for(&request.query, ranked);
+        }
+        // Deeper than asked: a demoted chunk's place goes to one further down.
+        let mut ranked = self.lexical_ranked(request, demotion_depth(request.limit))?;
+        let best = ranked.first().map_or(0.0, |&(_, score)| score);
+        let mut rows = HashMap::new();
+        self.demote_ranked(
+            request,
+            &mut ranked,
+            &mut rows,
+            crate::hybrid::spread_prior::BM25_OF_BEST * best,
+        )?;
+        ranked.truncate(request.limit);
+        self.hits_with_rows(&request.query, ranked, rows)
+    }
+
+    /// Demotes the tests, fixtures, generated and data files and module headers of `ranked`
+    /// (see `demotion`) by `unit` (the ranking's typical spread: BM25's for lexical search) times
+    /// their weights, reading
+    /// the rows `rows` lacks into it.
+    pub(crate) fn demote_ranked(
+        &self,
+        request: &SearchRequest,
+        ranked: &mut [(i64, f32)],
+        rows: &mut HashMap<i64, ChunkRow>,
+        unit: f32,
+    ) -> Result<(), IndexError> {
+        let weights = request.demotions.unwrap_or(DEFAULT_DEMOTIONS);
+        if weights == DemotionWeights::NONE || ranked.is_empty() {
+            return Ok(());
+        }
+        let missing = self.chunk_rows(ranked.iter().map(|&(id, _)| id), rows)?;
+        rows.extend(missing);
+        let mut files: HashMap<String, (u64, Option<String>)> = HashMap::new();
+        self.with_catalog(|catalog| {
+            for row in rows.values() {
+                if files.contains_key(&row.path) {
+                    continue;
+                }
+                let size = catalog.file_size(&row.path)?.unwrap_or(0);
+                let first = if row.start_line == 1 {
+                    None // the row itself is the file's first chunk
+                } else {
+                    catalog.first_chunk_text(&row.path)?
+                };
+                files.insert(row.path.clone(), (size, first));
+            }
+            Ok(())
+        })?;
+        let intent = QueryIntent::of(&request.query);
+        demote(
+            ranked,
+            rows,
+            |row| {
+                let (size, first) = files
+                    .get(&row.path)
+                    .map_or((0, None), |(size, first)| (*size, first.as_deref()));
+                FileFacts {
+                    size,
+                    first_chunk: first,
+                }
+            },
+            &intent,
+            weights,
+            unit,
+        );
+        Ok(())
     }
 
     /// The BM25 ranking of `request` as (chunk id, score), at most `depth`.

@@ -56,7 +56,8 @@ pub struct Chunk {
 /// file of thousands of nested brackets must not exhaust a thread's stack.
 const MAX_DEPTH: usize = 200;
 
-/// Chunks a parsed code file whose definitions are known, by its language's rules.
+/// Splits a parsed code file into chunks along its syntax tree, by its language's rules; its
+/// definitions (known beforehand) name the chunks.
 pub fn chunk_code_with(
     tree: &Tree,
     source: &str,

@@ -763,6 +763,7 @@ fn hybrid_search_weighs_the_vectors_by_the_workspace_s_main_language() {
         path_glob: None,
         language: None,
         boosts: None,
+        demotions: None,
     };
     let hits = workspace.search_hybrid(&request).unwrap();
     assert!(hits[0].path.starts_with("app/"), "{hits:?}");
