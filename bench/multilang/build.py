@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds the per-language doc-text -> function retrieval sets (issue 27).
 
-For each language of bench/multilang/packages.txt (python, javascript, typescript, go, rust):
+For each language of bench/multilang/packages.txt (python, javascript, typescript, go, rust,
+and issue 43's java, c, cpp, csharp, ruby, php):
   1. fetch each pinned package into bench/corpus/multilang/<lang>/_dl (cached; PyPI sdists with
      pip, npm tarballs with npm pack, Debian golang-*-dev packages with apt-get download, Rust
      crates from bench/corpus/rust-vendor);
@@ -18,6 +19,15 @@ For each language of bench/multilang/packages.txt (python, javascript, typescrip
      queries whose text still occurs anywhere in the blanked corpus; then take a seeded sample,
      at most --per-package from each package and --max-queries in all, written to
      bench/out/multilang/<lang>/queries.jsonl.
+
+Issue 43's languages take steps 3 and 4 from lode-syntax instead (lode_docs.py, through the
+`doc_spans` example of server/syntax): every function and method with the doc comments lode
+attaches to it (Javadoc, XML doc `///`, Doxygen or plain comments in C and C++, YARD/RDoc `#`
+lines, PHPDoc), the gold being the definition's own lines as lode draws them; a file lode reads
+as another language is left out, and a copy whose blanking adds parse errors is kept as it was,
+with no query. Step 5 looks a candidate's text up in the corpus only until its package's share
+is full (their corpora are larger), so "unambiguous" in their summary counts texts that occur
+once among the candidates.
 
     bench/multilang/build.py [--lang python ...] [--max-queries 400] [--per-package 60]
                              [--seed 27] [--check FILE...]
