@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Builds the per-language doc-text -> function retrieval sets (issue 27).
 
-For each language of bench/multilang/packages.txt (python, javascript, typescript, go, rust):
+For each language of bench/multilang/packages.txt (python, javascript, typescript, go, rust,
+and issue 43's java, c, cpp, csharp, ruby, php):
   1. fetch each pinned package into bench/corpus/multilang/<lang>/_dl (cached; PyPI sdists with
      pip, npm tarballs with npm pack, Debian golang-*-dev packages with apt-get download, Rust
      crates from bench/corpus/rust-vendor);
@@ -19,6 +20,15 @@ For each language of bench/multilang/packages.txt (python, javascript, typescrip
      at most --per-package from each package and --max-queries in all, written to
      bench/out/multilang/<lang>/queries.jsonl.
 
+Issue 43's languages take steps 3 and 4 from lode-syntax instead (lode_docs.py, through the
+`doc_spans` example of server/syntax): every function and method with the doc comments lode
+attaches to it (Javadoc, XML doc `///`, Doxygen or plain comments in C and C++, YARD/RDoc `#`
+lines, PHPDoc), the gold being the definition's own lines as lode draws them; a file lode reads
+as another language is left out, and a copy whose blanking adds parse errors is kept as it was,
+with no query. Step 5 looks a candidate's text up in the corpus only until its package's share
+is full (their corpora are larger), so "unambiguous" in their summary counts texts that occur
+once among the candidates.
+
     bench/multilang/build.py [--lang python ...] [--max-queries 400] [--per-package 60]
                              [--seed 27] [--check FILE...]
 
@@ -35,8 +45,12 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lode_docs  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent
@@ -44,7 +58,9 @@ ROOT = BENCH.parent
 CORPUS = BENCH / "corpus" / "multilang"
 VENDOR = BENCH / "corpus" / "rust-vendor"
 OUT = BENCH / "out" / "multilang"
-LANGS = ["python", "javascript", "typescript", "go", "rust"]
+# Issue 27's five languages, whose docs build.py reads with the PyPI grammars, then issue 43's,
+# whose docs lode-syntax attaches (lode_docs.py).
+LANGS = ["python", "javascript", "typescript", "go", "rust", *lode_docs.LANGS]
 MIN_WORDS = 4
 MAX_WORDS = 60
 MAX_FILE_BYTES = 300_000
@@ -55,6 +71,7 @@ EXTENSIONS = {
     "typescript": (".ts", ".mts", ".cts"),
     "go": (".go",),
     "rust": (".rs",),
+    **lode_docs.EXTENSIONS,
 }
 SKIP_DIRS = {
     "test", "tests", "testing", "__tests__", "spec", "specs", "dist", "build", "bundles",
@@ -94,22 +111,37 @@ class Package:
     name: str
     version: str
     subdir: str | None = None
+    # A package listed more than once (a JDK's modules, one row each) is told apart by the
+    # last part of its dir: openjdk-17-source-util.
+    shared: bool = False
+
+    @property
+    def archive_slug(self) -> str:
+        """The name its download and unpacked copy go by (one per package and version)."""
+        return self.name.replace("@", "").replace("/", "-")
 
     @property
     def slug(self) -> str:
-        return self.name.replace("@", "").replace("/", "-")
+        """The name of its folder in a set's corpus."""
+        if self.shared and self.subdir:
+            return f"{self.archive_slug}-{Path(self.subdir).name}"
+        return self.archive_slug
 
 
 def read_packages(path: Path, split: str = "eval") -> list[Package]:
-    packages = []
+    rows = []
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         lang, source, name, version, row_split, *subdir = line.split()
-        if row_split == split:
-            packages.append(Package(lang, source, name, version, subdir[0] if subdir else None))
-    return packages
+        rows.append((row_split, Package(lang, source, name, version, subdir[0] if subdir else None)))
+    listed: dict[tuple[str, str], int] = {}
+    for _, package in rows:
+        listed[(package.lang, package.name)] = listed.get((package.lang, package.name), 0) + 1
+    for _, package in rows:
+        package.shared = listed[(package.lang, package.name)] > 1
+    return [package for row_split, package in rows if row_split == split]
 
 
 def run(cmd: list[str], cwd: Path) -> None:
@@ -141,7 +173,7 @@ def fetch(package: Package) -> Path:
         return path
     downloads = CORPUS / package.lang / "_dl"
     downloads.mkdir(parents=True, exist_ok=True)
-    unpacked = CORPUS / package.lang / f"{package.slug}-{package.version}"
+    unpacked = CORPUS / package.lang / f"{package.archive_slug}-{package.version}"
     if unpacked.is_dir():
         return unpacked
     if package.source == "pypi":
@@ -153,23 +185,56 @@ def fetch(package: Package) -> Path:
         if archive is None:
             sys.exit(f"build.py: pip downloaded no sdist of {package.name} {package.version}")
     elif package.source == "npm":
-        archive = downloads / f"{package.slug}-{package.version}.tgz"
+        archive = downloads / f"{package.archive_slug}-{package.version}.tgz"
         if not archive.exists():
             run(["npm", "pack", f"{package.name}@{package.version}", "--silent"], downloads)
     elif package.source == "deb":
-        archive = next(downloads.glob(f"{package.name}_*.deb"), None)
+        archive = next(downloads.glob(f"{package.name}_[0-9]*.deb"), None)
         if archive is None:
             run(["apt-get", "download", f"{package.name}={package.version}"], downloads)
-            archive = next(downloads.glob(f"{package.name}_*.deb"))
+            archive = next(downloads.glob(f"{package.name}_[0-9]*.deb"))
     else:
         sys.exit(f"build.py: unknown source {package.source!r}")
     unpacked.mkdir(parents=True)
     if package.source == "deb":
         run(["dpkg-deb", "-x", str(archive), str(unpacked)], downloads)
+        unpack_inner_archives(unpacked)
     else:
         with tarfile.open(archive) as tar:
             tar.extractall(unpacked, filter="data")
     return unpacked
+
+
+def is_inner_archive(relative: Path) -> bool:
+    """A Debian -source package's sources, shipped as one archive: usr/src/<name>.tar.xz,
+    usr/src/<dir>/<name>.tar.xz (glibc-source, xorg-server-source, openvswitch-source), or a
+    JDK's lib/src.zip (openjdk-17-source, openjfx-source)."""
+    parts = relative.parts
+    if relative.name == "src.zip":
+        return True
+    in_usr_src = parts[:2] == ("usr", "src") and len(parts) <= 4
+    return in_usr_src and re.search(r"\.(tar\.(xz|gz|bz2)|tgz|zip)$", relative.name) is not None
+
+
+def unpack_inner_archives(unpacked: Path) -> None:
+    """Unpacks each inner archive (is_inner_archive) into `<archive name>.d/` beside it, so a
+    package's `dir` column can name a folder inside it."""
+    for archive in sorted(p for p in unpacked.rglob("*") if p.is_file()):
+        if not is_inner_archive(archive.relative_to(unpacked)):
+            continue
+        target = archive.parent / f"{archive.name}.d"
+        target.mkdir()
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as bundle:
+                for member in bundle.infolist():
+                    path = Path(member.filename)
+                    if path.is_absolute() or ".." in path.parts:
+                        sys.exit(f"build.py: {archive} holds an unsafe path {member.filename!r}")
+                bundle.extractall(target)
+        else:
+            with tarfile.open(archive) as tar:
+                tar.extractall(target, filter="data")
+        archive.unlink()
 
 
 def source_files(package: Package, root: Path) -> list[Path]:
@@ -539,9 +604,44 @@ def identifier_words(name: str) -> set[str]:
     return {w.lower() for w in spaced.split() if len(w) > 1}
 
 
+def blank_with_lode_docs(lang: str, sources: list[tuple[Path, Path]],
+                         keep_doc_rest: bool = False) -> list[tuple[Path, list[Documented]]]:
+    """Issue 43's languages: the documented functions of each (source, target) file by
+    lode-syntax (lode_docs.py), each blanked copy written to its target. A file lode reads as
+    another language (a C++ header in a C package) is left out; a copy whose blanking added
+    parse errors is replaced by the original text and gives no query. Returns the targets
+    written, with their documented functions."""
+    records = lode_docs.doc_spans([source for source, _ in sources])
+    written: list[tuple[Path, list[Documented]]] = []
+    originals: dict[Path, tuple[bytes, int]] = {}
+    for (source_path, target), record in zip(sources, records):
+        if record["language"] != lang:
+            continue
+        source = source_path.read_bytes()
+        documented = lode_docs.documented_in(lang, source, record)
+        blanks = [b for d in documented
+                  for b in (first_sentence_blanks(source, d) if keep_doc_rest else d.blanks)]
+        blanked = blank(source, blanks)
+        if blanked.count(b"\n") != source.count(b"\n"):
+            print(f"  skipped {target}: blanking changed the line count", file=sys.stderr)
+            blanked, documented = source, []
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(blanked)
+        originals[target] = (source, record["errors"])
+        written.append((target, documented))
+    checked = lode_docs.doc_spans([target for target, _ in written])
+    for at, ((target, documented), record) in enumerate(zip(written, checked)):
+        source, errors_before = originals[target]
+        if documented and record["errors"] > errors_before:
+            print(f"  skipped {target}: blanking broke the parse", file=sys.stderr)
+            target.write_bytes(source)
+            written[at] = (target, [])
+    return written
+
+
 def build(lang: str, packages: list[Package], max_queries: int, per_package: int, seed: int,
           out_root: Path = OUT, keep_doc_rest: bool = False) -> dict:
-    parser = parser_for(lang)
+    parser = None if lang in lode_docs.LANGS else parser_for(lang)
     out = out_root / lang
     corpus = out / "corpus"
     if corpus.exists():
@@ -554,6 +654,15 @@ def build(lang: str, packages: list[Package], max_queries: int, per_package: int
         root = fetch(package)
         if package.subdir:
             root = root / package.subdir
+        if parser is None:
+            pairs = [(path, corpus / package.slug / path.relative_to(root))
+                     for path in source_files(package, root)]
+            for target, documented in blank_with_lode_docs(lang, pairs, keep_doc_rest):
+                rel = target.relative_to(corpus)
+                files += 1
+                texts.append(normalize(target.read_bytes().decode("utf-8", "replace")))
+                candidates.extend(Candidate(package.slug, str(rel), doc) for doc in documented)
+            continue
         for path in source_files(package, root):
             rel = Path(package.slug) / path.relative_to(root)
             source = path.read_bytes()
@@ -573,17 +682,36 @@ def build(lang: str, packages: list[Package], max_queries: int, per_package: int
         key = normalize(candidate.doc.query)
         counts[key] = counts.get(key, 0) + 1
     everything = "\n".join(texts)
-    kept = [c for c in candidates
-            if counts[normalize(c.doc.query)] == 1 and normalize(c.doc.query) not in everything]
     rng = random.Random(seed)
     by_package: dict[str, list[Candidate]] = {}
-    for candidate in kept:
-        by_package.setdefault(candidate.package, []).append(candidate)
     sample: list[Candidate] = []
-    for package in sorted(by_package):
-        group = by_package[package]
-        rng.shuffle(group)
-        sample.extend(group[:per_package])
+    if parser is not None:
+        kept = [c for c in candidates
+                if counts[normalize(c.doc.query)] == 1 and normalize(c.doc.query) not in everything]
+        for candidate in kept:
+            by_package.setdefault(candidate.package, []).append(candidate)
+        for package in sorted(by_package):
+            group = by_package[package]
+            rng.shuffle(group)
+            sample.extend(group[:per_package])
+    else:
+        # Issue 43's corpora are larger (a JDK, Abseil): the text of every candidate is looked
+        # for in the whole corpus only until a package's share is full, in the seeded order.
+        unique = [c for c in candidates if counts[normalize(c.doc.query)] == 1]
+        for candidate in unique:
+            by_package.setdefault(candidate.package, []).append(candidate)
+        kept = []
+        for package in sorted(by_package):
+            group = by_package[package]
+            rng.shuffle(group)
+            taken = []
+            for candidate in group:
+                if len(taken) == per_package:
+                    break
+                if normalize(candidate.doc.query) not in everything:
+                    taken.append(candidate)
+            sample.extend(taken)
+            kept.extend(group)
     rng.shuffle(sample)
     sample = sorted(sample[:max_queries], key=lambda c: (c.path, c.doc.start_line))
     with (out / "queries.jsonl").open("w") as queries:
@@ -620,6 +748,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.check:
         lang, *paths = args.check
+        if lang in lode_docs.LANGS:
+            for path, record in zip(paths, lode_docs.doc_spans([Path(p) for p in paths])):
+                for doc in lode_docs.documented_in(lang, Path(path).read_bytes(), record):
+                    print(json.dumps({"name": doc.name, "lines": [doc.start_line, doc.end_line],
+                                      "query": doc.query}))
+            return 0
         ts_parser = parser_for(lang)
         for path in paths:
             blanked, documented = process_file(lang, ts_parser, Path(path).read_bytes())

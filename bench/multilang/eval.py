@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 OUT = HERE.parent / "out" / "multilang"
 LODE = Path(os.environ.get("LODE_BIN", ROOT / "target" / "release" / "lode"))
-LANGS = ["python", "javascript", "typescript", "go", "rust"]
+LANGS = ["python", "javascript", "typescript", "go", "rust", "java", "c", "cpp", "csharp", "ruby", "php"]
 MODES = ["lexical", "semantic", "hybrid", "auto"]
 # Where build.py writes each split's sets (--keep-doc-rest adds keep-rest/ under its split).
 SET_DIRS = {"eval": OUT, "train": OUT / "train", "keep-rest": OUT / "keep-rest",

@@ -12,6 +12,9 @@ fusion.py's `standard` rule at lode's per-language semantic weight. The spread o
 cosines is pooled like the others (typical 0.14, the median over the evaluation sets; at least
 0.02). Heads compared (`--head`):
 
+`--semantic-weights` fits the cosine's weight beside the heads (issue 43's languages: each
+weight of the grid with each head weight, on the training split).
+
 - `symbol-scope-line`: the symbol, its scope labels and the first line (what lode embeds,
   weighed 0.3, or 0.1 in Rust workspaces);
 - `symbol`, `symbol-scope`, `symbol-line`: parts of it;
@@ -39,7 +42,8 @@ from eval import LANGS, SET_DIRS  # noqa: E402
 
 TABLE = ROOT / "assets" / "embeddings" / "static-minilm.bin"
 # hybrid.rs's calibrated_semantic_weight, with the heads.
-SEMANTIC_WEIGHT = {"python": 0.5, "javascript": 0.5, "go": 0.5, "typescript": 1.25, "rust": 1.5}
+SEMANTIC_WEIGHT = {"python": 0.5, "javascript": 0.5, "go": 0.5, "typescript": 1.0, "rust": 1.5,
+                   "java": 1.0, "c": 1.0, "cpp": 1.0, "csharp": 1.0, "ruby": 1.0, "php": 1.0}
 TYPICAL_HEAD_SPREAD = 0.14  # hybrid.rs's spread_prior::HEAD_COSINE
 SCOPE_SEPARATOR = "\x1f"  # the catalog's separator of scope labels
 VIEWS = ["symbol-scope-line", "symbol", "symbol-scope", "symbol-line", "line", "naming-line"]
@@ -85,9 +89,13 @@ def head_vectors(table, split: str, lang: str, view: str):
     return {key: at for at, key in enumerate(keys)}, table.embed(texts)
 
 
-def with_heads(row: dict, lang: str, weight: float, cosine_of) -> list[bool]:
-    """The top 10 (hit flags) of `standard` plus `weight` x the heads' standard scores."""
-    candidates, hit, fused = fusion.fused_scores(row, "standard", SEMANTIC_WEIGHT[lang])
+def with_heads(row: dict, lang: str, weight: float, cosine_of,
+               semantic_weight: float | None = None) -> list[bool]:
+    """The top 10 (hit flags) of `standard` (at the language's semantic weight, or
+    `semantic_weight`) plus `weight` x the heads' standard scores."""
+    if semantic_weight is None:
+        semantic_weight = SEMANTIC_WEIGHT[lang]
+    candidates, hit, fused = fusion.fused_scores(row, "standard", semantic_weight)
     if weight > 0 and candidates:
         cosines = {c: cosine_of(c) for c in candidates}
         known = [value for value in cosines.values() if value is not None]
@@ -106,11 +114,16 @@ def main() -> int:
     parser.add_argument("--split", action="append", choices=["train", "eval"])
     parser.add_argument("--head", action="append", choices=VIEWS)
     parser.add_argument("--weights", default="0.2,0.3,0.4")
+    parser.add_argument("--semantic-weights",
+                        help="fit the cosine's weight too: try each of these (e.g. 0.5,1,1.5) "
+                             "instead of the language's SEMANTIC_WEIGHT, with each head weight")
     args = parser.parse_args()
     from statictable import Table  # numpy: imported only when the study runs
 
     table = Table(TABLE)
     weights = [0.0] + [float(w) for w in args.weights.split(",")]
+    semantic_weights = ([float(w) for w in args.semantic_weights.split(",")]
+                        if args.semantic_weights else [None])
     langs, splits = args.lang or LANGS, args.split or ["train", "eval"]
     report: dict = {}
     for view in args.head or ["symbol-scope-line"]:
@@ -123,16 +136,18 @@ def main() -> int:
                 query_vectors = table.embed([q["query"] for q in queries])
                 single = max(fusion.mrr([[f for _, _, f in r["lexical"]] for r in rows]),
                              fusion.mrr([[f for _, _, f in r["semantic"]] for r in rows]))
-                for weight in weights:
-                    flags = []
-                    for row, query_vector in zip(rows, query_vectors):
-                        def cosine_of(key, query_vector=query_vector):
-                            at = index.get(key)
-                            return None if at is None else float(vectors[at] @ query_vector)
-                        flags.append(with_heads(row, lang, weight, cosine_of))
-                    value = fusion.mrr(flags)
-                    report.setdefault(view, {}).setdefault(str(weight), {})[f"{split} {lang}"] = {
-                        "mrr": value, "ratio": value / single}
+                for semantic_weight in semantic_weights:
+                    for weight in weights:
+                        flags = []
+                        for row, query_vector in zip(rows, query_vectors):
+                            def cosine_of(key, query_vector=query_vector):
+                                at = index.get(key)
+                                return None if at is None else float(vectors[at] @ query_vector)
+                            flags.append(with_heads(row, lang, weight, cosine_of, semantic_weight))
+                        value = fusion.mrr(flags)
+                        name = str(weight) if semantic_weight is None else f"{weight} S={semantic_weight}"
+                        report.setdefault(view, {}).setdefault(name, {})[f"{split} {lang}"] = {
+                            "mrr": value, "ratio": value / single}
         for weight, cells in report[view].items():
             mean = sum(cell["ratio"] for cell in cells.values()) / len(cells)
             line = "  ".join(f"{name} {cell['mrr']:.3f} ({cell['ratio']:.2f}x)"

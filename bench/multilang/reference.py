@@ -6,8 +6,9 @@ chunks" in every language. This builds that reference on the sets build.py made:
 function or method of the blanked corpus (bench/out/multilang/<lang>/corpus) is one document,
 spanning exactly the lines build.py gives a gold function (a Python function with its
 decorators, a JS/TS declaration with its `export`, a TypeScript overload signature alone and
-with the signatures and implementation after it, a Rust function with its attributes), and
-nothing else is indexed. Each query of queries.jsonl is scored with Okapi BM25 (k1 1.2,
+with the signatures and implementation after it, a Rust function with its attributes; in
+issue 43's languages every function and method lode-syntax finds, from its signature's first
+token, annotations and attributes included), and nothing else is indexed. Each query of queries.jsonl is scored with Okapi BM25 (k1 1.2,
 b 0.75, Lucene's idf) and judged by eval.py's rule, so a hit is the gold function or a nested
 function inside it.
 
@@ -32,6 +33,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import lode_docs
 from build import (EXTENSIONS, JS_FUNCTIONS, LANGS, OUT, first_attribute, js_declared_name, overload_end,
                    parser_for, with_decorators)
 from eval import SET_DIRS, is_hit, metrics
@@ -90,14 +92,26 @@ def function_spans(lang: str, tree) -> list[tuple[int, int]]:
     return spans
 
 
+def lode_function_spans(paths: list[Path], lang: str) -> list[list[tuple[int, int]]]:
+    """Issue 43's languages: every function and method lode-syntax finds in each file (its
+    definition's own lines, as build.py draws a gold's range there)."""
+    return [sorted({tuple(s["lines"]) for s in record["symbols"] if s["kind"] in lode_docs.FUNCTION_KINDS})
+            if record["language"] == lang else []
+            for record in lode_docs.doc_spans(paths)]
+
+
 def functions_of(lang: str, corpus: Path) -> list[Function]:
-    parser = parser_for(lang)
+    paths = sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in EXTENSIONS[lang])
+    if lang in lode_docs.LANGS:
+        spans = lode_function_spans(paths, lang)
+    else:
+        parser = parser_for(lang)
+        spans = [sorted(set(function_spans(lang, parser.parse(path.read_bytes())))) for path in paths]
     found = []
-    for path in sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in EXTENSIONS[lang]):
-        source = path.read_bytes()
-        lines = source.decode("utf-8", "replace").split("\n")
+    for path, file_spans in zip(paths, spans):
+        lines = path.read_bytes().decode("utf-8", "replace").split("\n")
         relative = path.relative_to(corpus).as_posix()
-        for start, end in sorted(set(function_spans(lang, parser.parse(source)))):
+        for start, end in file_spans:
             found.append(Function(relative, start, end, "\n".join(lines[start - 1:end])))
     return found
 

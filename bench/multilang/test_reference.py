@@ -94,6 +94,28 @@ class FunctionSpans(unittest.TestCase):
                          [("pkg/door.go", 3, 5), ("pkg/door.go", 7, 8)])
         self.assertEqual(found[1].text, "func (b *Box) Shut() {\n}")
 
+    def test_issue_43_languages_take_every_function_lode_syntax_finds(self):
+        # Java through lode-syntax (the doc_spans example): methods and constructors, an
+        # annotation inside the range, the class and its field not documents.
+        source = (b'package demo;\n'
+                  b'class Door {\n'
+                  b'    int width;\n'
+                  b'    Door() {}\n'
+                  b'    @Override\n'
+                  b'    public String toString() {\n'
+                  b'        return "";\n'
+                  b'    }\n'
+                  b'}\n')
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "pkg").mkdir()
+            (root / "pkg" / "Door.java").write_bytes(source)
+            (root / "pkg" / "Door.txt").write_bytes(source)
+            found = reference.functions_of("java", root)
+        self.assertEqual([(f.path, f.start_line, f.end_line) for f in found],
+                         [("pkg/Door.java", 4, 4), ("pkg/Door.java", 5, 8)])
+        self.assertTrue(found[1].text.startswith("    @Override\n    public String toString()"))
+
 
 class Tokenize(unittest.TestCase):
     def test_plain_keeps_identifiers_whole(self):
