@@ -483,3 +483,36 @@ fn print_tags() {
         );
     }
 }
+
+/// A C header's API is its prototypes: each is a function, in and out of conditional blocks,
+/// returning pointers or not; a function pointer type stays a type.
+#[test]
+fn c_header_prototypes_are_functions() {
+    let header = samples()
+        .into_iter()
+        .find(|sample| sample.path.ends_with("c/sample.h"))
+        .expect("grammars/c/sample.h is read as C");
+    let tags = tags_of(&header);
+    for (name, line) in [
+        ("ring_new", 46),
+        ("ring_push", 52),
+        ("ring_strerror", 67),
+        ("ring_parse_options", 70),
+        ("ring_push_locked", 74),
+    ] {
+        let found = definition(&tags, name, line);
+        assert_eq!(found.kind, DefKind::Function, "{name}");
+        assert!(found.scope.is_empty(), "{name}: {:?}", found.scope);
+    }
+    assert_eq!(definition(&tags, "ring_visit_fn", 25).kind, DefKind::Type);
+    // A prototype inside a C++ namespace is the namespace's function.
+    let cpp = samples()
+        .into_iter()
+        .find(|sample| sample.path.ends_with("cpp/sample.h"))
+        .expect("grammars/cpp/sample.h");
+    let total = definition(&tags_of(&cpp), "total_area", 61).clone();
+    assert_eq!(
+        (total.kind, total.scope),
+        (DefKind::Function, vec!["geom".to_string()])
+    );
+}
