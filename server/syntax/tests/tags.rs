@@ -516,3 +516,53 @@ fn c_header_prototypes_are_functions() {
         (DefKind::Function, vec!["geom".to_string()])
     );
 }
+
+/// Members without a name of their own, Scala 3 givens, Haskell `where` helpers and the labels
+/// of Haskell instances and Elixir implementations (`impl Class for Type`, as Rust's).
+#[test]
+fn indexers_subscripts_givens_where_helpers_and_impl_labels() {
+    let csharp = tags_of(&fixture("csharp"));
+    let indexer = definition(&csharp, "this", 75);
+    assert_eq!(indexer.kind, DefKind::Field);
+    assert_eq!(indexer.scope, ["Example.Jobs", "JobQueue"]);
+
+    let swift = tags_of(&fixture("swift"));
+    let subscript = definition(&swift, "subscript", 122);
+    assert_eq!(subscript.kind, DefKind::Method);
+    assert_eq!(subscript.scope, ["impl MemoryStorage"]);
+
+    let scala = tags_of(&fixture("scala"));
+    assert_eq!(
+        definition(&scala, "priorityOrdering", 100).kind,
+        DefKind::Variable
+    );
+    assert_eq!(
+        definition(&scala, "compare", 101).scope,
+        ["com.example.limits", "priorityOrdering"]
+    );
+    assert_eq!(
+        definition(&scala, "Ordering[Decision]", 104).kind,
+        DefKind::Variable
+    );
+
+    let haskell = tags_of(&fixture("haskell"));
+    let helper = definition(&haskell, "go", 115);
+    assert_eq!(
+        (helper.kind, helper.end_line, helper.scope.clone()),
+        (
+            DefKind::Function,
+            120,
+            vec!["Data.JobQueue".to_string(), "drain".to_string()]
+        )
+    );
+    assert_eq!(
+        definition(&haskell, "pretty", 68).scope,
+        ["Data.JobQueue", "impl Pretty for Job"]
+    );
+
+    let elixir = tags_of(&fixture("elixir"));
+    assert_eq!(
+        definition(&elixir, "key", 56).scope,
+        ["RateLimit", "impl Keyed for Map"]
+    );
+}
