@@ -26,6 +26,11 @@ SOURCE_EXTS = {
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescript",
     ".go": "go",
+    # issue 43's languages (the extensions of grammars/*/language.toml that corpora here hold)
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp",
+    ".java": "java", ".cs": "csharp", ".kt": "kotlin", ".swift": "swift", ".rb": "ruby",
+    ".php": "php", ".scala": "scala", ".lua": "lua", ".sh": "bash", ".zig": "zig",
+    ".ex": "elixir", ".exs": "elixir", ".hs": "haskell", ".ml": "ocaml",
 }
 
 

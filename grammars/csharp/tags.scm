@@ -74,6 +74,11 @@
 (event_declaration
   name: (identifier) @name) @definition.field
 
+; Indexers (`public T this[int index] { get; set; }`) are read like fields too; C# names them by
+; their keyword, `this`.
+(indexer_declaration
+  "this" @name) @definition.field
+
 (event_field_declaration
   (variable_declaration
     (variable_declarator

@@ -6,7 +6,8 @@
 ; `type` and type/data families are types, record fields fields; a type class is a trait whose
 ; method signatures are its methods; an instance is an impl named by its type. Top-level
 ; equations are functions (one definition per equation: `f [] = ..; f xs = ..` is two); type
-; signatures are not definitions of their own, and `where`-bound helpers are not captured.
+; signatures are not definitions of their own. `where`-bound helpers are functions inside the
+; equation that binds them.
 ; Haddock comments (`-- |`, `-- ^`) are their own node kind, `haddock` (see the end of the file).
 
 ; ---------------------------------------------------------------------------------------------
@@ -67,6 +68,27 @@
     (bind
       name: (variable) @name)
   ] @definition.function)
+
+; `where` helpers: `render job = header <> body where header = ..; body n = ..` (of an equation or
+; of a pattern binding).
+([
+  (function
+    binds: (local_binds
+      [
+        (function
+          name: (variable) @name)
+        (bind
+          name: (variable) @name)
+      ] @definition.function))
+  (bind
+    binds: (local_binds
+      [
+        (function
+          name: (variable) @name)
+        (bind
+          name: (variable) @name)
+      ] @definition.function))
+])
 
 ; ---------------------------------------------------------------------------------------------
 ; Imports: `import qualified Data.Map.Strict as Map` -> `Data.Map.Strict`.

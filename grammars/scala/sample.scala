@@ -96,6 +96,13 @@ enum Priority(val weight: Int) {
   case High extends Priority(10)
 }
 
+/** Heavier priorities sort first (a Scala 3 given instance). */
+given priorityOrdering: Ordering[Priority] with {
+  def compare(a: Priority, b: Priority): Int = b.weight.compare(a.weight)
+}
+
+given Ordering[Decision] = Ordering.by(_.allowed)
+
 def describe(decision: Decision): String = decision match {
   case Allowed            => "allowed"
   case Delayed(nanos) => s"delayed by ${nanos}ns"

@@ -62,6 +62,15 @@
 (function_declaration
   name: (identifier) @name) @definition.function
 
+; Scala 3 givens: `given intOrd: Ord[Int] with { ... }` is a value named `intOrd`; an anonymous
+; `given Ord[Int] with { ... }` is named by its type, as the compiler's synthesized name is.
+(given_definition
+  name: (identifier) @name) @definition.variable
+
+(given_definition
+  !name
+  return_type: (_) @name) @definition.variable
+
 ; ---------------------------------------------------------------------------------------------
 ; Values: `val`/`var` in a class, trait or object body are fields; at the top level (Scala 3)
 ; variables. Parameters of a case class and `val`/`var` parameters of a class are fields.

@@ -117,6 +117,11 @@ extension MemoryStorage: CustomStringConvertible {
     public func isCached(forKey key: String) -> Bool {
         value(forKey: key) != nil
     }
+
+    /// The cached value for `key`, as `storage["avatar"]`.
+    public subscript(key: String) -> T? {
+        value(forKey: key)
+    }
 }
 
 extension UIImage: CacheCostCalculable {

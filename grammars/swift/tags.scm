@@ -58,6 +58,10 @@
 (deinit_declaration
   "deinit" @name) @definition.method
 
+; `subscript(index: Int) -> Element { ... }`: a method named by its keyword, as `init` is.
+(subscript_declaration
+  "subscript" @name) @definition.method
+
 ; ---------------------------------------------------------------------------------------------
 ; Properties: top-level `let` is a constant and `var` a variable; stored and computed properties
 ; of a type, extension or protocol are fields. Locals are not definitions.

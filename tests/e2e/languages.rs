@@ -87,6 +87,29 @@ fn every_new_language_is_indexed_named_and_searched_through_the_binary() {
     }
 }
 
+/// A `-dev` package's header is its API: `lode symbols` finds its prototypes as functions.
+#[test]
+fn a_c_headers_prototypes_are_found_by_lode_symbols() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = std::fs::read_to_string(grammars().join("c/sample.h")).unwrap();
+    write(root, "include/ring.h", &text);
+    let indexed = run(root, &["index"]);
+    assert!(indexed.status.success(), "{indexed:?}");
+    for (name, line) in [("ring_push", 52), ("ring_parse_options", 70)] {
+        let output = run(root, &["symbols", name, "--json"]);
+        assert!(output.status.success(), "{output:?}");
+        let hits = json_lines(&stdout(&output));
+        assert!(
+            hits.iter().any(|hit| hit["path"] == "include/ring.h"
+                && hit["language"] == "c"
+                && hit["kind"] == "function"
+                && hit["start_line"] == line),
+            "`lode symbols {name}`: {hits:#?}"
+        );
+    }
+}
+
 #[test]
 fn headers_latin1_sources_and_scripts_are_judged_by_their_content() {
     let dir = tempfile::tempdir().unwrap();

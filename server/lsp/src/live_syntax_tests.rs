@@ -286,3 +286,73 @@ fn a_keystroke_in_a_top_level_item_reads_only_that_item() {
     assert_eq!(norm.kind, lode_syntax::DefKind::Method);
     let _ = Position::new(0, 0);
 }
+
+/// A grammar sample of the repository (`grammars/<relative>`).
+fn grammar_sample(relative: &str) -> String {
+    let path = format!("{}/../../grammars/{relative}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+}
+
+/// Java and C# files are one class: a keystroke between its members (a Javadoc, a blank line)
+/// reads only the lines between the members around it, and the tags stay those of a whole
+/// read. (Random edits as in `follows_typing` are not run on Java and C#: junk typed into a
+/// `package` line, or a line break added at the end of a file under a file-scoped namespace,
+/// leave the file-scope definition stale, with or without gap reads: a known gap.)
+#[test]
+fn a_keystroke_between_the_members_of_a_file_sized_class_reads_only_the_gap() {
+    let source = grammar_sample("java/sample.java");
+    let mut document = Document::new(source.clone(), 1, "java");
+    let mut syntax = Syntax::parse(Language::Java, &source).unwrap().unwrap();
+    let at = source.find("/** How often lookups hit so far. */").unwrap() + 4;
+    let how = keystroke(&mut document, &mut syntax, at, at, "x");
+    assert_eq!(how, Update::Region);
+    let fresh = lode_syntax::parse_tree(Language::Java, document.text())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        syntax.tags(),
+        &extract_tags(Language::Java, &fresh, document.text()).unwrap()
+    );
+    // A new method typed between two others is found inside the class.
+    let comment = document
+        .text()
+        .find("How often lookups hit so far")
+        .unwrap();
+    let mut at = document.text()[..comment].rfind('\n').unwrap() + 1;
+    let mut ways = Vec::new();
+    for ch in "    void typed() { evict(null); }\n".chars() {
+        ways.push(keystroke(
+            &mut document,
+            &mut syntax,
+            at,
+            at,
+            &ch.to_string(),
+        ));
+        at += ch.len_utf8();
+    }
+    // A blank typed before the method is read alone; half-typed, `void ty` swallows the
+    // method below it, and the tree recovers when it closes (whole reads).
+    assert_eq!(ways[0], Update::Region, "{ways:?}");
+    let comment = document.text().find("lookups hit so far").unwrap();
+    assert_eq!(
+        keystroke(&mut document, &mut syntax, comment, comment, "all "),
+        Update::Region
+    );
+    let typed = syntax
+        .tags()
+        .definitions
+        .iter()
+        .find(|def| def.name == "typed")
+        .expect("the typed method");
+    assert_eq!(typed.kind, lode_syntax::DefKind::Method);
+    assert_eq!(typed.scope.last().map(String::as_str), Some("LruCache"));
+
+    // The same as a whole read of a fresh parse.
+    let fresh = lode_syntax::parse_tree(Language::Java, document.text())
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        syntax.tags(),
+        &extract_tags(Language::Java, &fresh, document.text()).unwrap()
+    );
+}

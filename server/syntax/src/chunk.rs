@@ -195,13 +195,11 @@ impl Walk<'_> {
     /// larger than the target, not the maximum: kept whole up to 1200 bytes, a class of small
     /// methods would be one chunk, and a search for one method would answer with the class.
     fn is_container(&self, node: Node) -> bool {
-        if self.rules.is_container(node.kind()) {
+        if self.rules.is_container(node.kind()) || self.rules.is_container_call(node, self.source) {
             return true;
         }
         self.rules
-            .wrappers
-            .get(node.kind())
-            .and_then(|field| node.child_by_field_name(field))
+            .wrapped(node)
             .is_some_and(|wrapped| self.is_container(wrapped))
     }
 
@@ -777,6 +775,52 @@ mod tests {
                 .find(|c| c.symbol.as_deref() == Some("become_stale"))
                 .unwrap_or_else(|| panic!("{language:?}: no chunk for a method: {chunks:#?}"));
             assert_eq!(stale.scope, ["Atom"], "{language:?}");
+        }
+    }
+
+    fn grammar_sample(relative: &str) -> String {
+        let path = format!("{}/../../grammars/{relative}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+    }
+
+    /// `template <...> class X { ... }` (C++) and `defmodule X do ... end` (Elixir) open at
+    /// their members like a plain class, though neither names its class in a field.
+    #[test]
+    fn class_templates_and_elixir_modules_open_at_their_members() {
+        for (language, sample, head, last_member, member, scope) in [
+            (
+                Language::Cpp,
+                "cpp/sample.cpp",
+                "class SmallStack {",
+                "const T* end() const",
+                "end",
+                vec!["geom", "SmallStack"],
+            ),
+            (
+                Language::Elixir,
+                "elixir/sample.ex",
+                "defmodule Bucket do",
+                "def take(bucket), do:",
+                "take",
+                vec!["RateLimit", "Bucket"],
+            ),
+        ] {
+            let source = grammar_sample(sample);
+            let chunks = parse_file(language, &source).unwrap().chunks;
+            let opening = chunks
+                .iter()
+                .find(|c| c.text.contains(head))
+                .unwrap_or_else(|| panic!("{language:?}: no chunk holds {head:?}"));
+            assert!(
+                !opening.text.contains(last_member),
+                "{language:?}: kept whole: {}",
+                opening.text
+            );
+            let chunk = chunks
+                .iter()
+                .find(|c| c.defined_names.iter().any(|name| name == member))
+                .unwrap_or_else(|| panic!("{language:?}: no chunk defines {member}"));
+            assert_eq!(chunk.scope, scope, "{language:?}: {}", chunk.text);
         }
     }
 

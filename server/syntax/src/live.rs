@@ -179,19 +179,30 @@ impl Syntax {
             return Ok(Update::Region);
         };
         let changed_lines = whole_lines(text, hull.clone());
+        let small_enough = |range: &Range<usize>| {
+            (range.len() as f64) <= WHOLE_FILE_SHARE * text.len() as f64
+                && !self.overlaps_partially(range)
+        };
         let region = match self.innermost_definition_around(&changed_lines) {
             Some(index) => {
                 let definition = &self.tags.definitions[index];
                 let range = definition.start_byte..definition.end_byte;
-                let enclosing = self.enclosing(index);
-                Some((range, enclosing))
+                let mut enclosing = self.enclosing(index);
+                match self.gap_between_members(index, &changed_lines) {
+                    // A class that is most of its file (one Java or C# class per file, a
+                    // large `impl`), edited between its members (a Javadoc, a blank line):
+                    // only the lines between the members around the edit are read again.
+                    Some(gap) if !small_enough(&range) => {
+                        enclosing.push(definition.clone());
+                        Some((gap, enclosing))
+                    }
+                    _ => Some((range, enclosing)),
+                }
             }
+            // Top-level items still sit inside a definition that encloses the rest of its
+            // file (C#'s `namespace X;`, Java's `package`).
             None => top_level_region(&self.tree, text, changed_lines.clone())
-                .map(|range| (range, Vec::new())),
-        };
-        let small_enough = |range: &Range<usize>| {
-            (range.len() as f64) <= WHOLE_FILE_SHARE * text.len() as f64
-                && !self.overlaps_partially(range)
+                .map(|range| (range.clone(), self.around(&range))),
         };
         match region {
             Some((range, enclosing)) if small_enough(&range) => {
@@ -222,6 +233,57 @@ impl Syntax {
             .definitions
             .iter()
             .rposition(|def| def.start_byte < lines.start && lines.end < def.end_byte)
+    }
+
+    /// Inside definition `index`, the bytes between the end of the last definition before
+    /// `lines` and the start of the first one after them; `None` when a definition inside it
+    /// meets `lines`.
+    fn gap_between_members(&self, index: usize, lines: &Range<usize>) -> Option<Range<usize>> {
+        let outer = &self.tags.definitions[index];
+        // The gap starts after the header (`class Circle extends Shape {`): the header holds
+        // the outer definition's own name, which only a read of the whole definition renews.
+        let node = self
+            .tree
+            .root_node()
+            .descendant_for_byte_range(outer.start_byte, outer.end_byte)?;
+        let rules = self.language.rules();
+        let mut cursor = node.walk();
+        let body = node.child_by_field_name("body").or_else(|| {
+            node.children(&mut cursor)
+                .find(|child| rules.bodies.iter().any(|kind| kind == child.kind()))
+        })?;
+        if lines.start <= body.start_byte() {
+            return None;
+        }
+        let mut gap = body.start_byte()..outer.end_byte;
+        // Sorted by start byte, outer first: what lies inside `outer` follows it.
+        for inner in &self.tags.definitions[index + 1..] {
+            if inner.start_byte >= outer.end_byte {
+                break;
+            }
+            if inner.end_byte <= lines.start {
+                gap.start = gap.start.max(inner.end_byte);
+            } else if inner.start_byte >= lines.end {
+                gap.end = gap.end.min(inner.start_byte);
+            } else {
+                return None;
+            }
+        }
+        Some(gap)
+    }
+
+    /// The definitions around `range` (that hold it and are not it), outermost first.
+    fn around(&self, range: &Range<usize>) -> Vec<Definition> {
+        self.tags
+            .definitions
+            .iter()
+            .filter(|def| {
+                def.start_byte <= range.start
+                    && range.end <= def.end_byte
+                    && (def.start_byte, def.end_byte) != (range.start, range.end)
+            })
+            .cloned()
+            .collect()
     }
 
     /// The definitions around definition `index`, outermost first.

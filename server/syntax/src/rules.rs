@@ -16,8 +16,13 @@ pub struct LanguageRules {
     /// small methods is not one chunk.
     pub containers: Vec<String>,
     /// Node kinds whose named field holds the declaration they wrap (`export_statement` →
-    /// `declaration`): a wrapped container opens like the bare one.
+    /// `declaration`): a wrapped container opens like the bare one. [`LAST_NAMED_CHILD`] as
+    /// the field stands for the wrapper's last named child, for wrappers whose declaration has
+    /// no field (C++'s `template_declaration`).
     pub wrappers: HashMap<String, String>,
+    /// Names called by `call` nodes that are containers (Elixir's `defmodule X do ... end`:
+    /// every definition is a call, so containers are told apart by the name they call).
+    pub container_calls: Vec<String>,
     /// Node kinds of a container's body besides its `body` field (Kotlin's `class_body`,
     /// Ruby's `body_statement`): the body opens at the target too.
     pub bodies: Vec<String>,
@@ -37,6 +42,9 @@ pub struct LanguageRules {
     pub docstring_in_body: bool,
 }
 
+/// The wrapper "field" that stands for the wrapper's last named child.
+pub const LAST_NAMED_CHILD: &str = "*";
+
 impl LanguageRules {
     /// Reads `language.toml` text.
     pub fn parse(text: &str) -> Result<LanguageRules, toml::de::Error> {
@@ -46,6 +54,26 @@ impl LanguageRules {
     /// Whether `kind` is a container node kind.
     pub fn is_container(&self, kind: &str) -> bool {
         self.containers.iter().any(|container| container == kind)
+    }
+
+    /// The declaration a wrapper node wraps, when `node` is a wrapper.
+    pub fn wrapped<'t>(&self, node: tree_sitter::Node<'t>) -> Option<tree_sitter::Node<'t>> {
+        let field = self.wrappers.get(node.kind())?;
+        if field == LAST_NAMED_CHILD {
+            node.named_child(node.named_child_count().checked_sub(1)? as u32)
+        } else {
+            node.child_by_field_name(field)
+        }
+    }
+
+    /// Whether `node` is a call of one of the [`container_calls`](Self::container_calls).
+    pub fn is_container_call(&self, node: tree_sitter::Node, source: &str) -> bool {
+        !self.container_calls.is_empty()
+            && node.kind() == "call"
+            && node
+                .child_by_field_name("target")
+                .and_then(|target| source.get(target.byte_range()))
+                .is_some_and(|name| self.container_calls.iter().any(|call| call == name))
     }
 
     /// Whether `kind` is sticky: a comment of any sort, or a listed kind.

@@ -641,7 +641,23 @@ fn impl_label(signature: &str, type_name: &str) -> String {
             return format!("impl {trait_part} for {type_name}");
         }
     }
-    format!("impl {type_name}")
+    // Haskell: `instance Pretty Job where`, `instance Show a => Pretty (Box a) where`.
+    // Elixir: `defimpl Keyed, for: Map do` (`defimpl Keyed do` inside the implementing module
+    // names only the protocol, which is then the impl's name).
+    let class = if let Some(rest) = trimmed.strip_prefix("instance ") {
+        let head = rest.rsplit_once("=>").map_or(rest, |(_, head)| head);
+        head.split_whitespace().next()
+    } else if let Some(rest) = trimmed.strip_prefix("defimpl ") {
+        rest.split([',', ' ']).next()
+    } else {
+        None
+    };
+    match class {
+        Some(class) if !class.is_empty() && class != type_name => {
+            format!("impl {class} for {type_name}")
+        }
+        _ => format!("impl {type_name}"),
+    }
 }
 
 /// `<T: Clone> Display` -> `Display`.

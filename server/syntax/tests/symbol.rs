@@ -74,6 +74,24 @@ fn edit(language: Language, source: &str, name: &str, how: SymbolEdit, text: &st
     splice(language, source, &span, how, text).unwrap().text
 }
 
+/// A static function declared at the top of its file and defined below is named by its
+/// definition: the prototype does not make the name ambiguous (grammars/c/sample.c).
+#[test]
+fn a_c_forward_declaration_yields_to_its_definition() {
+    let path = common::grammars_root().join("c/sample.c");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let span = find(Language::C, &source, "sample.c:grow").unwrap();
+    assert!(
+        source[span.definition.clone()].contains("realloc"),
+        "{}",
+        &source[span.definition.clone()]
+    );
+    // The prototype alone is still found where nothing else has the name (a header).
+    let header = std::fs::read_to_string(common::grammars_root().join("c/sample.h")).unwrap();
+    let span = find(Language::C, &header, "sample.h:ring_push").unwrap();
+    assert!(header[span.definition.clone()].starts_with("ring_status ring_push("));
+}
+
 #[test]
 fn python_methods_are_named_by_their_class() {
     let span = find(Language::Python, SHAPES_PY, "src/shapes.py:Circle/area").unwrap();

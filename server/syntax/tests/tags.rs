@@ -483,3 +483,86 @@ fn print_tags() {
         );
     }
 }
+
+/// A C header's API is its prototypes: each is a function, in and out of conditional blocks,
+/// returning pointers or not; a function pointer type stays a type.
+#[test]
+fn c_header_prototypes_are_functions() {
+    let header = samples()
+        .into_iter()
+        .find(|sample| sample.path.ends_with("c/sample.h"))
+        .expect("grammars/c/sample.h is read as C");
+    let tags = tags_of(&header);
+    for (name, line) in [
+        ("ring_new", 46),
+        ("ring_push", 52),
+        ("ring_strerror", 67),
+        ("ring_parse_options", 70),
+        ("ring_push_locked", 74),
+    ] {
+        let found = definition(&tags, name, line);
+        assert_eq!(found.kind, DefKind::Function, "{name}");
+        assert!(found.scope.is_empty(), "{name}: {:?}", found.scope);
+    }
+    assert_eq!(definition(&tags, "ring_visit_fn", 25).kind, DefKind::Type);
+    // A prototype inside a C++ namespace is the namespace's function.
+    let cpp = samples()
+        .into_iter()
+        .find(|sample| sample.path.ends_with("cpp/sample.h"))
+        .expect("grammars/cpp/sample.h");
+    let total = definition(&tags_of(&cpp), "total_area", 61).clone();
+    assert_eq!(
+        (total.kind, total.scope),
+        (DefKind::Function, vec!["geom".to_string()])
+    );
+}
+
+/// Members without a name of their own, Scala 3 givens, Haskell `where` helpers and the labels
+/// of Haskell instances and Elixir implementations (`impl Class for Type`, as Rust's).
+#[test]
+fn indexers_subscripts_givens_where_helpers_and_impl_labels() {
+    let csharp = tags_of(&fixture("csharp"));
+    let indexer = definition(&csharp, "this", 75);
+    assert_eq!(indexer.kind, DefKind::Field);
+    assert_eq!(indexer.scope, ["Example.Jobs", "JobQueue"]);
+
+    let swift = tags_of(&fixture("swift"));
+    let subscript = definition(&swift, "subscript", 122);
+    assert_eq!(subscript.kind, DefKind::Method);
+    assert_eq!(subscript.scope, ["impl MemoryStorage"]);
+
+    let scala = tags_of(&fixture("scala"));
+    assert_eq!(
+        definition(&scala, "priorityOrdering", 100).kind,
+        DefKind::Variable
+    );
+    assert_eq!(
+        definition(&scala, "compare", 101).scope,
+        ["com.example.limits", "priorityOrdering"]
+    );
+    assert_eq!(
+        definition(&scala, "Ordering[Decision]", 104).kind,
+        DefKind::Variable
+    );
+
+    let haskell = tags_of(&fixture("haskell"));
+    let helper = definition(&haskell, "go", 115);
+    assert_eq!(
+        (helper.kind, helper.end_line, helper.scope.clone()),
+        (
+            DefKind::Function,
+            120,
+            vec!["Data.JobQueue".to_string(), "drain".to_string()]
+        )
+    );
+    assert_eq!(
+        definition(&haskell, "pretty", 68).scope,
+        ["Data.JobQueue", "impl Pretty for Job"]
+    );
+
+    let elixir = tags_of(&fixture("elixir"));
+    assert_eq!(
+        definition(&elixir, "key", 56).scope,
+        ["RateLimit", "impl Keyed for Map"]
+    );
+}

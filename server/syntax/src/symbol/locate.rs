@@ -61,6 +61,9 @@ struct Entry {
     /// The same, with an impl block's label (`impl Display for Wrapper`) instead of its type.
     labels: Vec<String>,
     is_impl: bool,
+    /// A function or method declared without a body (a C prototype, a member declared in its
+    /// class and defined outside it).
+    is_prototype: bool,
 }
 
 impl Entry {
@@ -385,6 +388,9 @@ fn entries(language: Language, source: &str, file: &str) -> Result<Vec<Entry>, S
         let definition_range = signature_start(outer)..outer.end_byte();
         let full = leading_start(&lines, root, &comments, outer.start_byte())..outer.end_byte();
         let body = body_of(node).map(|body| body.byte_range());
+        // C and C++ parse a prototype as a (field) declaration with a function declarator.
+        let is_prototype = matches!(definition.kind, DefKind::Function | DefKind::Method)
+            && matches!(node.kind(), "declaration" | "field_declaration");
         let first_line_start = lines.line_start(definition_range.start);
         let indent: String = source[first_line_start..definition_range.start]
             .chars()
@@ -407,6 +413,7 @@ fn entries(language: Language, source: &str, file: &str) -> Result<Vec<Entry>, S
             names,
             labels,
             is_impl,
+            is_prototype,
         });
         open.push(index);
     }
@@ -454,6 +461,11 @@ pub fn locate(
                 if !not_impls.is_empty() {
                     found = not_impls;
                 }
+            }
+            // A function declared in its file and defined there too (a forward declaration of
+            // a static function) is named by its definition.
+            if found.len() > 1 && found.iter().any(|e| !e.is_prototype) {
+                found.retain(|e| !e.is_prototype);
             }
             match found.as_slice() {
                 [one] => Ok(one.span.clone()),
