@@ -189,18 +189,24 @@ before(async () => {
   fs.writeFileSync(config, provider("scripted", chatModel, "scripted-1") + provider("second", secondModel, "second-1"));
 
   // A fresh profile: only lode's extension, lode.path pointing at the binary under test.
+  // lode.path and lode.chat.extraArgs are machine-scoped (a workspace must not name the program
+  // lode runs): code-server is a remote window, so they are read from the machine's settings,
+  // where a user of code-server or Remote-SSH sets them too, not from the user's.
   profile = path.join(work, "profile");
   fs.mkdirSync(path.join(profile, "User"), { recursive: true });
+  fs.mkdirSync(path.join(profile, "Machine"), { recursive: true });
   fs.writeFileSync(
     path.join(profile, "User/settings.json"),
     JSON.stringify({
       "workbench.startupEditor": "none",
-      "lode.path": lode,
-      "lode.chat.extraArgs": ["--no-watch"],
       "telemetry.telemetryLevel": "off",
       "extensions.autoUpdate": false,
       "extensions.autoCheckUpdates": false,
     }),
+  );
+  fs.writeFileSync(
+    path.join(profile, "Machine/settings.json"),
+    JSON.stringify({ "lode.path": lode, "lode.chat.extraArgs": ["--no-watch"] }),
   );
   const env = { ...process.env, PATH: `${nodeBin}:${process.env.PATH}`, LODE_CONFIG: config, XDG_CONFIG_HOME: path.join(work, "xdg") };
   for (const name of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "LODE_MODEL"]) delete env[name];
