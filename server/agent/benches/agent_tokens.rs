@@ -278,6 +278,15 @@ fn report(profile: Profile, measured: &Measured) {
         compared += pair[0].len();
         ratios.push(prefix as f64 / pair[0].len().max(1) as f64);
     }
+    // What a provider's prompt cache can serve: the part of each request that repeats the start
+    // of the one before (in tokens, by its share of the request's bytes); the rest is billed in
+    // full. Anthropic bills cached input at a tenth, OpenAI at a half.
+    let mut cacheable = 0.0f64;
+    for (index, pair) in inputs.windows(2).enumerate() {
+        let prefix = common_prefix(&pair[0], &pair[1]);
+        cacheable += tokens[index + 1] as f64 * prefix as f64 / pair[1].len().max(1) as f64;
+    }
+    let uncached = total as f64 - cacheable;
     let below = ratios.iter().filter(|ratio| **ratio < 0.95).count();
     let worst = ratios.iter().copied().fold(1.0, f64::min);
     println!(
@@ -310,6 +319,13 @@ fn report(profile: Profile, measured: &Measured) {
         100.0 * shared as f64 / compared.max(1) as f64,
         ratios.len(),
         100.0 * worst
+    );
+    println!(
+        "  cacheable input {:.0} tokens ({:.1}%), uncached {uncached:.0}; billed as input tokens with cached input at 0.1 / 0.5 of the price: {:.0} / {:.0}",
+        cacheable,
+        100.0 * cacheable / total.max(1) as f64,
+        uncached + 0.1 * cacheable,
+        uncached + 0.5 * cacheable
     );
 }
 
