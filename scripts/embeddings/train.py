@@ -385,7 +385,8 @@ def main() -> int:
                     help="a `cargo vendor` directory to mine Rust pairs from (repeatable; default: "
                          "bench/corpus/rust-vendor and, if present, bench/corpus/train-vendor)")
     ap.add_argument("--languages", default="rust",
-                    help="comma-separated: rust, python, javascript, typescript, go. The other "
+                    help="comma-separated: rust, python, javascript, typescript, go, java, c, cpp, "
+                         "csharp, ruby, php. The other "
                          "languages' pairs come from the table packages of "
                          "bench/multilang/packages.txt (multilang_pairs.py)")
     ap.add_argument("--per-package", type=int, default=1500,
