@@ -446,6 +446,8 @@ def main() -> int:
         if others:
             roots += [multilang_pairs.build.fetch(package) for lang in others
                       for package in multilang_pairs.packages_for_training(lang)]
+        # a shared source package (a JDK, glibc) lends many directories: read its READMEs once
+        roots = list(dict.fromkeys(roots))
         prose = prose_sentences([f for root in roots for f in readmes(root)])
         print(f"{len(prose)} README sentences from {len(roots)} packages to keep", file=sys.stderr)
     for p in pairs:
