@@ -123,12 +123,27 @@ class MultilangPairsTest(unittest.TestCase):
     def test_table_packages_are_never_evaluation_or_fusion_packages(self):
         import multilang_pairs
         listed = multilang_pairs.build.HERE / "packages.txt"
-        evaluated = {(p.lang, p.name) for split in ("eval", "train")
-                     for p in multilang_pairs.build.read_packages(listed, split)}
+        kept_out = [p for split in ("eval", "train")
+                    for p in multilang_pairs.build.read_packages(listed, split)]
         for lang in multilang_pairs.LANGS:
             training = multilang_pairs.packages_for_training(lang)
             self.assertTrue(training, f"no training packages for {lang}")
-            self.assertFalse({(p.lang, p.name) for p in training} & evaluated)
+            for package in training:
+                for other in kept_out:
+                    self.assertFalse(multilang_pairs.overlaps(package, other),
+                                     f"{package.name} {package.subdir} is {other.name} {other.subdir}")
+
+    def test_a_shared_package_lends_disjoint_directories(self):
+        import multilang_pairs
+        Package = multilang_pairs.build.Package
+        jdk = lambda d: Package("java", "deb", "openjdk-17-source", "17", d)
+        self.assertTrue(multilang_pairs.overlaps(jdk("src/java.base/java/util"), jdk("src/java.base/java/util/concurrent")))
+        self.assertTrue(multilang_pairs.overlaps(jdk("src/java.base/java/util/concurrent"), jdk("src/java.base/java/util")))
+        self.assertTrue(multilang_pairs.overlaps(jdk(None), jdk("src/java.base/java/lang")))
+        self.assertFalse(multilang_pairs.overlaps(jdk("src/java.base/java/lang"), jdk("src/java.base/java/util")))
+        self.assertFalse(multilang_pairs.overlaps(jdk("src/java.net"), jdk("src/java.net.http")))
+        other = Package("java", "deb", "openjfx-source", "11", "src/java.base/java/util")
+        self.assertFalse(multilang_pairs.overlaps(jdk("src/java.base/java/util"), other))
 
 
 class ProseTest(unittest.TestCase):

@@ -385,7 +385,8 @@ def main() -> int:
                     help="a `cargo vendor` directory to mine Rust pairs from (repeatable; default: "
                          "bench/corpus/rust-vendor and, if present, bench/corpus/train-vendor)")
     ap.add_argument("--languages", default="rust",
-                    help="comma-separated: rust, python, javascript, typescript, go. The other "
+                    help="comma-separated: rust, python, javascript, typescript, go, java, c, cpp, "
+                         "csharp, ruby, php. The other "
                          "languages' pairs come from the table packages of "
                          "bench/multilang/packages.txt (multilang_pairs.py)")
     ap.add_argument("--per-package", type=int, default=1500,
@@ -445,6 +446,8 @@ def main() -> int:
         if others:
             roots += [multilang_pairs.build.fetch(package) for lang in others
                       for package in multilang_pairs.packages_for_training(lang)]
+        # a shared source package (a JDK, glibc) lends many directories: read its READMEs once
+        roots = list(dict.fromkeys(roots))
         prose = prose_sentences([f for root in roots for f in readmes(root)])
         print(f"{len(prose)} README sentences from {len(roots)} packages to keep", file=sys.stderr)
     for p in pairs:
