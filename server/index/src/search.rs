@@ -157,8 +157,9 @@ impl Workspace {
                     continue;
                 }
                 let size = catalog.file_size(&row.path)?.unwrap_or(0);
+                // Kept for every ranked chunk of the file, whichever of them comes first here.
                 let first = if row.start_line == 1 {
-                    None // the row itself is the file's first chunk
+                    Some(row.text.clone()) // the row itself is the file's first chunk
                 } else {
                     catalog.first_chunk_text(&row.path)?
                 };
