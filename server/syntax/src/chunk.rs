@@ -208,7 +208,7 @@ impl Walk<'_> {
     fn is_body(&self, node: Node, child: Node) -> bool {
         node.child_by_field_name("body")
             .is_some_and(|body| body.id() == child.id())
-            || self.rules.bodies.iter().any(|kind| kind == child.kind())
+            || self.rules.is_body_kind(child.kind())
     }
 
     fn flatten(&self, node: Node, body_of_container: bool, depth: usize, out: &mut Vec<Piece>) {

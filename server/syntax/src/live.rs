@@ -250,7 +250,7 @@ impl Syntax {
         let mut cursor = node.walk();
         let body = node.child_by_field_name("body").or_else(|| {
             node.children(&mut cursor)
-                .find(|child| rules.bodies.iter().any(|kind| kind == child.kind()))
+                .find(|child| rules.is_body_kind(child.kind()))
         })?;
         if lines.start <= body.start_byte() {
             return None;

@@ -56,6 +56,11 @@ impl LanguageRules {
         self.containers.iter().any(|container| container == kind)
     }
 
+    /// Whether `kind` is one of the language's body kinds besides the `body` field.
+    pub fn is_body_kind(&self, kind: &str) -> bool {
+        self.bodies.iter().any(|body| body == kind)
+    }
+
     /// The declaration a wrapper node wraps, when `node` is a wrapper.
     pub fn wrapped<'t>(&self, node: tree_sitter::Node<'t>) -> Option<tree_sitter::Node<'t>> {
         let field = self.wrappers.get(node.kind())?;
