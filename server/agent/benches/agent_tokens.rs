@@ -272,18 +272,15 @@ fn report(profile: Profile, measured: &Measured) {
     let mut shared = 0usize;
     let mut compared = 0usize;
     let mut ratios = Vec::new();
-    for pair in inputs.windows(2) {
-        let prefix = common_prefix(&pair[0], &pair[1]);
-        shared += prefix;
-        compared += pair[0].len();
-        ratios.push(prefix as f64 / pair[0].len().max(1) as f64);
-    }
     // What a provider's prompt cache can serve: the part of each request that repeats the start
     // of the one before (in tokens, by its share of the request's bytes); the rest is billed in
     // full. Anthropic bills cached input at a tenth, OpenAI at a half.
     let mut cacheable = 0.0f64;
     for (index, pair) in inputs.windows(2).enumerate() {
         let prefix = common_prefix(&pair[0], &pair[1]);
+        shared += prefix;
+        compared += pair[0].len();
+        ratios.push(prefix as f64 / pair[0].len().max(1) as f64);
         cacheable += tokens[index + 1] as f64 * prefix as f64 / pair[1].len().max(1) as f64;
     }
     let uncached = total as f64 - cacheable;
