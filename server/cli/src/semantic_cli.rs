@@ -164,9 +164,10 @@ pub fn show_embedding(bar: &indicatif::ProgressBar) {
 
 /// Parses `LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE]` reciprocal-rank fusion weights,
 /// `scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE]` for score fusion, or
-/// `standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS]]` for fusion of standard scores (a
-/// benchmark knob). TABLE weighs the built-in table's cosine over the candidates (for embedders
-/// other than the table), HEADS the cosine of the candidates' heads (standard scores only).
+/// `standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS[,CALLABLES]]]` for fusion of standard
+/// scores (a benchmark knob). TABLE weighs the built-in table's cosine over the candidates (for
+/// embedders other than the table), HEADS the cosine of the candidates' heads, CALLABLES what a
+/// function, a method or prose gains over a chunk that only declares (standard scores only).
 pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
     use lode_index::{FusionMethod, FusionWeights};
     let (method, text) = if let Some(rest) = text.strip_prefix("scores:") {
@@ -192,11 +193,12 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
                 symbols,
                 table: table.first().copied().unwrap_or(0.0),
                 heads: 0.0,
+                callables: 0.0,
                 method: FusionMethod::ReciprocalRank { k },
             })
         }
         (Some(method), &[lexical, semantic, symbols, ref rest @ ..])
-            if rest.len() <= 1 || (rest.len() == 2 && method == FusionMethod::Standardised) =>
+            if rest.len() <= 1 || (rest.len() <= 3 && method == FusionMethod::Standardised) =>
         {
             Ok(FusionWeights {
                 lexical,
@@ -204,13 +206,14 @@ pub fn parse_fusion(text: &str) -> Result<lode_index::FusionWeights, String> {
                 symbols,
                 table: rest.first().copied().unwrap_or(0.0),
                 heads: rest.get(1).copied().unwrap_or(0.0),
+                callables: rest.get(2).copied().unwrap_or(0.0),
                 method,
             })
         }
         _ => Err(
             "expected LEXICAL,SEMANTIC,SYMBOLS,K[,TABLE] with K > 0, or \
              scores:LEXICAL,SEMANTIC,SYMBOLS[,TABLE], or \
-             standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS]]"
+             standard:LEXICAL,SEMANTIC,SYMBOLS[,TABLE[,HEADS[,CALLABLES]]]"
                 .into(),
         ),
     }
@@ -239,9 +242,12 @@ mod tests {
         assert_eq!(standard.heads, 0.0);
         let with_heads = parse_fusion("standard:1,0.5,0,0,0.3").unwrap();
         assert_eq!((with_heads.table, with_heads.heads), (0.0, 0.3));
+        assert_eq!(with_heads.callables, 0.0);
+        let with_callables = parse_fusion("standard:1,0.5,0,0,0.3,2").unwrap();
+        assert_eq!((with_callables.heads, with_callables.callables), (0.3, 2.0));
         for bad in [
             "scores:1,1,0,0,0.3",
-            "standard:1,0.5,0,0,0.3,1",
+            "standard:1,0.5,0,0,0.3,1,1",
             "",
             "1,2",
             "1,0.4,0,0",

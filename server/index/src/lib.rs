@@ -62,7 +62,7 @@ pub use catalog::{CATALOG_FILE, CatalogCounts, index_counts};
 
 // What opening a workspace and searching it take.
 pub use demotion::{DEFAULT_DEMOTIONS, DemotionWeights};
-pub use hybrid::{FusionMethod, FusionWeights};
+pub use hybrid::{FusionMethod, FusionWeights, QueryShape};
 pub use lexical::FieldBoosts;
 pub use lode_syntax::ChunkSizes;
 pub use scan::{DEFAULT_MAX_FILE_BYTES, ScanOptions};

@@ -768,3 +768,117 @@ fn hybrid_search_weighs_the_vectors_by_the_workspace_s_main_language() {
     let hits = workspace.search_hybrid(&request).unwrap();
     assert!(hits[0].path.starts_with("app/"), "{hits:?}");
 }
+
+/// A Java class whose fields and constants name what a sentence asks about, beside the method
+/// that does it, and a README section on the same subject.
+const RETRY_JAVA: &str = r#"
+package net.example.client;
+
+public class ConnectionRetryPolicy {
+    public static final int CONNECTION_RETRY_LIMIT = 5;
+    private final int limit;
+    private final long delayMillis;
+
+    public ConnectionRetryPolicy(int limit, long delay) {
+        this.limit = limit;
+        this.delayMillis = delay;
+    }
+
+    public Socket openWithRetries(String host, int port) throws IOException {
+        IOException last = null;
+        for (int attempt = 0; attempt < limit; attempt++) {
+            try {
+                return new Socket(host, port);
+            } catch (IOException failure) {
+                last = failure;
+                sleepQuietly(delayMillis);
+            }
+        }
+        throw last;
+    }
+}
+"#;
+
+const RETRY_README: &str = "# Client\n\nSome words about the client.\n\n\
+## Retrying a connection\n\nA connection that fails is retried up to the retry limit, \
+waiting the retry delay between attempts.\n";
+
+#[test]
+fn sentences_rank_what_does_something_above_what_only_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "src/ConnectionRetryPolicy.java", RETRY_JAVA);
+    write(root, "README.md", RETRY_README);
+    let workspace = open_static(root);
+    workspace.refresh(&|_| {}).unwrap();
+    let defaults = lode_index::FusionWeights::for_query(
+        lode_index::QueryShape::NaturalLanguage,
+        lode_index::SimilarityScale::Calibrated,
+        Some(Language::Java),
+    );
+    assert!(defaults.callables > 0.0, "{defaults:?}");
+    // The fused score of the chunk holding each of these lines, with the prior at `callables`.
+    let line_of = |text: &str, needle: &str| {
+        1 + text.lines().position(|line| line.contains(needle)).unwrap() as u32
+    };
+    let places = [
+        (
+            "limit",
+            "src/ConnectionRetryPolicy.java",
+            line_of(RETRY_JAVA, "int limit;"),
+        ),
+        (
+            "method",
+            "src/ConnectionRetryPolicy.java",
+            line_of(RETRY_JAVA, "openWithRetries("),
+        ),
+        ("section", "README.md", line_of(RETRY_README, "## Retrying")),
+    ];
+    let fused = |query: &str, callables: f32| {
+        let request = SearchRequest {
+            query: query.into(),
+            limit: 10,
+            path_glob: None,
+            language: None,
+            boosts: None,
+            demotions: None,
+        };
+        let weights = lode_index::FusionWeights {
+            callables,
+            ..defaults
+        };
+        let hits = workspace.search_hybrid_with(&request, weights).unwrap();
+        places
+            .iter()
+            .map(|&(name, path, line)| {
+                let hit = hits
+                    .iter()
+                    .find(|hit| hit.path == path && (hit.start_line..=hit.end_line).contains(&line))
+                    .unwrap_or_else(|| panic!("{name} not found for {query:?}: {hits:#?}"));
+                (name, hit.score)
+            })
+            .collect::<std::collections::HashMap<&str, f32>>()
+    };
+    let lead = |scores: &std::collections::HashMap<&str, f32>, over: &str, of: &str| {
+        scores[of] - scores[over]
+    };
+    // The fields match the words best; the method and the README's section gain the prior's
+    // weight over them, and keep their order between themselves.
+    let query = "connect to the host, retrying up to the limit";
+    let (without, with) = (fused(query, 0.0), fused(query, 2.5));
+    assert!(lead(&without, "method", "limit") > 0.0, "{without:?}");
+    for does_something in ["method", "section"] {
+        let gained = lead(&with, "limit", does_something) - lead(&without, "limit", does_something);
+        assert!(
+            (gained - 2.5).abs() < 1e-3,
+            "{does_something}: {without:?} {with:?}"
+        );
+    }
+    let kept = lead(&with, "section", "method") - lead(&without, "section", "method");
+    assert!(kept.abs() < 1e-3, "{without:?} {with:?}");
+    // A declaration the query names in code form is what it asks about: not demoted.
+    let query = "where is CONNECTION_RETRY_LIMIT read between two connection attempts";
+    let (without, with) = (fused(query, 0.0), fused(query, 2.5));
+    let gained = lead(&with, "limit", "method") - lead(&without, "limit", "method");
+    assert!(gained.abs() < 1e-3, "{without:?} {with:?}");
+}
