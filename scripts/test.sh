@@ -39,10 +39,11 @@ section "start in the background: test tools, bench builders, VS Code extension 
     started=$SECONDS
     echo "-- test tools (pyright, Neovim, acpx, VS Code; cached in target/test-tools)"
     ./scripts/install-test-tools.sh
-    echo "-- bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the offline fusion rules and heads; the table trainer's gradients)"
+    echo "-- bench builders (bench/multilang: per-language retrieval sets, real tree-sitter grammars; the offline fusion rules, heads and callable prior; the table trainer's gradients)"
     target/test-tools/bench-venv/bin/python bench/multilang/test_build.py
     target/test-tools/bench-venv/bin/python bench/multilang/test_fusion.py
     target/test-tools/bench-venv/bin/python bench/multilang/test_heads.py
+    target/test-tools/bench-venv/bin/python bench/multilang/test_signals.py
     target/test-tools/bench-venv/bin/python bench/multilang/test_reference.py
     target/test-tools/bench-venv/bin/python scripts/embeddings/test_train.py
     echo "-- VS Code extension (editors/vscode: npm ci, tsc, vsce package)"

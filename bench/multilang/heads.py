@@ -43,7 +43,9 @@ from eval import LANGS, SET_DIRS  # noqa: E402
 TABLE = ROOT / "assets" / "embeddings" / "static-minilm.bin"
 # hybrid.rs's calibrated_semantic_weight, with the heads.
 SEMANTIC_WEIGHT = {"python": 0.5, "javascript": 0.5, "go": 0.5, "typescript": 1.0, "rust": 1.5,
-                   "java": 1.0, "c": 1.0, "cpp": 1.0, "csharp": 1.0, "ruby": 1.0, "php": 1.0}
+                   "java": 1.0, "c": 0.5, "cpp": 0.5, "csharp": 1.0, "ruby": 0.75, "php": 0.5}
+# hybrid.rs's heads_weight.
+HEADS_WEIGHT = {"javascript": 0.5, "rust": 0.1}
 TYPICAL_HEAD_SPREAD = 0.14  # hybrid.rs's spread_prior::HEAD_COSINE
 SCOPE_SEPARATOR = "\x1f"  # the catalog's separator of scope labels
 VIEWS = ["symbol-scope-line", "symbol", "symbol-scope", "symbol-line", "line", "naming-line"]
