@@ -251,8 +251,11 @@ const CALLABLE_WEIGHT: f32 = 2.5;
 
 /// Whether a chunk only declares things: its definition is a type, a field, a constant, a
 /// module, a macro and the like, not a function, a method or a document's section. A
-/// JavaScript variable is not counted: functions are values there (lodash's
-/// `var baseEach = createBaseEach(baseForOwn)`), a quarter of that set's answers.
+/// JavaScript variable is not counted: the grammar already makes `const f = () => ...` a
+/// function, and what it leaves a variable is mostly a module-level binding to a call that
+/// makes one (`createSelector(...)`, lodash's `var baseEach = createBaseEach(baseForOwn)`, a
+/// quarter of bench/multilang's JavaScript answers). JavaScript's training split alone would
+/// count them as declarations (bench/README.md, "The callable prior").
 fn declares_only(row: &ChunkRow) -> bool {
     let Some(kind) = row.kind.as_deref().and_then(DefKind::from_name) else {
         return false;

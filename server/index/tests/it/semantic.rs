@@ -835,14 +835,7 @@ fn sentences_rank_what_does_something_above_what_only_declares() {
         ("section", "README.md", line_of(RETRY_README, "## Retrying")),
     ];
     let fused = |query: &str, callables: f32| {
-        let request = SearchRequest {
-            query: query.into(),
-            limit: 10,
-            path_glob: None,
-            language: None,
-            boosts: None,
-            demotions: None,
-        };
+        let request = SearchRequest::new(query);
         let weights = lode_index::FusionWeights {
             callables,
             ..defaults
