@@ -17,10 +17,10 @@
 //! - fresh: the store opened (segments mapped) anew for each query and searched once, as a
 //!   `lode search` process without a resident server does (page cache warm).
 //!
-//! Options: `--k K` (default 50, what hybrid search asks for at `--limit 10`), `--runs N`
-//! (default 3), `--sweep R1,R2,...` (oversample factors to also measure, resident: recall
-//! and median latency each, default `5,10,20,40`), `--json PATH` (default
-//! `bench/out/vectors.json`).
+//! Options: `--k K` (default 50, what hybrid search asks for at `--limit 10` for an
+//! identifier; a sentence asks for 100), `--runs N` (default 3), `--sweep R1,R2,...`
+//! (oversample factors to also measure, resident: recall and median latency each, default
+//! `5,10,20,40`), `--json PATH` (default `bench/out/vectors.json`).
 
 use std::path::PathBuf;
 use std::time::Instant;
