@@ -99,14 +99,18 @@ def with_heads(row: dict, lang: str, weight: float, cosine_of,
         semantic_weight = SEMANTIC_WEIGHT[lang]
     candidates, hit, fused = fusion.fused_scores(row, "standard", semantic_weight)
     if weight > 0 and candidates:
-        cosines = {c: cosine_of(c) for c in candidates}
-        known = [value for value in cosines.values() if value is not None]
-        mean, spread = fusion.standardised(known, TYPICAL_HEAD_SPREAD,
-                                           fusion.MIN_COSINE_SPREAD)
-        for c in candidates:
-            value = cosines[c]
-            fused[c] += weight * ((value - mean) / spread if value is not None else 0.0)
+        add_heads(fused, {c: cosine_of(c) for c in candidates}, weight)
     return fusion.top_flags(candidates, hit, fused)
+
+
+def add_heads(fused: dict, cosines: dict, weight: float) -> None:
+    """Adds `weight` x the standard score of each candidate's head cosine to its `fused` score
+    (a cosine of None, a chunk no longer in the catalog, adds nothing): hybrid.rs's heads."""
+    known = [value for value in cosines.values() if value is not None]
+    mean, spread = fusion.standardised(known, TYPICAL_HEAD_SPREAD, fusion.MIN_COSINE_SPREAD)
+    for c, value in cosines.items():
+        if value is not None:
+            fused[c] += weight * (value - mean) / spread
 
 
 def main() -> int:

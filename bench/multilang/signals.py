@@ -79,6 +79,13 @@ def identifier_like(word: str) -> bool:
             or (any(c.isupper() for c in trimmed[1:]) and any(c.islower() for c in trimmed)))
 
 
+def names_in_code_form(query: str) -> set[str]:
+    """hybrid.rs's names_in_code_form: the query's identifier-like words, stripped of the
+    punctuation around them."""
+    return {re.sub(r"^[^A-Za-z0-9_]+|[^A-Za-z0-9_]+$", "", word)
+            for word in query.split() if identifier_like(word)} - {""}
+
+
 def does_something(lang: str, row: tuple, callables: set[str], named: set[str]) -> bool:
     """hybrid.rs's callable prior: a callable kind (or none), a JavaScript variable (functions
     are values there), or a chunk whose symbol the query writes in code form."""
@@ -140,8 +147,7 @@ def main() -> int:
                     head[c] = None if at is None else float(vectors[at] @ qv)
                 q_stems = stems(row["query"])
                 name = {c: name_share(q_stems, catalog.get(c, ("", "", []))[0]) for c in candidates}
-                named = {re.sub(r"^[^A-Za-z0-9_]+|[^A-Za-z0-9_]+$", "", word)
-                         for word in row["query"].split() if identifier_like(word)}
+                named = names_in_code_form(row["query"])
                 kind = {c: 1.0 if does_something(lang, catalog.get(c, ("", "", [])), callables, named)
                         else 0.0 for c in candidates}
                 per_query.append((row, head, name, kind))
@@ -158,14 +164,11 @@ def main() -> int:
             flags = []
             for row, head, name, kind in per_query:
                 candidates, hit, fused = fusion.fused_scores(row, args.rule, semantic)
-                known = [v for v in head.values() if v is not None]
-                mean, spread = fusion.standardised(known, heads.TYPICAL_HEAD_SPREAD,
-                                                   fusion.MIN_COSINE_SPREAD)
+                if head_weight:
+                    heads.add_heads(fused, head, head_weight)
                 name_values = [name[c] for c in candidates]
                 name_mean, name_spread = fusion.standardised(name_values, 0.2, 0.05)
                 for c in candidates:
-                    if head_weight and head.get(c) is not None:
-                        fused[c] += head_weight * (head[c] - mean) / spread
                     if weights["name"]:
                         fused[c] += weights["name"] * (name[c] - name_mean) / name_spread
                     if weights["kind"]:

@@ -7,7 +7,6 @@ does (the cases of hybrid.rs's test), and its name words must split identifiers.
 """
 from __future__ import annotations
 
-import re
 import sys
 import unittest
 from pathlib import Path
@@ -16,11 +15,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import signals  # noqa: E402
 
 CALLABLES = {"function", "method", "section", "NULL"}
-
-
-def named(query: str) -> set[str]:
-    return {re.sub(r"^[^A-Za-z0-9_]+|[^A-Za-z0-9_]+$", "", word)
-            for word in query.split() if signals.identifier_like(word)}
 
 
 class CallablePrior(unittest.TestCase):
@@ -37,7 +31,8 @@ class CallablePrior(unittest.TestCase):
 
     def favoured(self, query: str) -> list[int]:
         return [key for key, (lang, row) in self.ROWS.items()
-                if signals.does_something(lang, row, CALLABLES, named(query))]
+                if signals.does_something(lang, row, CALLABLES,
+                                                 signals.names_in_code_form(query))]
 
     def test_declarations_are_not_favoured_unless_named_in_code_form(self):
         self.assertEqual(self.favoured("retry the connection until the limit"), [1, 4, 5, 6])
