@@ -72,10 +72,16 @@ pub enum QueryShape {
     NaturalLanguage,
 }
 
+/// A whitespace-separated word of a query without the punctuation around it (quotes,
+/// backticks, a trailing `?` or `,`).
+fn without_punctuation(word: &str) -> &str {
+    word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+}
+
 /// Whether a whitespace-separated word of a query looks like code: `snake_case`, `camelCase`,
 /// `a::b`, `a.b`, `a/b`, `f(`.
 fn identifier_like(word: &str) -> bool {
-    let trimmed = word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+    let trimmed = without_punctuation(word);
     trimmed.contains('_')
         || trimmed.contains("::")
         || trimmed.contains('.')
@@ -273,7 +279,7 @@ fn names_in_code_form(query: &str) -> HashSet<&str> {
     query
         .split_whitespace()
         .filter(|word| identifier_like(word))
-        .map(|word| word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_')))
+        .map(without_punctuation)
         .filter(|name| !name.is_empty())
         .collect()
 }
