@@ -287,6 +287,12 @@ fn a_keystroke_in_a_top_level_item_reads_only_that_item() {
     let _ = Position::new(0, 0);
 }
 
+/// The tags of a fresh parse of `text`: what any live update must come to.
+fn fresh_tags(language: Language, text: &str) -> lode_syntax::FileTags {
+    let fresh = lode_syntax::parse_tree(language, text).unwrap().unwrap();
+    extract_tags(language, &fresh, text).unwrap()
+}
+
 /// A grammar sample of the repository (`grammars/<relative>`).
 fn grammar_sample(relative: &str) -> String {
     let path = format!("{}/../../grammars/{relative}", env!("CARGO_MANIFEST_DIR"));
@@ -306,13 +312,7 @@ fn a_keystroke_between_the_members_of_a_file_sized_class_reads_only_the_gap() {
     let at = source.find("/** How often lookups hit so far. */").unwrap() + 4;
     let how = keystroke(&mut document, &mut syntax, at, at, "x");
     assert_eq!(how, Update::Region);
-    let fresh = lode_syntax::parse_tree(Language::Java, document.text())
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        syntax.tags(),
-        &extract_tags(Language::Java, &fresh, document.text()).unwrap()
-    );
+    assert_eq!(syntax.tags(), &fresh_tags(Language::Java, document.text()));
     // A new method typed between two others is found inside the class.
     let comment = document
         .text()
@@ -348,11 +348,5 @@ fn a_keystroke_between_the_members_of_a_file_sized_class_reads_only_the_gap() {
     assert_eq!(typed.scope.last().map(String::as_str), Some("LruCache"));
 
     // The same as a whole read of a fresh parse.
-    let fresh = lode_syntax::parse_tree(Language::Java, document.text())
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        syntax.tags(),
-        &extract_tags(Language::Java, &fresh, document.text()).unwrap()
-    );
+    assert_eq!(syntax.tags(), &fresh_tags(Language::Java, document.text()));
 }

@@ -277,11 +277,7 @@ impl Syntax {
         self.tags
             .definitions
             .iter()
-            .filter(|def| {
-                def.start_byte <= range.start
-                    && range.end <= def.end_byte
-                    && (def.start_byte, def.end_byte) != (range.start, range.end)
-            })
+            .filter(|def| holds_other(def, range))
             .cloned()
             .collect()
     }
@@ -289,13 +285,10 @@ impl Syntax {
     /// The definitions around definition `index`, outermost first.
     fn enclosing(&self, index: usize) -> Vec<Definition> {
         let inner = &self.tags.definitions[index];
+        let range = inner.start_byte..inner.end_byte;
         self.tags.definitions[..index]
             .iter()
-            .filter(|def| {
-                def.start_byte <= inner.start_byte
-                    && inner.end_byte <= def.end_byte
-                    && (def.start_byte, def.end_byte) != (inner.start_byte, inner.end_byte)
-            })
+            .filter(|def| holds_other(def, &range))
             .cloned()
             .collect()
     }
@@ -482,4 +475,11 @@ fn top_level_region(tree: &Tree, text: &str, lines: Range<usize>) -> Option<Rang
         region = grown;
     }
     None
+}
+
+/// Whether definition `def` holds `range` and is not that very range.
+fn holds_other(def: &Definition, range: &Range<usize>) -> bool {
+    def.start_byte <= range.start
+        && range.end <= def.end_byte
+        && (def.start_byte, def.end_byte) != (range.start, range.end)
 }
