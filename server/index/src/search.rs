@@ -150,9 +150,11 @@ impl Workspace {
         }
         let missing = self.chunk_rows(ranked.iter().map(|&(id, _)| id), rows)?;
         rows.extend(missing);
+        // The files of the ranked chunks only: `rows` may also hold the other candidates that
+        // fusion read (twice as many), whose files demotion never looks at.
         let mut files: HashMap<String, (u64, Option<String>)> = HashMap::new();
         self.with_catalog(|catalog| {
-            for row in rows.values() {
+            for row in ranked.iter().filter_map(|(id, _)| rows.get(id)) {
                 if files.contains_key(&row.path) {
                     continue;
                 }
